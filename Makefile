@@ -1,0 +1,29 @@
+PY := .venv/bin/python
+
+.PHONY: run test bench bootstrap migrate demo clean-var
+
+## make run: install, start PostgreSQL/Redis (embedded unless DATABASE_URL/REDIS_URL are set),
+## migrate, load the demo knowledge base, then run web + Celery worker + beat + model server.
+run: bootstrap
+	$(PY) -m supportbot.run
+
+## make test: same bootstrap, then the whole pytest suite against the real services.
+test:
+	BOOTSTRAP_BROWSER=1 bash scripts/bootstrap.sh
+	$(PY) -m pytest
+
+## make bench: every benchmark in bench/, then docs/benchmarks.md is rewritten.
+bench: bootstrap
+	$(PY) -m bench.all
+
+bootstrap:
+	bash scripts/bootstrap.sh
+
+migrate: bootstrap
+	$(PY) manage.py migrate
+
+demo: migrate
+	$(PY) manage.py load_demo
+
+clean-var:
+	rm -rf var/pg var/redis var/run

@@ -1,0 +1,71 @@
+"""Admission: only verified answers enter the shared answer caches.
+
+An answer is stored only if it is complete (finish reason ``stop``, not cut off,
+not interrupted), cited (at least one citation resolved to a passage it was
+given), eligible (a general question, not personal, action or time-dependent),
+grounded (its facts come from the passages: no URL, e-mail, phone number or
+amount that the passages lack) and not a refusal or fallback. Customer input
+alone can never place text in a shared cache: the stored text is the model's,
+checked against the knowledge base."""
+from __future__ import annotations
+
+import re
+
+from caching.layers.base import LayerResult
+
+MAX_ANSWER_CHARS = 4000
+_REFUSAL = re.compile(
+    r"\b(i\s*(?:'m| am)\s*sorry|i\s*can(?:no|')t\s+(?:help|answer|assist)|as an ai|i do not have|i don't have|"
+    r"not (?:able|allowed) to|unable to (?:help|answer)|NOT_COVERED)\b", re.I)
+_INJECTION = re.compile(
+    r"(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+|your\s+)?(previous|prior|above|earlier)?\s*"
+    r"(instructions|rules|prompts?)|system prompt|you are now|act as|jailbreak|developer mode|"
+    r"<\s*/?\s*(system|script|assistant)", re.I)
+_FACT = re.compile(r"https?://\S+|[\w.+-]+@[\w-]+\.[\w.]+|\+?\d[\d ()./-]{5,}\d|[$€£]\s?\d[\d,.]*|\d[\d,.]*\s?(?:%|usd|eur)",
+                   re.I)
+_WORD = re.compile(r"[^\W_]{3,}", re.U)
+
+
+def _facts(text: str) -> set[str]:
+    return {re.sub(r"[\s()./-]", "", m.group(0).lower().rstrip(".,;:)")) for m in _FACT.finditer(text)}
+
+
+def ungrounded_facts(answer: str, passages_text: str) -> set[str]:
+    """Concrete facts (links, e-mails, phone numbers, amounts) in the answer that no passage contains."""
+    return _facts(answer) - _facts(passages_text)
+
+
+def looks_like_injection(question: str) -> bool:
+    return bool(_INJECTION.search(question))
+
+
+def check(state) -> LayerResult:
+    def refuse(reason: str) -> LayerResult:
+        return LayerResult("admission", "refused", reason=reason,
+                           intent=state.eligibility.intent if state.eligibility else "")
+
+    if state.status != "answered" or not state.covered:
+        return refuse(f"not an answer ({state.status})")
+    if state.eligibility is None or not state.eligibility.eligible:
+        return refuse(f"ineligible: {state.eligibility.reason if state.eligibility else 'unclassified'}")
+    if state.result is None:
+        return refuse("no model result")
+    if state.result.finish_reason != "stop":
+        return refuse(f"incomplete: finish reason {state.result.finish_reason!r}")
+    if state.assist is not None:
+        return refuse("assisted answer: shaped by a cached answer that is not part of the key")
+    if not state.citations:
+        return refuse("uncited")
+    answer = state.answer.strip()
+    if not answer or len(answer) > MAX_ANSWER_CHARS:
+        return refuse("empty or oversized answer")
+    if _REFUSAL.search(answer):
+        return refuse("refusal or fallback")
+    if looks_like_injection(state.question):
+        return refuse("question looks like a prompt injection")
+    passages_text = "\n".join(f"{p.title}\n{p.url}\n{p.text}" for p in state.passages)
+    extra = ungrounded_facts(answer, passages_text)
+    if extra:
+        return refuse("ungrounded facts: " + ", ".join(sorted(extra))[:200])
+    return LayerResult("admission", "stored", reason="verified: complete, cited, eligible, grounded",
+                       intent=state.eligibility.intent)

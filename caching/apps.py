@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CachingConfig(AppConfig):
+    name = "caching"
+    verbose_name = "Answer caches"

@@ -1,0 +1,42 @@
+"""The answer spec: every input that shapes an answer, in one structure.
+
+The pipeline builds the model request from an ``AnswerSpec`` and the exact-cache
+key is a hash of the same spec's canonical JSON, so nothing that changes an answer
+can be left out of the key by accident (a property test checks every field)."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+
+KEY_VERSION = "a1"  # bump when the key layout itself changes
+
+
+def canonical_json(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def digest(value) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class AnswerSpec:
+    question: str  # normalised (NFKC, case-folded, whitespace and trailing punctuation collapsed)
+    tenant: str
+    locale: str
+    model: str
+    model_revision: str
+    prompt_version: str  # hash of the template texts
+    tenant_prompt_version: str  # hash of the tenant's static instructions and examples
+    generation_params: dict
+    retrieval_version: str  # embedding model + version, index generation, k, thresholds
+    policy_version: int
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def exact_key(spec: AnswerSpec) -> str:
+    return f"ans:{KEY_VERSION}:{spec.tenant}:{digest(spec.as_dict())}"

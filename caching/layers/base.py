@@ -1,0 +1,59 @@
+"""The one small interface every cache layer implements.
+
+A layer answers ``lookup`` with a ``LayerResult``: the decision to record and, on a
+hit, the value. ``store`` admits a verified value; ``purge_article`` removes every
+entry that cites an article and returns how many went. Layers never raise for an
+unavailable backend: they return a ``skipped`` decision and the Ask carries on
+through the slow path."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CachedAnswer:
+    answer: str
+    citations: list[dict]  # [{article_pk, article_id, title, url, version}]
+    intent: str
+    created: float  # unix time
+    model: str
+    prompt_version: str
+    source_request: str
+    entry_id: int | None = None
+    question: str = ""
+    completion_tokens: int = 0
+    generation_ms: float = 0.0
+
+
+@dataclass
+class LayerResult:
+    layer: str
+    disposition: str  # hit | miss | bypass | shadow_hit | assist | skipped | stored | refused
+    reason: str = ""
+    value: object = None
+    key_version: str = ""
+    candidate: str = ""
+    candidate_question: str = ""
+    filters: dict = field(default_factory=dict)
+    similarity: float | None = None
+    threshold: float | None = None
+    signature_difference: dict | None = None
+    entry_age_s: float | None = None
+    intent: str = ""
+    saved_tokens: int = 0
+    saved_ms: float = 0.0
+    lookup_ms: float = 0.0
+
+    @property
+    def hit(self) -> bool:
+        return self.disposition == "hit"
+
+    def record_fields(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "value"}
+
+
+class CacheLayer:
+    name: str = ""
+
+    def purge_article(self, article_pk: int) -> int:
+        raise NotImplementedError

@@ -1,0 +1,82 @@
+"""Exact answer cache in Redis: key = hash of the complete answer spec."""
+from __future__ import annotations
+
+import json
+import time
+
+from django.conf import settings
+
+from caching.citations import stale_citations
+from caching.keys import KEY_VERSION
+from caching.layers.base import CacheLayer, CachedAnswer, LayerResult
+from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
+
+
+def _cite_key(article_pk: int) -> str:
+    return f"cite:ans:{article_pk}"
+
+
+class ExactLayer(CacheLayer):
+    name = "exact"
+
+    def lookup(self, key: str) -> LayerResult:
+        started = time.perf_counter()
+        result = LayerResult(self.name, "miss", key_version=KEY_VERSION, candidate=key[-16:])
+        if not redis_available():
+            result.disposition, result.reason = "skipped", "redis unavailable (backing off)"
+            return result
+        try:
+            raw = get_redis().get(key)
+        except RedisUnavailable as exc:
+            mark_redis_down()
+            result.disposition, result.reason = "skipped", f"redis unavailable: {type(exc).__name__}"
+            return result
+        if raw is None:
+            result.reason = "no entry"
+        else:
+            cached = CachedAnswer(**json.loads(raw))
+            stale = stale_citations(cached.citations)
+            result.entry_age_s = time.time() - cached.created
+            if stale:
+                result.reason = "cited article changed: " + ", ".join(f"{c['article_id']} v{c['version']}" for c in stale)
+                self.delete(key)
+            else:
+                result.disposition, result.reason, result.value = "hit", "exact key match", cached
+                result.intent = cached.intent
+                result.saved_tokens, result.saved_ms = cached.completion_tokens, cached.generation_ms
+        result.lookup_ms = (time.perf_counter() - started) * 1000
+        return result
+
+    def store(self, key: str, cached: CachedAnswer) -> LayerResult:
+        result = LayerResult(self.name, "stored", key_version=KEY_VERSION, candidate=key[-16:])
+        if not redis_available():
+            result.disposition, result.reason = "skipped", "redis unavailable (backing off)"
+            return result
+        ttl = settings.EXACT_CACHE_TTL_S
+        try:
+            pipe = get_redis().pipeline(transaction=True)
+            pipe.set(key, json.dumps(cached.__dict__), ex=ttl)
+            for c in cached.citations:
+                pipe.sadd(_cite_key(c["article_pk"]), key)
+                pipe.expire(_cite_key(c["article_pk"]), ttl + 3600)
+            pipe.execute()
+        except RedisUnavailable as exc:
+            mark_redis_down()
+            result.disposition, result.reason = "skipped", f"redis unavailable: {type(exc).__name__}"
+        return result
+
+    def delete(self, key: str) -> None:
+        try:
+            get_redis().delete(key)
+        except RedisUnavailable:
+            mark_redis_down()
+
+    def purge_article(self, article_pk: int) -> int:
+        """Delete every exact entry citing the article (raises if Redis is down: the caller retries)."""
+        r = get_redis()
+        keys = list(r.smembers(_cite_key(article_pk)))
+        removed = 0
+        if keys:
+            removed = r.delete(*keys)
+        r.delete(_cite_key(article_pk))
+        return removed

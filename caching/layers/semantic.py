@@ -1,0 +1,133 @@
+"""Guarded semantic answer cache in pgvector.
+
+Hard filters first (tenant, locale, every version, active, unexpired), then the
+nearest neighbours; a candidate is served only when ``guards.judge`` accepts it
+(same eligible intent, similarity over that intent's threshold, compatible
+signatures) and every version it cites is still current."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from caching import guards
+from caching.citations import stale_citations
+from caching.layers.base import CacheLayer, CachedAnswer, LayerResult
+from caching.models import EntryCitation, SemanticEntry
+from caching.thresholds import current_thresholds
+
+CANDIDATES = 3
+
+
+@dataclass(frozen=True)
+class SemanticScope:
+    """The hard filters: an entry outside them is never even a candidate."""
+
+    tenant_id: int
+    locale: str
+    prompt_version: str
+    model: str
+    model_revision: str
+    policy_version: int
+    retrieval_version: str
+    embedding_model: str
+    embedding_version: str
+
+    def filters(self) -> dict:
+        return dict(tenant_id=self.tenant_id, locale=self.locale, prompt_version=self.prompt_version,
+                    model=self.model, model_revision=self.model_revision, policy_version=self.policy_version,
+                    retrieval_version=self.retrieval_version, embedding_model=self.embedding_model,
+                    embedding_version=self.embedding_version)
+
+
+def _cached_answer(entry: SemanticEntry) -> CachedAnswer:
+    return CachedAnswer(answer=entry.answer, citations=entry.citations, intent=entry.intent,
+                        created=entry.created_at.timestamp(), model=entry.model, prompt_version=entry.prompt_version,
+                        source_request=str(entry.source_ask.request_id) if entry.source_ask_id else "",
+                        entry_id=entry.pk, question=entry.question)
+
+
+class SemanticLayer(CacheLayer):
+    name = "semantic"
+
+    def lookup(self, scope: SemanticScope, question: str, vector: np.ndarray, mode: str) -> LayerResult:
+        started = time.perf_counter()
+        result = LayerResult(self.name, "miss", filters=scope.filters())
+        rows = list(SemanticEntry.objects
+                    .filter(status=SemanticEntry.Status.ACTIVE, expires_at__gt=timezone.now(), **scope.filters())
+                    .annotate(distance=CosineDistance("embedding", vector))
+                    .order_by("distance")[:CANDIDATES])
+        if not rows:
+            result.reason = "no candidate in scope"
+            result.lookup_ms = (time.perf_counter() - started) * 1000
+            return result
+        thresholds = current_thresholds()
+        new_sig = guards.signature(question)
+        best = None
+        for row in rows:
+            similarity = float(1.0 - row.distance)
+            judgement = guards.judge(question, row.question, similarity, new_sig=new_sig,
+                                     cached_sig=row.signature, thresholds=thresholds)
+            if best is None:
+                best = (row, similarity, judgement)
+            if judgement.serve:
+                stale = stale_citations(row.citations)
+                if stale:
+                    SemanticEntry.objects.filter(pk=row.pk).update(status=SemanticEntry.Status.PURGED)
+                    judgement = guards.Judgement(False, "cited article changed", judgement.intent,
+                                                 judgement.threshold, judgement.difference)
+                    continue
+                best = (row, similarity, judgement)
+                break
+        row, similarity, judgement = best
+        result.candidate, result.candidate_question = str(row.pk), row.question
+        result.similarity, result.threshold = similarity, judgement.threshold
+        result.signature_difference, result.intent = judgement.difference, judgement.intent
+        result.entry_age_s = (timezone.now() - row.created_at).total_seconds()
+        result.reason = judgement.reason
+        if judgement.serve:
+            if mode == "shadow":
+                result.disposition = "shadow_hit"
+                result.reason = f"shadow: would serve ({judgement.reason})"
+            else:
+                result.disposition, result.value = "hit", _cached_answer(row)
+                SemanticEntry.objects.filter(pk=row.pk).update(hit_count=F("hit_count") + 1,
+                                                               last_hit_at=timezone.now())
+        elif mode == "assist" and similarity >= settings.SEMANTIC_ASSIST_MIN_SIMILARITY:
+            result.disposition, result.value = "assist", _cached_answer(row)
+            result.reason = f"assist: near hit given to the model as context ({judgement.reason})"
+        result.lookup_ms = (time.perf_counter() - started) * 1000
+        return result
+
+    @transaction.atomic
+    def store(self, scope: SemanticScope, *, question: str, normalized_question: str, vector: np.ndarray,
+              answer: CachedAnswer, exact_key: str, source=SemanticEntry.Source.GENERATED,
+              source_ask=None) -> SemanticEntry:
+        # One live entry per normalised question in a scope: the newest verified answer wins.
+        SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE, normalized_question=normalized_question,
+                                     **scope.filters()).update(status=SemanticEntry.Status.RETIRED)
+        entry = SemanticEntry.objects.create(
+            tenant_id=scope.tenant_id, locale=scope.locale, question=question,
+            normalized_question=normalized_question, embedding=vector, embedding_model=scope.embedding_model,
+            embedding_version=scope.embedding_version, answer=answer.answer, citations=answer.citations,
+            intent=answer.intent, signature=guards.signature(question), exact_key=exact_key,
+            prompt_version=scope.prompt_version, model=scope.model, model_revision=scope.model_revision,
+            policy_version=scope.policy_version, retrieval_version=scope.retrieval_version, source=source,
+            source_ask=source_ask, expires_at=timezone.now() + timedelta(seconds=settings.SEMANTIC_CACHE_TTL_S),
+        )
+        EntryCitation.objects.bulk_create([
+            EntryCitation(entry=entry, article_id=c["article_pk"], version=c["version"]) for c in answer.citations
+        ])
+        return entry
+
+    def purge_article(self, article_pk: int) -> int:
+        ids = EntryCitation.objects.filter(article_id=article_pk).values("entry_id")
+        return SemanticEntry.objects.filter(pk__in=ids, status=SemanticEntry.Status.ACTIVE).update(
+            status=SemanticEntry.Status.PURGED)

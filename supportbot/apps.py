@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SupportbotConfig(AppConfig):
+    name = "supportbot"
+    verbose_name = "Ask"

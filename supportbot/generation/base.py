@@ -1,0 +1,132 @@
+"""The generation backend interface: one small contract, one file a backend.
+
+A backend turns a :class:`ChatRequest` (OpenAI chat messages, the generation
+parameters exactly as sent, and the tenant's cache salt) into text, either at
+once (:meth:`GenerationBackend.complete`) or as a stream of text deltas
+(:meth:`GenerationBackend.stream`). Every failure surfaces as a
+:class:`GenerationError` whose ``reason`` says what went wrong, so the Ask
+pipeline can tell the customer, record why, and cache nothing.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A retrieved chunk as the model sees it: numbered [1], [2] ... in the prompt."""
+
+    number: int  # 1-based number shown to the model as [1], [2] ...
+    chunk_id: int
+    article_id: str  # the article's external id (front-matter id)
+    title: str
+    url: str
+    version: int  # article version number
+    text: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: list[dict]  # OpenAI chat messages
+    params: dict  # {"max_tokens", "temperature", "seed", ...} exactly as sent
+    cache_salt: str  # per tenant, computed server side (see generation.salt)
+
+
+@dataclass
+class GenerationResult:
+    text: str
+    finish_reason: str  # "stop", "length", ...
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None  # usage.prompt_tokens_details.cached_tokens; None when the server does not say
+    ttft_ms: float | None  # time to first token; streams only
+    total_ms: float
+
+
+class GenerationError(Exception):
+    """The model could not produce an answer.
+
+    ``reason`` is one of :attr:`REASONS`:
+
+    - ``timeout``: no complete answer within the configured time;
+    - ``unavailable``: connection refused/reset, 5xx or 429 after the retries;
+    - ``circuit_open``: recent calls failed, so this one failed fast without a request;
+    - ``bad_response``: the server answered with something that is not a valid completion;
+    - ``client_error``: the server rejected the request (4xx other than 429); never retried;
+    - ``interrupted``: the stream broke off after it had started (server died mid-answer).
+    """
+
+    REASONS = ("timeout", "unavailable", "circuit_open", "bad_response", "client_error", "interrupted")
+
+    def __init__(self, reason: str, message: str = "", *, status: int | None = None):
+        if reason not in self.REASONS:
+            raise ValueError(f"unknown generation error reason {reason!r}")
+        self.reason = reason
+        self.status = status
+        super().__init__(f"{reason}: {message}" if message else reason)
+
+
+class GenerationBackend(ABC):
+    """Talks to one model server. Instances are shared per process (see ``get_backend``)."""
+
+    name: str  # "vllm" | "embedded"
+    model_id: str  # model name sent in requests
+    model_revision: str  # pinned weights: VLLM_MODEL_REVISION, or a sha256 prefix of the GGUF file
+
+    @abstractmethod
+    def complete(self, request: ChatRequest) -> GenerationResult:
+        """Return the whole answer; raise :class:`GenerationError` on failure."""
+
+    @abstractmethod
+    def stream(self, request: ChatRequest) -> Iterator[str | GenerationResult]:
+        """Yield text deltas as they arrive, then exactly one GenerationResult last.
+
+        Raises GenerationError (reason "interrupted") if the server dies mid-stream.
+        Closing the iterator early (the customer went away) aborts the request.
+        """
+
+
+_backend_lock = threading.Lock()
+_backend: tuple[int, GenerationBackend] | None = None
+
+
+def get_backend() -> GenerationBackend:
+    """The process's backend: vLLM when ``VLLM_BASE_URL`` is set, else the embedded CPU model.
+
+    Built once per process (and again after a fork, since connections do not
+    survive one), so the circuit breaker sees every call the process makes.
+    """
+    global _backend
+    with _backend_lock:
+        if _backend is None or _backend[0] != os.getpid():
+            _backend = (os.getpid(), _build_backend())
+        return _backend[1]
+
+
+def _build_backend() -> GenerationBackend:
+    if settings.VLLM_BASE_URL:
+        from supportbot.generation.openai_http import OpenAIHTTPBackend
+
+        return OpenAIHTTPBackend.from_settings()
+    from supportbot.generation.embedded import EmbeddedBackend
+
+    return EmbeddedBackend.from_settings()
+
+
+@receiver(setting_changed)
+def _forget_backend(*, setting: str, **kwargs) -> None:
+    """A test that overrides a generation setting gets a backend built from the new value."""
+    global _backend
+    if setting.startswith(("VLLM_", "EMBEDDED_MODEL_", "GENERATION_")):
+        with _backend_lock:
+            _backend = None

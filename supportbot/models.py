@@ -1,0 +1,87 @@
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+
+
+class Tenant(models.Model):
+    """A company using the bot. Everything cached or recorded is scoped to one tenant."""
+
+    class SemanticMode(models.TextChoices):
+        OFF = "off", "Off"
+        SHADOW = "shadow", "Shadow (decide and record, serve fresh)"
+        SERVE = "serve", "Serve"
+        ASSIST = "assist", "Assist (near hits become model context)"
+
+    slug = models.SlugField(max_length=50, unique=True)
+    name = models.CharField(max_length=200)
+    locales = ArrayField(models.CharField(max_length=10), default=list)
+    default_locale = models.CharField(max_length=10, default="en")
+    instructions = models.TextField(blank=True, help_text="Static instructions placed in the prompt prefix.")
+    few_shot = models.JSONField(default=list, blank=True, help_text='[{"question": ..., "answer": ...}]')
+    policy_version = models.PositiveIntegerField(
+        default=1, help_text="Bump when a policy changes: every older cached answer becomes unreachable at once."
+    )
+    semantic_mode = models.CharField(max_length=10, choices=SemanticMode.choices, default=SemanticMode.SERVE)
+    handoff_text = models.CharField(
+        max_length=300, blank=True, help_text="How a customer reaches a human, shown with fallbacks."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        permissions = [("change_semantic_mode", "Can switch the semantic cache mode")]
+
+    def __str__(self):
+        return self.slug
+
+
+class AskEvent(models.Model):
+    """One customer question and what the product did with it."""
+
+    class Status(models.TextChoices):
+        ANSWERED = "answered"
+        NOT_COVERED = "not_covered"
+        UNAVAILABLE = "unavailable"
+        INTERRUPTED = "interrupted"
+
+    class Layer(models.TextChoices):
+        EXACT = "exact"
+        SEMANTIC = "semantic"
+        NONE = "none"
+
+    request_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="asks")
+    locale = models.CharField(max_length=10)
+    scope = models.CharField(max_length=20, default="anonymous", help_text="anonymous or customer")
+    customer_ref = models.CharField(max_length=128, blank=True, db_index=True)
+    question = models.TextField()
+    normalized_question = models.TextField(blank=True)
+    answer = models.TextField(blank=True)
+    citations = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices)
+    serving_layer = models.CharField(max_length=20, choices=Layer.choices, default=Layer.NONE)
+    cache_reason = models.CharField(max_length=300, blank=True)
+    intent = models.CharField(max_length=40, blank=True)
+    category = models.CharField(max_length=20, blank=True, help_text="general, personal, action or time")
+    model = models.CharField(max_length=200, blank=True)
+    model_revision = models.CharField(max_length=100, blank=True)
+    prompt_version = models.CharField(max_length=40, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=20, blank=True)
+    error_reason = models.CharField(max_length=200, blank=True)
+    ttft_ms = models.FloatField(null=True, blank=True)
+    total_ms = models.FloatField(default=0)
+    timings = models.JSONField(default=dict, blank=True)
+    streamed = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["tenant", "created_at"]), models.Index(fields=["serving_layer", "created_at"])]
+
+    def __str__(self):
+        return f"{self.tenant_id}:{self.request_id}"

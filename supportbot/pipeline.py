@@ -1,0 +1,462 @@
+"""The Ask pipeline: one function a step, in the order a question travels.
+
+    guards -> exact answer cache -> semantic answer cache -> retrieval
+           -> generation -> admission -> record
+
+``ask_events`` is the pipeline; it yields ``("delta", text)`` while an answer is
+being written and ends with ``("done", AskOutcome)``. Streaming views forward the
+deltas; ``ask`` collects them. If the consumer stops early (a client went away),
+the answer is recorded as interrupted and never admitted to a cache.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from django.conf import settings
+from django.db import DatabaseError, transaction
+
+from caching import admission, guards
+from caching.keys import AnswerSpec, digest, exact_key
+from caching.layers.base import CachedAnswer, LayerResult
+from caching.layers.exact import ExactLayer
+from caching.layers.search import SearchLayer, search_key
+from caching.layers.semantic import SemanticLayer, SemanticScope
+from caching.models import CacheDecision
+from retrieval.embeddings import EmbedStats, embed_query, get_embedder
+from retrieval.search import SearchHit, search_chunks
+from retrieval.services import active_generation
+from supportbot.generation.base import GenerationError, GenerationResult, Passage, get_backend
+from supportbot.generation.citations import parse_answer
+from supportbot.generation.prompt import NOT_COVERED, PROMPT_VERSION, TenantPrompt, build_chat_request, generation_params
+from supportbot.models import AskEvent, Tenant
+from supportbot.questions import AskRejected, clean_question, normalize_question
+
+log = logging.getLogger(__name__)
+
+exact_layer = ExactLayer()
+semantic_layer = SemanticLayer()
+search_layer = SearchLayer()
+
+UNAVAILABLE_TEXT = ("Sorry, I can't answer right now. Please try again in a moment, or contact our support "
+                    "team and a person will help you.")
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Who is asking, and where. ``customer`` is an authenticated customer id or None (anonymous)."""
+
+    tenant: Tenant
+    locale: str
+    customer: str | None = None
+
+
+@dataclass
+class AskOutcome:
+    request_id: str
+    status: str
+    answer: str
+    citations: list[dict]
+    layer: str
+    reason: str
+    model: str
+    timings_ms: dict
+    handoff: str = ""
+    decisions: list[dict] = field(default_factory=list)
+
+    def to_api(self) -> dict:
+        return {
+            "answer": self.answer,
+            "citations": [{k: c[k] for k in ("article_id", "title", "url", "version")} for c in self.citations],
+            "request_id": self.request_id,
+            "status": self.status,
+            "cache": {"layer": self.layer, "reason": self.reason},
+            "model": self.model,
+            "handoff": self.handoff,
+            "timings_ms": self.timings_ms,
+        }
+
+
+@dataclass
+class AskState:
+    asker: Asker
+    question: str
+    normalized: str
+    streamed: bool
+    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    started: float = field(default_factory=time.perf_counter)
+    timings: dict = field(default_factory=dict)
+    layers: list[LayerResult] = field(default_factory=list)
+    eligibility: guards.Eligibility | None = None
+    spec: AnswerSpec | None = None
+    key: str = ""
+    scope: SemanticScope | None = None
+    vector: object = None
+    embed_stats: EmbedStats = field(default_factory=EmbedStats)
+    passages: list[Passage] = field(default_factory=list)
+    assist: CachedAnswer | None = None
+    served: CachedAnswer | None = None
+    result: GenerationResult | None = None
+    answer: str = ""
+    citations: list[dict] = field(default_factory=list)
+    status: str = AskEvent.Status.ANSWERED
+    layer: str = AskEvent.Layer.NONE
+    reason: str = ""
+    error: str = ""
+    admitted: bool = False
+    covered: bool = True
+
+    def lap(self, name: str, since: float) -> None:
+        self.timings[name] = round((time.perf_counter() - since) * 1000, 2)
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+def ask_events(asker: Asker, raw_question, *, streamed: bool = False) -> Iterator[tuple[str, object]]:
+    state = start(asker, raw_question, streamed)
+    finished = False
+    try:
+        check_eligibility(state)
+        served = exact_lookup(state) or semantic_lookup(state)
+        if served is not None:
+            serve_cached(state, served)
+            yield "delta", state.answer
+        else:
+            yield from answer_fresh(state)
+            admit(state)
+        finished = True
+    except GeneratorExit:
+        state.status, state.error = AskEvent.Status.INTERRUPTED, "client disconnected"
+        raise
+    finally:
+        if not finished and state.status == AskEvent.Status.ANSWERED:
+            state.status, state.error = AskEvent.Status.INTERRUPTED, state.error or "aborted"
+        record(state)
+    yield "done", outcome(state)
+
+
+def ask(asker: Asker, raw_question) -> AskOutcome:
+    for kind, value in ask_events(asker, raw_question):
+        if kind == "done":
+            return value
+    raise RuntimeError("the pipeline ended without an outcome")
+
+
+# --------------------------------------------------------------------------- steps
+
+def start(asker: Asker, raw_question, streamed: bool) -> AskState:
+    """Validate before anything is looked up or stored."""
+    if asker.locale not in asker.tenant.locales:
+        raise AskRejected("unknown_locale", f"locale must be one of {sorted(asker.tenant.locales)}")
+    question = clean_question(raw_question)
+    return AskState(asker=asker, question=question, normalized=normalize_question(question), streamed=streamed)
+
+
+def check_eligibility(state: AskState) -> None:
+    """Personal, action and time-dependent questions bypass the shared answer caches."""
+    t = time.perf_counter()
+    state.eligibility = guards.classify(state.question)
+    state.spec = answer_spec(state)
+    state.key = exact_key(state.spec)
+    e = state.eligibility
+    state.layers.append(LayerResult("eligibility", "miss" if e.eligible else "bypass", reason=e.reason,
+                                    intent=e.intent))
+    state.lap("guards", t)
+
+
+def exact_lookup(state: AskState) -> CachedAnswer | None:
+    if not state.eligibility.eligible:
+        state.layers.append(LayerResult("exact", "bypass", reason=state.eligibility.reason))
+        return None
+    t = time.perf_counter()
+    result = exact_layer.lookup(state.key)
+    state.layers.append(result)
+    state.lap("exact", t)
+    if result.hit:
+        state.layer, state.reason = AskEvent.Layer.EXACT, result.reason
+        return result.value
+    return None
+
+
+def semantic_lookup(state: AskState) -> CachedAnswer | None:
+    tenant = state.asker.tenant
+    if not state.eligibility.eligible:
+        state.layers.append(LayerResult("semantic", "bypass", reason=state.eligibility.reason))
+        return None
+    if tenant.semantic_mode == Tenant.SemanticMode.OFF:
+        state.layers.append(LayerResult("semantic", "skipped", reason="semantic cache off for this tenant"))
+        return None
+    t = time.perf_counter()
+    state.vector = embed_query(state.question, stats=state.embed_stats)
+    state.lap("embed", t)
+    t = time.perf_counter()
+    result = semantic_layer.lookup(semantic_scope(state), state.question, state.vector, tenant.semantic_mode)
+    state.layers.append(result)
+    state.lap("semantic", t)
+    if result.hit:
+        state.layer, state.reason = AskEvent.Layer.SEMANTIC, result.reason
+        return result.value
+    if result.disposition == "assist":
+        state.assist = result.value
+    return None
+
+
+def serve_cached(state: AskState, cached: CachedAnswer) -> None:
+    state.served = cached
+    state.answer, state.citations = cached.answer, cached.citations
+
+
+def retrieve(state: AskState) -> None:
+    """Top-k passages of the tenant and locale (search-result cache first)."""
+    t = time.perf_counter()
+    generation = active_generation_cached()
+    if generation is None:
+        raise RetrievalUnavailable("the knowledge base has not been indexed yet")
+    tenant = state.asker.tenant
+    k = settings.RETRIEVAL_TOP_K
+    key = search_key(state.normalized, tenant.pk, state.asker.locale, k, generation.pk)
+    cached = search_layer.lookup(key)
+    state.layers.append(cached)
+    if cached.hit:
+        hits: list[SearchHit] = cached.value
+    else:
+        if state.vector is None:
+            te = time.perf_counter()
+            state.vector = embed_query(state.question, stats=state.embed_stats)
+            state.lap("embed", te)
+        hits = search_chunks(generation, tenant.pk, state.asker.locale, state.vector, k)
+        if cached.disposition != "skipped":
+            search_layer.store(key, hits)
+    usable = [h for h in hits if h.similarity >= settings.RETRIEVAL_MIN_SIMILARITY]
+    state.passages = [
+        Passage(number=i, chunk_id=h.chunk_id, article_id=h.article_id, title=h.title, url=h.url,
+                version=h.version, text=h.text, similarity=h.similarity)
+        for i, h in enumerate(usable, start=1)
+    ]
+    state.article_pks = {h.chunk_id: h.article_pk for h in usable}
+    state.lap("retrieval", t)
+
+
+def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
+    """Retrieval then generation, streaming the model's text as it comes."""
+    try:
+        retrieve(state)
+    except (RetrievalUnavailable, DatabaseError) as exc:
+        log.warning("retrieval failed: %s", exc)
+        fail(state, f"retrieval: {exc}")
+        yield "delta", state.answer
+        return
+    if not state.passages:
+        not_covered(state, "no passage similar enough")
+        yield "delta", state.answer
+        return
+    tenant = state.asker.tenant
+    request = build_chat_request(
+        tenant.slug, tenant_prompt(tenant), state.passages, state.question,
+        assist_answer=state.assist.answer if state.assist else None,
+    )
+    assert request.params == state.spec.generation_params, "the key must hash the params the model receives"
+    t = time.perf_counter()
+    pieces: list[str] = []
+    try:
+        for item in get_backend().stream(request):
+            if isinstance(item, GenerationResult):
+                state.result = item
+            elif item:
+                pieces.append(item)
+                if "ttft" not in state.timings:
+                    state.lap("ttft", t)
+                yield "delta", item
+    except GenerationError as exc:
+        state.lap("generation", t)
+        if pieces:  # the model died mid-answer: what was shown is not an answer
+            state.status, state.error = AskEvent.Status.INTERRUPTED, f"generation: {exc.reason}"
+            state.answer = "".join(pieces)
+            handoff_text = "\n\n" + UNAVAILABLE_TEXT
+            state.answer += handoff_text
+            yield "delta", handoff_text
+        else:
+            fail(state, f"generation: {exc.reason}")
+            yield "delta", state.answer
+        return
+    state.lap("generation", t)
+    parsed = parse_answer(state.result.text, state.passages)
+    if parsed.not_covered:
+        not_covered(state, "the model found no answer in the passages")
+        return
+    state.answer = parsed.text
+    state.citations = [citation(p, state.article_pks[p.chunk_id]) for p in parsed.citations]
+    state.cited_explicitly = parsed.cited_explicitly
+
+
+def admit(state: AskState) -> None:
+    """Only verified answers enter the shared caches."""
+    decision = admission.check(state)
+    state.layers.append(decision)
+    if decision.disposition != "stored":
+        return
+    cached = CachedAnswer(
+        answer=state.answer, citations=state.citations, intent=state.eligibility.intent, created=time.time(),
+        model=state.spec.model, prompt_version=state.spec.prompt_version, source_request=state.request_id,
+        question=state.question, completion_tokens=state.result.completion_tokens,
+        generation_ms=state.result.total_ms,
+    )
+    state.layers.append(exact_layer.store(state.key, cached))
+    if state.asker.tenant.semantic_mode != Tenant.SemanticMode.OFF and state.vector is not None:
+        state.pending_semantic = cached
+    state.admitted = True
+
+
+def record(state: AskState) -> None:
+    """Write the Ask, its decisions and (after admission) the semantic entry in one transaction."""
+    state.timings["total"] = round((time.perf_counter() - state.started) * 1000, 2)
+    result = state.result
+    try:
+        with transaction.atomic():
+            event = AskEvent.objects.create(
+                request_id=state.request_id, tenant=state.asker.tenant, locale=state.asker.locale,
+                scope="customer" if state.asker.customer else "anonymous",
+                customer_ref=customer_ref(state.asker), question=state.question,
+                normalized_question=state.normalized, answer=state.answer, citations=state.citations,
+                status=state.status, serving_layer=state.layer, cache_reason=state.reason[:300],
+                intent=state.eligibility.intent if state.eligibility else "",
+                category=state.eligibility.category if state.eligibility else "",
+                model=state.spec.model if state.spec else "", model_revision=state.spec.model_revision if state.spec else "",
+                prompt_version=state.spec.prompt_version if state.spec else "",
+                prompt_tokens=result.prompt_tokens if result else 0,
+                completion_tokens=result.completion_tokens if result else 0,
+                cached_tokens=result.cached_tokens if result else None,
+                finish_reason=result.finish_reason if result else "", error_reason=state.error[:200],
+                ttft_ms=state.timings.get("ttft"), total_ms=state.timings["total"], timings=state.timings,
+                streamed=state.streamed,
+            )
+            pending = getattr(state, "pending_semantic", None)
+            if pending is not None and state.status == AskEvent.Status.ANSWERED:
+                semantic_layer.store(semantic_scope(state), question=state.question, normalized_question=state.normalized,
+                                     vector=state.vector, answer=pending, exact_key=state.key, source_ask=event)
+                state.layers.append(LayerResult("semantic", "stored", reason="admitted"))
+            decisions = state.layers + embedding_and_prefix_decisions(state)
+            CacheDecision.objects.bulk_create([
+                CacheDecision(ask=event, tenant=state.asker.tenant, **d.record_fields()) for d in decisions
+            ])
+    except DatabaseError:
+        log.exception("could not record ask %s", state.request_id)
+        raise
+
+
+def outcome(state: AskState) -> AskOutcome:
+    return AskOutcome(
+        request_id=state.request_id, status=state.status, answer=state.answer, citations=state.citations,
+        layer=state.layer, reason=state.reason or cache_reason(state),
+        model=(state.served.model if state.served else state.spec.model) if state.spec else "",
+        timings_ms=state.timings, handoff=handoff(state),
+        decisions=[{"layer": d.layer, "disposition": d.disposition, "reason": d.reason} for d in state.layers],
+    )
+
+
+# --------------------------------------------------------------------------- helpers
+
+class RetrievalUnavailable(Exception):
+    pass
+
+
+def fail(state: AskState, why: str) -> None:
+    state.status, state.error = AskEvent.Status.UNAVAILABLE, why
+    state.answer, state.citations = UNAVAILABLE_TEXT, []
+
+
+def not_covered(state: AskState, why: str) -> None:
+    state.status, state.reason = AskEvent.Status.NOT_COVERED, why
+    state.answer, state.citations = NOT_COVERED, []
+    state.covered = False
+
+
+def handoff(state: AskState) -> str:
+    if state.status == AskEvent.Status.ANSWERED:
+        return ""
+    return state.asker.tenant.handoff_text or "Contact our support team and a person will help you."
+
+
+def cache_reason(state: AskState) -> str:
+    for d in state.layers:
+        if d.layer in ("semantic", "exact") and d.disposition in ("bypass", "skipped", "shadow_hit", "assist"):
+            return d.reason
+    for d in reversed(state.layers):
+        if d.layer == "semantic" and d.disposition == "miss":
+            return d.reason
+    return "miss"
+
+
+def citation(p: Passage, article_pk: int) -> dict:
+    return {"article_pk": article_pk, "article_id": p.article_id, "title": p.title, "url": p.url, "version": p.version}
+
+
+def customer_ref(asker: Asker) -> str:
+    if not asker.customer:
+        return ""
+    return digest({"tenant": asker.tenant.slug, "customer": asker.customer, "k": settings.SECRET_KEY[:8]})[:32]
+
+
+def tenant_prompt(tenant: Tenant) -> TenantPrompt:
+    examples = tuple((e.get("question", ""), e.get("answer", "")) for e in tenant.few_shot or [])
+    return TenantPrompt(name=tenant.name, instructions=tenant.instructions, few_shot=examples)
+
+
+_generation_cache: tuple[float, object] | None = None
+
+
+def active_generation_cached():
+    """The active index generation, re-read at most every few seconds."""
+    global _generation_cache
+    now = time.monotonic()
+    if _generation_cache is None or now - _generation_cache[0] > 5.0:
+        _generation_cache = (now, active_generation())
+    return _generation_cache[1]
+
+
+def retrieval_version() -> str:
+    gen = active_generation_cached()
+    return digest({
+        "generation": gen.pk if gen else None, "model": gen.model_name if gen else "",
+        "version": gen.model_version if gen else "", "k": settings.RETRIEVAL_TOP_K,
+        "min_similarity": settings.RETRIEVAL_MIN_SIMILARITY, "chunk": settings.CHUNK_MAX_CHARS,
+    })[:16]
+
+
+def answer_spec(state: AskState) -> AnswerSpec:
+    backend = get_backend()
+    tenant = state.asker.tenant
+    return AnswerSpec(
+        question=state.normalized, tenant=tenant.slug, locale=state.asker.locale, model=backend.model_id,
+        model_revision=backend.model_revision, prompt_version=PROMPT_VERSION,
+        tenant_prompt_version=digest([tenant.name, tenant.instructions, tenant.few_shot])[:16],
+        generation_params=generation_params(), retrieval_version=retrieval_version(),
+        policy_version=tenant.policy_version,
+    )
+
+
+def semantic_scope(state: AskState) -> SemanticScope:
+    spec, embedder = state.spec, get_embedder()
+    return SemanticScope(
+        tenant_id=state.asker.tenant.pk, locale=spec.locale, prompt_version=digest([spec.prompt_version,
+        spec.tenant_prompt_version, spec.generation_params])[:16], model=spec.model,
+        model_revision=spec.model_revision, policy_version=spec.policy_version,
+        retrieval_version=spec.retrieval_version, embedding_model=embedder.name, embedding_version=embedder.version,
+    )
+
+
+def embedding_and_prefix_decisions(state: AskState) -> list[LayerResult]:
+    out = []
+    s = state.embed_stats
+    if s.requested:
+        out.append(LayerResult("embedding", "hit" if s.cache_hits else ("skipped" if s.cache_skipped else "miss"),
+                               reason=f"{s.cache_hits}/{s.requested} from cache"))
+    r = state.result
+    if r is not None and r.cached_tokens is not None:
+        out.append(LayerResult("prefix", "hit" if r.cached_tokens else "miss",
+                               reason=f"{r.cached_tokens}/{r.prompt_tokens} prompt tokens cached",
+                               saved_tokens=r.cached_tokens))
+    return out

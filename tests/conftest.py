@@ -1,0 +1,66 @@
+"""Shared fixtures. Tests talk to the real services: the embedded PostgreSQL with
+pgvector and Redis (started by settings unless DATABASE_URL/REDIS_URL are set),
+the real embedding model and, end to end, the embedded model server."""
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from supportbot import embedded  # noqa: E402
+
+# Tests get their own Redis database so a running `make run` keeps its caches.
+embedded.ensure_environment()
+if not os.environ.get("REDIS_TEST_URL"):
+    os.environ["REDIS_TEST_URL"] = os.environ["REDIS_URL"].rsplit("/", 1)[0] + "/15"
+os.environ["REDIS_URL"] = os.environ["REDIS_TEST_URL"]
+
+import pytest  # noqa: E402
+
+from tests import factories  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The demo tenants and knowledge base, loaded and indexed once per session."""
+    with django_db_blocker.unblock():
+        factories.demo_load()
+
+
+@pytest.fixture(autouse=True)
+def _clean_redis():
+    """Every test starts with empty answer/search caches; embedding vectors are kept (they are pure)."""
+    from supportbot.redis_client import get_redis, reset_redis_state
+
+    reset_redis_state()
+    r = get_redis()
+    keys = [k for k in r.scan_iter(count=1000) if not k.startswith(b"emb:")]
+    if keys:
+        r.delete(*keys)
+    from caching.thresholds import invalidate_thresholds
+
+    invalidate_thresholds()
+    yield
+    reset_redis_state()
+
+
+@pytest.fixture
+def demo(db):
+    """The demo tenants (acme: en+de, initech: en), ingested and indexed."""
+    return factories.demo_load()
+
+
+@pytest.fixture
+def acme(demo):
+    return demo["acme"]
+
+
+@pytest.fixture
+def initech(demo):
+    return demo["initech"]
+
+
+@pytest.fixture(scope="session")
+def model_server():
+    """The embedded model server (started once, or reused if one is running)."""
+    from supportbot.generation.embedded import ensure_model_server
+
+    return ensure_model_server()

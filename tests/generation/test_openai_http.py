@@ -1,0 +1,193 @@
+"""The HTTP client's failure policy, against a scripted HTTP server for answers the real model
+server cannot be made to give (5xx, 429, garbage), and the Prometheus parsing."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from supportbot.generation.base import ChatRequest, GenerationError
+from supportbot.generation.openai_http import (
+    AFFINITY_HEADER,
+    CircuitBreaker,
+    OpenAIHTTPBackend,
+    affinity_key,
+    normalize_base_url,
+    parse_prefix_cache_metrics,
+)
+
+REQUEST = ChatRequest(messages=[{"role": "user", "content": "hi"}],
+                      params={"max_tokens": 8, "temperature": 0.0, "seed": 7}, cache_salt="salt-acme")
+
+COMPLETION = json.dumps({
+    "id": "chatcmpl-1", "object": "chat.completion", "model": "served-model",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello [1]."}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 120, "completion_tokens": 4, "total_tokens": 124,
+              "prompt_tokens_details": {"cached_tokens": 96}},
+}).encode()
+JSON = {"Content-Type": "application/json"}
+
+
+def backend_for(server, **overrides) -> OpenAIHTTPBackend:
+    options = dict(base_url=server.url + "/v1", model_id="served-model", model_revision="rev1", api_key="k3y",
+                   connect_timeout_s=1.0, timeout_s=10.0, max_retries=2, retry_backoff_s=0.01,
+                   breaker_failures=5, breaker_reset_s=30.0)
+    options.update(overrides)
+    return OpenAIHTTPBackend(**options)
+
+
+def test_request_body_and_headers(scripted):
+    server = scripted([(200, JSON, COMPLETION)])
+    result = backend_for(server).complete(REQUEST)
+    assert (result.text, result.finish_reason, result.model) == ("Hello [1].", "stop", "served-model")
+    assert (result.prompt_tokens, result.completion_tokens, result.cached_tokens) == (120, 4, 96)
+    assert result.ttft_ms is None and result.total_ms > 0
+    sent = server.requests[0]
+    assert sent["path"] == "/v1/chat/completions"
+    assert sent["body"] == {"model": "served-model", "messages": REQUEST.messages, "max_tokens": 8,
+                            "temperature": 0.0, "seed": 7, "stream": False, "cache_salt": "salt-acme"}
+    headers = {k.lower(): v for k, v in sent["headers"].items()}
+    assert headers["authorization"] == "Bearer k3y"
+    assert headers[AFFINITY_HEADER.lower()] == affinity_key("salt-acme") != "salt-acme"
+
+
+def test_5xx_is_retried_then_succeeds(scripted):
+    server = scripted([(503, JSON, b'{"error": {"message": "overloaded"}}'), (502, {}, b"bad gateway"),
+                       (200, JSON, COMPLETION)])
+    assert backend_for(server).complete(REQUEST).text == "Hello [1]."
+    assert len(server.requests) == 3
+
+
+def test_429_honours_retry_after(scripted):
+    server = scripted([(429, {"Retry-After": "0.3", **JSON}, b'{"error": {"message": "slow down"}}'),
+                       (200, JSON, COMPLETION)])
+    started = time.monotonic()
+    backend_for(server).complete(REQUEST)
+    assert time.monotonic() - started >= 0.3
+    assert len(server.requests) == 2
+
+
+def test_retries_are_bounded(scripted):
+    server = scripted([(500, {}, b"boom")] * 5)
+    with pytest.raises(GenerationError) as err:
+        backend_for(server, max_retries=2).complete(REQUEST)
+    assert err.value.reason == "unavailable" and err.value.status == 500
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 422])
+def test_other_4xx_are_never_retried(scripted, status):
+    server = scripted([(status, JSON, b'{"error": {"message": "nope"}}'), (200, JSON, COMPLETION)])
+    with pytest.raises(GenerationError) as err:
+        backend_for(server).complete(REQUEST)
+    assert err.value.reason == "client_error" and err.value.status == status and "nope" in str(err.value)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("body", [
+    b"<html>not json</html>",
+    b'{"choices": []}',
+    b'{"choices": [{"message": {"content": 5}, "finish_reason": "stop"}]}',
+    b'{"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": -1}}',
+    b"[1, 2]",
+])
+def test_garbage_is_a_bad_response_and_not_retried(scripted, body):
+    server = scripted([(200, JSON, body), (200, JSON, COMPLETION)])
+    with pytest.raises(GenerationError) as err:
+        backend_for(server).complete(REQUEST)
+    assert err.value.reason == "bad_response"
+    assert len(server.requests) == 1
+
+
+def test_stream_that_is_not_an_event_stream_is_a_bad_response(scripted):
+    server = scripted([(200, JSON, COMPLETION)])
+    with pytest.raises(GenerationError) as err:
+        list(backend_for(server).stream(REQUEST))
+    assert err.value.reason == "bad_response"
+    assert server.requests[0]["body"]["stream_options"] == {"include_usage": True}
+
+
+def test_breaker_opens_after_consecutive_failures_and_fails_fast(scripted):
+    server = scripted([(500, {}, b"down")] * 10)
+    backend = backend_for(server, max_retries=0, breaker_failures=3, breaker_reset_s=60)
+    for _ in range(3):
+        with pytest.raises(GenerationError) as err:
+            backend.complete(REQUEST)
+        assert err.value.reason == "unavailable"
+    with pytest.raises(GenerationError) as err:
+        backend.complete(REQUEST)
+    assert err.value.reason == "circuit_open"
+    assert len(server.requests) == 3
+    assert backend.breaker.state == "open"
+
+
+def test_client_errors_do_not_open_the_breaker(scripted):
+    server = scripted([(400, JSON, b"{}")] * 4)
+    backend = backend_for(server, breaker_failures=2)
+    for _ in range(4):
+        with pytest.raises(GenerationError):
+            backend.complete(REQUEST)
+    assert backend.breaker.state == "closed" and len(server.requests) == 4
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_breaker_half_open_lets_one_probe_through():
+    clock = Clock()
+    breaker = CircuitBreaker(failures=2, reset_s=10, clock=clock)
+    breaker.acquire(); breaker.record_failure()
+    breaker.acquire(); breaker.record_failure()
+    assert breaker.state == "open"
+    with pytest.raises(GenerationError):
+        breaker.acquire()
+    clock.now += 10
+    assert breaker.state == "half_open"
+    breaker.acquire()  # the probe
+    with pytest.raises(GenerationError):  # everyone else still fails fast while it runs
+        breaker.acquire()
+    breaker.record_failure()  # the probe failed: open again for a full period
+    assert breaker.state == "open"
+    clock.now += 10
+    breaker.acquire()
+    breaker.record_success()
+    assert breaker.state == "closed"
+    breaker.acquire()
+
+
+def test_base_url_forms():
+    assert normalize_base_url("http://vllm:8000/v1/") == "http://vllm:8000"
+    assert normalize_base_url(" https://gpu.internal ") == "https://gpu.internal"
+
+
+METRICS = """\
+# HELP vllm:prefix_cache_queries_total Prefix cache queries.
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1000.0
+vllm:prefix_cache_queries_total{engine="1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 500.0
+vllm:prefix_cache_hits_total{engine="0",model_name="odd {name} \\"quoted\\""} 900.0
+vllm:prefix_cache_hits_total{engine="1",model_name="x"} 300 1712345678000
+vllm:kv_cache_usage_perc{engine="0",model_name="x"} 0.25
+vllm:kv_cache_usage_perc{engine="1",model_name="x"} 0.125
+vllm:prefix_cache_queries_created{engine="0"} 1.7e9
+"""
+
+
+def test_metrics_are_summed_over_label_sets():
+    metrics = parse_prefix_cache_metrics(METRICS)
+    assert metrics.prefix_cache_queries == 1500.0
+    assert metrics.prefix_cache_hits == 1200.0
+    assert metrics.kv_cache_usage_perc == 0.375
+    assert metrics.hit_rate == pytest.approx(0.8)
+
+
+def test_legacy_metric_names_and_missing_ones():
+    metrics = parse_prefix_cache_metrics("vllm:gpu_prefix_cache_queries_total 10\nvllm:gpu_cache_usage_perc 0.5\n")
+    assert (metrics.prefix_cache_queries, metrics.prefix_cache_hits, metrics.kv_cache_usage_perc) == (10.0, None, 0.5)
+    assert metrics.hit_rate is None
