@@ -199,37 +199,43 @@ def _eligible(texts):
     return [guards.classify(t).eligible for t in texts]
 
 
+CANDIDATES = 3  # as caching.layers.semantic: the first of the nearest candidates that judge accepts is served
+
+
 def replay(name: str, cache_texts, cache_labels, probes, enc: Encoder, thresholds=None) -> Tally:
-    """Fill the cache with the eligible ``cache_texts``; each probe (text, label, should_hit_kind)
-    asks; its nearest cached neighbour is judged. label None = must not hit anything."""
+    """Fill the cache with the eligible ``cache_texts``; each probe (text, label, kind) asks; its
+    nearest cached candidates are judged in order of similarity and the first accepted one is
+    served, as the semantic layer does. label None = the probe must not hit anything."""
     tally = Tally(name)
     keep = [i for i, ok in enumerate(_eligible(cache_texts)) if ok]
     ctexts = [cache_texts[i] for i in keep]
     clabels = [cache_labels[i] for i in keep]
     cvecs = enc.encode(ctexts)
-    ptexts = [p[0] for p in probes]
-    pvecs = enc.encode(ptexts)
+    pvecs = enc.encode([p[0] for p in probes])
     sims = pvecs @ cvecs.T
-    nn = sims.argmax(axis=1)
-    for (text, label, kind), row, j in zip(probes, sims, nn):
+    top = np.argsort(-sims, axis=1)[:, :CANDIDATES]
+    for (text, label, kind), row, cands in zip(probes, sims, top):
         if not guards.classify(text).eligible:
             tally.ineligible += 1
             tally.probes += 1
             continue
-        sim = float(row[j])
-        jd = judge_pair(text, ctexts[j], sim, thresholds)
+        served = None
+        for j in cands:
+            jd = judge_pair(text, ctexts[j], float(row[j]), thresholds)
+            if jd.serve:
+                served = int(j)
+                break
         if label is None:
-            tally.add(kind, False, jd.serve, (round(sim, 3), ctexts[j], text, clabels[j]))
-        elif jd.serve and clabels[j] != label:
-            # served another intent's answer: a false hit
-            tally.add(kind + " (wrong intent)", False, True, (round(sim, 3), ctexts[j], text, clabels[j], label))
-        else:
-            # the probe's own intent exists in the cache: serving it is a hit, not serving a miss;
-            # a nearest neighbour of another intent that is refused counts as a correct refusal
-            if clabels[j] == label:
-                tally.add(kind, True, jd.serve, (round(sim, 3), ctexts[j], text, jd.reason))
-            else:
-                tally.add(kind + " (wrong intent)", False, False)
+            info = (round(float(row[served]), 3), ctexts[served], text, clabels[served]) if served is not None else ()
+            tally.add(kind, False, served is not None, info)
+            continue
+        # a probe whose intent is in the cache: serving its intent is a hit; serving another
+        # intent's answer is a false hit (counted against every eligible probe)
+        right = served is not None and clabels[served] == label
+        wrong = served is not None and not right
+        tally.add(kind, True, right, (text, [ctexts[j] for j in cands]))
+        tally.add(kind + ": served another intent", False, wrong,
+                  (round(float(row[served]), 3), ctexts[served], text, clabels[served], label) if wrong else ())
     return tally
 
 

@@ -288,7 +288,7 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
         not_covered(state, "the model found no answer in the passages")
         return
     state.answer = parsed.text
-    state.citations = [citation(p, state.article_pks[p.chunk_id]) for p in parsed.citations]
+    state.citations = unique_citations(citation(p, state.article_pks[p.chunk_id]) for p in parsed.citations)
     state.cited_explicitly = parsed.cited_explicitly
 
 
@@ -392,6 +392,16 @@ def cache_reason(state: AskState) -> str:
 
 def citation(p: Passage, article_pk: int) -> dict:
     return {"article_pk": article_pk, "article_id": p.article_id, "title": p.title, "url": p.url, "version": p.version}
+
+
+def unique_citations(citations) -> list[dict]:
+    """One citation per article version, in order of first use."""
+    seen, out = set(), []
+    for c in citations:
+        if (c["article_pk"], c["version"]) not in seen:
+            seen.add((c["article_pk"], c["version"]))
+            out.append(c)
+    return out
 
 
 def customer_ref(asker: Asker) -> str:

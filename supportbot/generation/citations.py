@@ -50,6 +50,11 @@ _REFUSALS = re.compile(
     re.IGNORECASE,
 )
 _ANSWER_LABEL = re.compile(r"^\s*(?:answer|a)\s*:\s*", re.IGNORECASE)
+# Where a small model stops answering and starts writing the prompt's structure again.
+_RUNAWAY = re.compile(
+    r"<\s*/?\s*(?:passage|question|previous_answer)\b|<\|im_start\|>|^\s*(?:question|passages)\s*:",
+    re.IGNORECASE | re.MULTILINE,
+)
 _CONTROL = re.compile(r"<\|[^|>]{0,40}\|>")
 _SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([.,;:!?])")
 
@@ -76,7 +81,11 @@ _MAX_INFERRED = 3
 def parse_answer(text: str, passages: list[Passage]) -> ParsedAnswer:
     """Resolve citations against the given passages only and detect "not covered" answers."""
     by_number = {p.number: p for p in passages}
-    raw = _CONTROL.sub("", text or "")
+    raw = text or ""
+    runaway = _RUNAWAY.search(raw)
+    if runaway:
+        raw = raw[: runaway.start()]
+    raw = _CONTROL.sub("", raw)
     if _NOT_COVERED_MARK.search(raw):
         return ParsedAnswer(text=NOT_COVERED, citations=[], cited_explicitly=False, not_covered=True)
 

@@ -107,12 +107,18 @@ class TenantPrompt:
     few_shot: tuple  # ((question, answer), ...) static examples
 
 
+# A small model sometimes carries on by writing the prompt's own structure (a new passage, a new
+# question); the server stops there instead of spending tokens on it.
+STOP_SEQUENCES = ("<passage", "<question", "\nQuestion:", "\nPassages:")
+
+
 def generation_params() -> dict:
     """The sampling parameters sent with every request (the exact-cache key hashes this dict too)."""
     return {
         "max_tokens": settings.GENERATION_MAX_TOKENS,
         "temperature": settings.GENERATION_TEMPERATURE,
         "seed": settings.GENERATION_SEED,
+        "stop": list(STOP_SEQUENCES),
     }
 
 

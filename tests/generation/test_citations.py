@@ -95,6 +95,13 @@ def test_label_and_control_tokens_are_stripped():
     assert parsed.text == "We ship to Austria [2]."
 
 
+def test_text_after_the_model_restarts_the_prompt_structure_is_dropped():
+    parsed = parse_answer("We ship to Austria [2].\n\nQuestion:\n<question>\nDo you ship to Mars?", PASSAGES)
+    assert parsed.text == "We ship to Austria [2]." and numbers(parsed) == [2]
+    rambling = parse_answer("<passage>\nThe capital of France is Paris.\n</passage>", PASSAGES)
+    assert rambling.not_covered and rambling.text == NOT_COVERED
+
+
 def test_no_passages_no_citations():
     parsed = parse_answer("We ship to Austria [1].", [])
     assert parsed.citations == [] and parsed.text == "We ship to Austria."

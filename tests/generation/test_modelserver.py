@@ -161,3 +161,11 @@ def test_injected_turn_markers_stay_text_for_the_tokenizer(backend, tenant_promp
 
 def tokenize_text(port: int, text: str) -> list[int]:
     return httpx.post(url(port, "/tokenize"), json={"prompt": text}, timeout=10).json()["tokens"]
+
+
+def test_stop_sequences_end_the_answer_before_them(backend):
+    request = ChatRequest(messages=[{"role": "user", "content": "Count from 1 to 20, separated by commas."}],
+                          params={"max_tokens": 60, "temperature": 0.0, "seed": 7, "stop": ["7"]}, cache_salt="s")
+    result = backend.complete(request)
+    assert "7" not in result.text and result.text.strip()
+    assert result.finish_reason == "stop"

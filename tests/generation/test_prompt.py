@@ -164,7 +164,8 @@ def test_prompt_version_hashes_the_template_text(monkeypatch):
 
 def test_generation_params_come_from_settings(settings, tenant_prompt):
     settings.GENERATION_MAX_TOKENS, settings.GENERATION_TEMPERATURE, settings.GENERATION_SEED = 64, 0.2, 11
-    assert generation_params() == {"max_tokens": 64, "temperature": 0.2, "seed": 11}
+    assert generation_params() == {"max_tokens": 64, "temperature": 0.2, "seed": 11,
+                                   "stop": list(prompt.STOP_SEQUENCES)}
     assert build_chat_request("acme", tenant_prompt, [], "q?").params == generation_params()
 
 
