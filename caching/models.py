@@ -132,3 +132,39 @@ class ThresholdSetting(models.Model):
 
     def __str__(self):
         return f"{self.intent} v{self.version} = {self.value}"
+
+
+class PurgeRecord(models.Model):
+    """One citation-based purge: which article version was purged, from where, how many entries."""
+
+    class Trigger(models.TextChoices):
+        # The first two are the triggers of ``ingestion.signals.article_changed``.
+        ADMIN = "admin", "staff edit in the admin"
+        INGEST = "ingest", "knowledge-base import"
+        SWEEP = "sweep", "nightly sweep (a missed event)"
+        MANUAL = "manual"
+
+    article = models.ForeignKey("ingestion.Article", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+")
+    article_pk = models.BigIntegerField(db_index=True, help_text="kept when the article row is deleted")
+    tenant = models.ForeignKey("supportbot.Tenant", null=True, blank=True, on_delete=models.CASCADE,
+                               related_name="+")
+    version = models.PositiveIntegerField(null=True, blank=True,
+                                          help_text="the article's version after the change; empty: removed")
+    trigger = models.CharField(max_length=20, choices=Trigger.choices)
+    removed_exact = models.PositiveIntegerField(default=0)
+    removed_semantic = models.PositiveIntegerField(default=0)
+    removed_search = models.PositiveIntegerField(default=0)
+    duration_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["article_pk", "created_at"])]
+
+    def __str__(self):
+        return f"purge article {self.article_pk} v{self.version} ({self.trigger})"
+
+    @property
+    def removed_total(self):
+        return self.removed_exact + self.removed_semantic + self.removed_search

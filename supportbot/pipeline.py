@@ -97,6 +97,9 @@ class AskState:
     vector: object = None
     embed_stats: EmbedStats = field(default_factory=EmbedStats)
     passages: list[Passage] = field(default_factory=list)
+    article_pks: dict = field(default_factory=dict)  # chunk id -> article pk of each passage
+    cited_explicitly: bool = False
+    pending_semantic: CachedAnswer | None = None  # admitted; written with the record
     assist: CachedAnswer | None = None
     served: CachedAnswer | None = None
     result: GenerationResult | None = None
@@ -119,8 +122,7 @@ def ask_events(asker: Asker, raw_question, *, streamed: bool = False) -> Iterato
     state = start(asker, raw_question, streamed)
     finished = False
     try:
-        check_eligibility(state)
-        served = exact_lookup(state) or semantic_lookup(state)
+        served = lookup(state)
         if served is not None:
             serve_cached(state, served)
             yield "delta", state.answer
@@ -153,6 +155,31 @@ def start(asker: Asker, raw_question, streamed: bool) -> AskState:
         raise AskRejected("unknown_locale", f"locale must be one of {sorted(asker.tenant.locales)}")
     question = clean_question(raw_question)
     return AskState(asker=asker, question=question, normalized=normalize_question(question), streamed=streamed)
+
+
+def lookup(state: AskState) -> CachedAnswer | None:
+    """Guards, then the exact and the semantic answer caches; the served answer or None."""
+    check_eligibility(state)
+    return exact_lookup(state) or semantic_lookup(state)
+
+
+def offer_answer(asker: Asker, raw_question, answer: str, passages: list[Passage], article_pks: dict[int, int],
+                 completion_tokens: int = 50) -> AskState:
+    """Admit an answer written elsewhere (evaluation) through the normal guards and admission,
+    as if the model had just answered it completely and cited every passage."""
+    state = start(asker, raw_question, streamed=False)
+    check_eligibility(state)
+    state.passages, state.article_pks = passages, article_pks
+    state.result = GenerationResult(text=answer, finish_reason="stop", model=state.spec.model, prompt_tokens=0,
+                                    completion_tokens=completion_tokens, cached_tokens=None, ttft_ms=None,
+                                    total_ms=0.0)
+    state.answer = answer
+    state.citations = unique_citations(citation(p, article_pks[p.chunk_id]) for p in passages)
+    if state.vector is None and state.eligibility.eligible:
+        state.vector = embed_query(state.question, stats=state.embed_stats)
+    admit(state)
+    record(state)
+    return state
 
 
 def check_eligibility(state: AskState) -> None:
@@ -333,7 +360,7 @@ def record(state: AskState) -> None:
                 ttft_ms=state.timings.get("ttft"), total_ms=state.timings["total"], timings=state.timings,
                 streamed=state.streamed,
             )
-            pending = getattr(state, "pending_semantic", None)
+            pending = state.pending_semantic
             if pending is not None and state.status == AskEvent.Status.ANSWERED:
                 semantic_layer.store(semantic_scope(state), question=state.question, normalized_question=state.normalized,
                                      vector=state.vector, answer=pending, exact_key=state.key, source_ask=event)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
+import httpx
 import pytest
 
 from supportbot.generation.base import ChatRequest, GenerationError, GenerationResult
@@ -70,12 +71,24 @@ def test_server_killed_mid_stream_raises_interrupted():
         assert err.value.reason == "unavailable"
 
 
-def test_abandoned_stream_frees_the_model(backend):
+def server_counter(port: int, name: str, labels: str = "") -> float:
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    for line in text.splitlines():
+        if line.startswith(name + "{") and labels in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_abandoned_stream_stops_generating(backend):
+    aborted = server_counter(backend.port, "vllm:request_success_total", 'finished_reason="abort"')
+    generated = server_counter(backend.port, "vllm:generation_tokens_total")
     stream = backend.stream(LONG_ANSWER)
     assert isinstance(next(stream), str)
     stream.close()  # the customer closed the page
-    started = time.monotonic()
-    result = backend.complete(SHORT)
+    result = backend.complete(SHORT)  # served once the model is free again
     assert result.completion_tokens >= 1
-    assert time.monotonic() - started < 5  # not queued behind the rest of a 400-token answer
+    assert server_counter(backend.port, "vllm:request_success_total", 'finished_reason="abort"') == aborted + 1
+    # The abandoned answer stopped within a few tokens instead of running to its 400-token limit.
+    spent = server_counter(backend.port, "vllm:generation_tokens_total") - generated - result.completion_tokens
+    assert 1 <= spent < 100
     assert backend.breaker.state == "closed"

@@ -39,7 +39,9 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 
 
 def small(request: ChatRequest, max_tokens: int = 8, **salt) -> ChatRequest:
+    """Few tokens, and no stop sequences: a 135M model may well start its answer with one."""
     params = {**request.params, "max_tokens": max_tokens}
+    params.pop("stop", None)
     return ChatRequest(messages=request.messages, params=params, cache_salt=salt.get("salt", request.cache_salt))
 
 
