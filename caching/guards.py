@@ -673,7 +673,7 @@ def _links(tokens: list[str]) -> set[str]:
     return links
 
 
-_MAIN_LIGHT_VERBS = frozenset("get gets got getting use using make makes made making take takes took taking bring brings brought find finds found see sees saw put puts give gives gave keep keeps kept accept accepts accepted accepting".split())
+_MAIN_LIGHT_VERBS = frozenset("work works working get gets got getting use using make makes made making take takes took taking bring brings brought find finds found see sees saw put puts give gives gave keep keeps kept accept accepts accepted accepting".split())
 _VERB_CLASS = {"tak": "accept", "take": "accept", "accept": "accept"}
 _FIRST = frozenset("i me we us".split())
 _SECOND = frozenset("you".split())
@@ -813,7 +813,7 @@ _INTENT_RULES: list[tuple[str, re.Pattern]] = [
     ("pricing", re.compile(r"\bhow much (?:is|are|does|do|will|would|should|for|to|it|did|was|were|extra|more)\b|\b(?:cost|costs|price|prices|pricing|priced|fee|fees|charge|charges|surcharge|tariff|commission|rate|rates|expensive|cheap|cheaper|afford)\b")),
     ("duration", re.compile(r"\bhow long\b|\bturnaround\b|\bprocessing time\b|\bdelivery time\b|\btake to (?:arrive|process|clear)\b")),
     ("schedule", re.compile(r"\bwhen\b|\bhours\b|\bare you open\b|\bopen on\b|\bdeadline\b|\bschedule\b|\btimetable\b")),
-    ("contact", re.compile(r"\b(?:contact|phone|call|reach|talk to|speak (?:to|with)|chat with|get in touch|email (?:you|us|support))\b")),
+    ("contact", re.compile(r"\b(?:contact|reach|call|phone|email|e-mail|message|talk to|speak (?:to|with)|chat with|get in touch(?: with)?)\s+(?:you|your|us|support|someone|somebody|anyone|a person|a human|customer|the (?:team|store|office|bank|hotel|airline|company|shop|branch))\b|\byour (?:phone|email|contact)\b|\bhow (?:do|can|should) (?:i|we) (?:contact|reach|call)\b|\bcontact (?:details|info|information|number|form|page)\b|\bsupport (?:phone|email|chat|hours|line)\b")),
     ("howto", re.compile(r"\bwhere (?:can|do|should|would|could|will) (?:i|we) (?:find|locate|see|view|access|enter|change|update|download|upload|edit|manage|check|turn|set|setup|enable|disable|type|add|apply|get (?:to|the option|the setting))\b")),
     ("location", re.compile(r"\bwhere\b|\b(?:located|location|locations|nearest|directions to|address of|your address)\b")),
     ("howto", re.compile(r"^(?:find|locate|view|see|check|access|read|get|download|print|show me how)\b|\bhow (?:do|can|should|would|could|does|to|is|are|was|were)\b|\bsteps?\b|\binstructions?\b|\bguide\b|\bwhat (?:do|should|must) (?:i|we) (?:do|need)\b|\bway to\b|\bprocess\b|\bprocedure\b|\bhow$")),
@@ -841,6 +841,7 @@ _DECLARATIVE_MINE = re.compile(r"^(?:(?:hi|hello|hey|ok|okay|so|well|um|hmm)[, ]
 _FAILURE_REPORT = re.compile(r"(?<!\bif )(?<!\bwhat if )(?<!\bhappens if )\b(?:did not|does not|do not|is not|are not|has not|have not|was not|were not|will not|can not|could not|would not|never)\s+(?:\w+\s+){0,2}?(?:work|working|arrive|arrived|show|showing|shown|go through|gone through|went through|appear|appeared|come|came|load|loading|receive|received|accept|accepted|process|processed|update|updated|clear|cleared|post|posted|let me|allow me|get through|reach|reached)\b")
 _PRONOUN_STATE = re.compile(r"\bwhen (?:will|would|do|can|should|did) (?:i|we) (?:get|receive|have|see|hear|be able to use) (?:it|them|this|that|there|back|my|our|the money|the refund)\b|\b(?:when|where|why) (?:will|did|has|have|would|should|is|was) (?:it|they|(?:this|that)(?= (?:arrive|come|ship|be|get|go|happen|show)\b|$))\b(?! (?:take|cost|mean|work|usually|normally|typically|located))|\b(?:should|will|would|has|did) (?:it|they) (?:arrive|come|ship|be delivered|get here|be here|show up|go through)\b|\b(?:it|this|that|they|them)\b.*\b(?:too late|still|yet|arrived|shipped|on its way|on the way|not arrived|not come|not received)\b|\btoo late\b")
 _ACTION_LEAD = re.compile(r"^(?:(?:hi|hello|hey|ok|okay|so|yes|hi there|thanks|thank you|great)[, ]+)?(?:(?:please|pls|kindly|just|now)\s+)?(?:(?:can|could|would|will) you (?:please |kindly |just )?|i (?:want|would like|need|wish|wanna|am looking|am trying|have to|must) (?:you )?to (?:please )?|i am trying to |i would love to |help me |let me |go ahead and |do not |never )?(\w+)(?: (\w+))?")
+_OWN_TRACKING = re.compile(r"\b(?:know|tell|find out|see|check|track) (?:when|where|if|whether|how long) (?:my|our)\b|\b(?:get|make) (?:my|our) (?:\w+ ){1,3}?(?:to work|working|work again)\b")
 _CONTEXT_REPLY = re.compile(r"^(?:(?:yes|yeah|yep|no|nope|ok|okay|sure|right|correct|exactly|great|thanks|thank you)\b[ ,.!]*)*(?:it is|it was|its|this is|that is|these are|they are|it is about|it concerns|about the|about my|there is|there was|there are|there were)\b(?!.*\?)|^(?:yes|yeah|yep|no|nope|correct|right)\b")
 _STATUS_EVENT = re.compile(r"\b(?:declined|pending|reverted|rejected|bounced|on hold|not received|not arrived|not showing|not show up|not gone through|not go through|still waiting|been charged|got charged|was charged|double charged|charged twice|charged me|missing)\b")
 _HYPOTHETICAL = re.compile(r"\b(?:if|would|could|might|can a|can an|can the|mean|means|happens|usually|typically|normally|reasons?|why do|why does|why are|why is a|what causes|in case)\b")
@@ -874,7 +875,7 @@ def _eligibility(norm: str, tokens: list[str], sig: dict, intent: str) -> Eligib
             imperative = False
         if imperative:
             return Eligibility(False, "action", intent, f"action: asks us to {verb} something ('{' '.join(tokens[:4])}...')")
-    want = re.match(r"^(?:(?:hi|hello|hey|ok|okay|so|please)[, ]+)?(?:i|we) (?:need|want|would like|require|demand) (?:a|an|the|some|my|our|another|new)\b", norm)
+    want = re.match(r"^(?:(?:hi|hello|hey|ok|okay|so|please)[, ]+)?(?:(?:i|we) )?(?:need|want|would like|require|demand) (?:a|an|the|some|my|our|another)\b", norm)
     if want:
         return Eligibility(False, "action", intent, f"action: asks us for something ('{want.group(0)}')")
     for rq in _REQUEST_FOR_ME.finditer(norm):
@@ -889,6 +890,9 @@ def _eligibility(norm: str, tokens: list[str], sig: dict, intent: str) -> Eligib
     own = _OWN_STATE.search(norm)
     if own:
         return Eligibility(False, "personal", intent, f"personal: about the customer's own account ('{own.group(0)}')")
+    track = _OWN_TRACKING.search(norm)
+    if track:
+        return Eligibility(False, "personal", intent, f"personal: about the customer's own item ('{track.group(0)}')")
     if _CONTEXT_REPLY.search(norm) and not howto:
         return Eligibility(False, "personal", intent, "personal: a reply that depends on the conversation so far")
     if _STATUS_EVENT.search(norm) and not howto and not _HYPOTHETICAL.search(norm):
@@ -1004,6 +1008,15 @@ def _term_alignment(cached_sig: dict, new_sig: dict) -> dict | None:
     return {"cached": sorted(a - b), "new": sorted(b - a)}
 
 
+def _surface(analysis: _Analysis, concepts: list[str]) -> list[str]:
+    """The words the customer typed for some canonical concepts (for reasons people read)."""
+    seen = {}
+    for tok in analysis.tokens:
+        if tok.isalpha():
+            seen.setdefault(concept(tok), tok)
+    return [seen.get(c, c) for c in concepts]
+
+
 def _threshold_for(intent_a: str, intent_b: str, thresholds: dict[str, float]) -> float:
     ta = thresholds.get(intent_a, DEFAULT_THRESHOLDS.get(intent_a, 1.0))
     tb = thresholds.get(intent_b, DEFAULT_THRESHOLDS.get(intent_b, 1.0))
@@ -1058,8 +1071,8 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
             parts.append(f"{f} (cached {d['cached']} vs new {d['new']})")
         return Judgement(False, "signature differs: " + "; ".join(parts), intent, threshold, difference)
     if terms:
-        return Judgement(False, f"content words without counterpart: cached {terms['cached']}, new {terms['new']}",
-                         intent, threshold, difference)
+        return Judgement(False, f"content words without counterpart: cached {_surface(cached_a, terms['cached'])}, "
+                         f"new {_surface(new_a, terms['new'])}", intent, threshold, difference)
     if not any(new_sig.get(f) for f in _CONTENT_FIELDS):
         return Judgement(False, "no content words: too vague to share an answer", intent, threshold, difference)
     links_a, links_b = set(cached_sig.get("links", ())), set(new_sig.get("links", ()))

@@ -168,3 +168,189 @@ class PurgeRecord(models.Model):
     @property
     def removed_total(self):
         return self.removed_exact + self.removed_semantic + self.removed_search
+
+
+# --------------------------------------------------------------------------- staff review (issue 6)
+# Customer feedback, the wrong-hit review queue, sampled-hit labels, labelled pairs for
+# calibration, the audit log of staff actions and hourly roll-ups for the dashboard.
+
+class ReasonCode(models.TextChoices):
+    """Why a cached answer was wrong for the new question (the labelling keys 1-8, in order)."""
+
+    ENTITY = "entity"
+    CONDITION = "condition"
+    NEGATION = "negation"
+    TIME = "time"
+    SCOPE = "scope"
+    INTENT = "intent"
+    STALE_SOURCE = "stale_source", "stale source"
+    OTHER = "other"
+
+
+class Feedback(models.Model):
+    """The customer's "Did this answer your question?"; the last click counts."""
+
+    ask = models.OneToOneField("supportbot.AskEvent", on_delete=models.CASCADE, related_name="feedback")
+    helpful = models.BooleanField()
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.ask_id}: {'yes' if self.helpful else 'no'}"
+
+
+class SampledHit(models.Model):
+    """A cache hit (or shadow would-hit) picked at record time for labelling."""
+
+    decision = models.OneToOneField(CacheDecision, on_delete=models.CASCADE, related_name="sample")
+    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    stratum = models.CharField(max_length=12, help_text="exact, semantic or shadow: the sample-rate key")
+    intent = models.CharField(max_length=40, blank=True)
+    why = models.CharField(max_length=40, help_text="rate or intent minimum")
+    labeled = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["labeled", "created_at"])]
+
+    def __str__(self):
+        return f"sample {self.stratum}/{self.intent} decision {self.decision_id}"
+
+
+class Label(models.Model):
+    """A staff verdict on one cache decision. The newest label of a decision counts."""
+
+    class Verdict(models.TextChoices):
+        CORRECT = "correct"
+        WRONG = "wrong"
+
+    class Source(models.TextChoices):
+        SAMPLE = "sample", "labelling queue"
+        REVIEW = "review", "review queue"
+
+    decision = models.ForeignKey(CacheDecision, on_delete=models.CASCADE, related_name="labels")
+    verdict = models.CharField(max_length=8, choices=Verdict.choices)
+    reason = models.CharField(max_length=20, choices=ReasonCode.choices, blank=True)
+    source = models.CharField(max_length=8, choices=Source.choices)
+    labeler = models.ForeignKey("auth.User", null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["decision", "-created_at"])]
+
+    def __str__(self):
+        return f"{self.verdict} ({self.reason or '-'}) on decision {self.decision_id}"
+
+
+class ReviewItem(models.Model):
+    """A cache hit someone (customer, labeller or the second opinion) thinks was wrong."""
+
+    class Source(models.TextChoices):
+        FEEDBACK = "feedback", "customer said no"
+        SAMPLE = "sample", "sampled hit labelled wrong"
+        AUTO_FLAG = "auto_flag", "automatic flag"
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        CONFIRMED_WRONG = "confirmed_wrong", "confirmed wrong"
+        DISMISSED = "dismissed", "not wrong"
+        CORRECTED = "corrected"
+
+    source = models.CharField(max_length=10, choices=Source.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True)
+    reason = models.CharField(max_length=20, choices=ReasonCode.choices, blank=True)
+    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    ask = models.ForeignKey("supportbot.AskEvent", on_delete=models.CASCADE, related_name="review_items")
+    decision = models.ForeignKey(CacheDecision, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    entry = models.ForeignKey(SemanticEntry, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    layer = models.CharField(max_length=12, help_text="the layer that served (or would have served) the answer")
+    note = models.TextField(blank=True, help_text="what flagged it (e.g. the second opinion's disagreement)")
+    corrected_entry = models.ForeignKey(SemanticEntry, null=True, blank=True, on_delete=models.SET_NULL,
+                                        related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            # one open item per decision: a second "no" or flag on the same hit adds nothing to review
+            models.UniqueConstraint(fields=["decision"], condition=Q(status="open"), name="review_open_per_decision"),
+        ]
+        permissions = [("label_hits", "Can label sampled cache hits")]
+
+    def __str__(self):
+        return f"{self.get_source_display()}: {self.ask_id} ({self.status})"
+
+
+class LabeledPair(models.Model):
+    """(cached question, new question, should_hit): the calibration set. Negatives confirmed in
+    review are kept here after their entry is gone."""
+
+    class Source(models.TextChoices):
+        LABEL = "label", "labelled sample"
+        REVIEW = "review", "review queue"
+        FILE = "file", "pair file"
+
+    tenant = models.ForeignKey("supportbot.Tenant", null=True, blank=True, on_delete=models.CASCADE,
+                               related_name="+")
+    decision = models.OneToOneField(CacheDecision, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="labeled_pair")
+    cached_question = models.TextField()
+    new_question = models.TextField()
+    should_hit = models.BooleanField()
+    reason = models.CharField(max_length=20, choices=ReasonCode.choices, blank=True)
+    source = models.CharField(max_length=8, choices=Source.choices)
+    similarity = models.FloatField(null=True, blank=True)
+    embedding_version = models.CharField(max_length=64, blank=True, help_text="model version the similarity is from")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"{'+' if self.should_hit else '-'} {self.cached_question[:40]} / {self.new_question[:40]}"
+
+
+class AuditLog(models.Model):
+    """Who did what to which object, and when: every staff action on caches and thresholds."""
+
+    actor = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=40, db_index=True)
+    object_type = models.CharField(max_length=60)
+    object_id = models.CharField(max_length=64)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_id} {self.action} {self.object_type}:{self.object_id}"
+
+
+class HourlyRollup(models.Model):
+    """Decision counts and savings per hour, tenant, layer, disposition and intent.
+
+    The pseudo-layer ``generation`` (disposition ``answered``) sums fresh model answers, so the
+    dashboard knows what a model call costs per intent without reading the Ask table."""
+
+    hour = models.DateTimeField()
+    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    layer = models.CharField(max_length=12)
+    disposition = models.CharField(max_length=12)
+    intent = models.CharField(max_length=40, blank=True)
+    count = models.PositiveIntegerField(default=0)
+    saved_tokens = models.BigIntegerField(default=0)
+    saved_ms = models.FloatField(default=0)
+    lookup_ms = models.FloatField(default=0)
+    prompt_tokens = models.BigIntegerField(default=0)
+    completion_tokens = models.BigIntegerField(default=0)
+    cached_tokens = models.BigIntegerField(default=0)
+    model_ms = models.FloatField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hour", "tenant", "layer", "disposition", "intent"],
+                                               name="rollup_hour_unique")]
+        indexes = [models.Index(fields=["hour", "layer"]), models.Index(fields=["tenant", "hour"])]
+
+    def __str__(self):
+        return f"{self.hour:%Y-%m-%d %H}h {self.tenant_id} {self.layer}/{self.disposition} {self.intent}: {self.count}"

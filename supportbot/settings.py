@@ -206,7 +206,27 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # (issue 5 settings go here)
 
 # --------------------------------------------------------------------------- staff pages
-# (issue 6 settings go here)
+# Share of hits per layer (and of shadow would-hits) that enters the labelling queue at record time.
+SAMPLE_RATES = env.json("SAMPLE_RATES", default={"semantic": 0.02, "exact": 0.005, "shadow": 0.05})
+# Stratification: at least this many hits per layer and intent class are sampled each day.
+SAMPLE_MIN_PER_INTENT_DAY = env.int("SAMPLE_MIN_PER_INTENT_DAY", default=3)
+# Second opinion: regenerate sampled semantic hits in the background (never served) and flag
+# disagreements for review; a model call per sample, so off by default.
+SECOND_OPINION_ENABLED = env.bool("SECOND_OPINION_ENABLED", default=False)
+# Cosine similarity of the two answers' embeddings below which they disagree.
+SECOND_OPINION_MIN_AGREEMENT = env.float("SECOND_OPINION_MIN_AGREEMENT", default=0.75)
+# Prices for the savings and economics (per million tokens) and the cost of a millisecond of lookup.
+PRICE_CURRENCY = env.str("PRICE_CURRENCY", default="USD")
+PRICE_INPUT_PER_MTOK = env.float("PRICE_INPUT_PER_MTOK", default=0.15)
+PRICE_CACHED_INPUT_PER_MTOK = env.float("PRICE_CACHED_INPUT_PER_MTOK", default=0.075)
+PRICE_OUTPUT_PER_MTOK = env.float("PRICE_OUTPUT_PER_MTOK", default=0.60)
+PRICE_LOOKUP_PER_MS = env.float("PRICE_LOOKUP_PER_MS", default=0.0000002)
+# w: what one wrong answer costs (support contact, refund, trust), per intent class; "default" for the rest.
+WRONG_ANSWER_COST = env.json("WRONG_ANSWER_COST", default={"default": 2.0, "policy": 10.0, "pricing": 10.0})
+# Threshold calibration: the precision a recommended threshold must reach, and the grid it searches.
+CALIBRATION_TARGET_PRECISION = env.float("CALIBRATION_TARGET_PRECISION", default=0.99)
+CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
+                            default=[round(0.40 + 0.01 * i, 2) for i in range(60)])
 
 # --------------------------------------------------------------------------- isolation and limits
 # (issue 7 settings go here)

@@ -296,8 +296,9 @@ class OpenAIHTTPBackend(GenerationBackend):
                     yield from self._stream_once(body, deadline, request, state, started)
                     break
                 except (_Retryable, httpx.TransportError) as exc:
-                    if state.yielded:
-                        raise GenerationError("interrupted", f"stream broke off: {_describe(exc)}") from exc
+                    if state.yielded:  # never retried: the customer has seen part of this answer
+                        reason = "timeout" if isinstance(exc, httpx.TimeoutException) else "interrupted"
+                        raise GenerationError(reason, f"stream broke off: {_describe(exc)}") from exc
                     attempt = self._before_retry(_as_retryable(exc), attempt, deadline)
             healthy = True
             yield GenerationResult(
@@ -434,8 +435,7 @@ class OpenAIHTTPBackend(GenerationBackend):
                 raise GenerationError("bad_response", f"expected an event stream, got {content_type or 'nothing'}")
             for data in _sse_data(response.iter_lines()):
                 if time.monotonic() > deadline:
-                    raise GenerationError("interrupted" if state.yielded else "timeout",
-                                          f"no complete answer within {self.timeout_s:.0f}s")
+                    raise GenerationError("timeout", f"no complete answer within {self.timeout_s:.0f}s")
                 if data == "[DONE]":
                     state.done = True
                     break

@@ -191,3 +191,52 @@ def test_legacy_metric_names_and_missing_ones():
     metrics = parse_prefix_cache_metrics("vllm:gpu_prefix_cache_queries_total 10\nvllm:gpu_cache_usage_perc 0.5\n")
     assert (metrics.prefix_cache_queries, metrics.prefix_cache_hits, metrics.kv_cache_usage_perc) == (10.0, None, 0.5)
     assert metrics.hit_rate is None
+
+
+SSE = {"Content-Type": "text/event-stream"}
+
+
+def sse(*events) -> bytes:
+    return b"".join(b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode()) + b"\n\n" for e in events)
+
+
+def chunk(content=None, finish=None) -> dict:
+    delta = {} if content is None else {"content": content}
+    return {"model": "served-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+FULL_STREAM = sse(chunk(""), chunk("Hel"), chunk("lo"), chunk(None, "stop"),
+                  {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2,
+                                            "prompt_tokens_details": {"cached_tokens": 4}}}, b"[DONE]")
+
+
+def test_stream_parses_deltas_and_usage(scripted):
+    server = scripted([(200, SSE, FULL_STREAM)])
+    items = list(backend_for(server).stream(REQUEST))
+    assert items[:-1] == ["Hel", "lo"]
+    result = items[-1]
+    assert (result.text, result.finish_reason, result.prompt_tokens, result.cached_tokens) == ("Hello", "stop", 9, 4)
+
+
+def test_stream_cut_before_any_text_is_retried(scripted):
+    server = scripted([(200, SSE, sse(chunk(""))), (503, {}, b"busy"), (200, SSE, FULL_STREAM)])
+    items = list(backend_for(server).stream(REQUEST))
+    assert "".join(i for i in items if isinstance(i, str)) == "Hello"
+    assert len(server.requests) == 3
+
+
+def test_stream_cut_after_text_is_interrupted_and_not_retried(scripted):
+    server = scripted([(200, SSE, sse(chunk("Hel"))), (200, SSE, FULL_STREAM)])
+    stream = backend_for(server).stream(REQUEST)
+    assert next(stream) == "Hel"
+    with pytest.raises(GenerationError) as err:
+        next(stream)
+    assert err.value.reason == "interrupted"
+    assert len(server.requests) == 1
+
+
+def test_garbage_in_a_stream_is_a_bad_response(scripted):
+    server = scripted([(200, SSE, sse(b"{not json"))])
+    with pytest.raises(GenerationError) as err:
+        list(backend_for(server).stream(REQUEST))
+    assert err.value.reason == "bad_response"
