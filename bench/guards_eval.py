@@ -118,7 +118,6 @@ class Tally:
 
     def add(self, kind: str, should_hit: bool, served: bool, info: tuple = ()):
         k = self.kinds[kind]
-        self.probes += 1
         if should_hit:
             k[0] += 1
             k[1] += int(served)
@@ -171,11 +170,14 @@ def judge_pair(new: str, cached: str, sim: float, thresholds=None) -> guards.Jud
 # Pair files (dev, heldout)
 # --------------------------------------------------------------------------------------
 
-def eval_pair_file(path: Path, enc: Encoder, name: str, thresholds=None, verbose=False) -> Tally:
+def eval_pair_file(path: Path, enc: Encoder, name: str, thresholds=None, verbose=False, keep=None) -> Tally:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if keep is not None:
+        rows = [r for r in rows if keep(r)]
     a = enc.encode([r["cached"] for r in rows])
     b = enc.encode([r["new"] for r in rows])
     tally = Tally(name)
+    tally.probes = len(rows)
     for r, x, y in zip(rows, a, b):
         sim = float(x @ y)
         cc, cn = r["ctx_cached"], r["ctx_new"]
@@ -215,9 +217,9 @@ def replay(name: str, cache_texts, cache_labels, probes, enc: Encoder, threshold
     sims = pvecs @ cvecs.T
     top = np.argsort(-sims, axis=1)[:, :CANDIDATES]
     for (text, label, kind), row, cands in zip(probes, sims, top):
+        tally.probes += 1
         if not guards.classify(text).eligible:
             tally.ineligible += 1
-            tally.probes += 1
             continue
         served = None
         for j in cands:
@@ -270,9 +272,9 @@ def eval_banking77(enc, thresholds=None):
     tev = enc.encode([t for t, _ in te])
     sims = tev @ trv.T
     for (text, cat), row in zip(te, sims):
+        t2.probes += 1
         if not guards.classify(text).eligible:
             t2.ineligible += 1
-            t2.probes += 1
             continue
         mask = np.array([group_of[c] == group_of[cat] and c != cat for _, c in tr])
         if not mask.any():
@@ -342,7 +344,6 @@ def eval_nlupp(enc, thresholds=None):
             "slot value differs" if keys[a][0] == keys[b][0] else "intent module differs")
         jd = judge_pair(texts[a], texts[b], float(row[j]), thresholds)
         tally.add(kind, same, jd.serve, (round(float(row[j]), 3), texts[b], texts[a], sorted(keys[b][0]), sorted(keys[a][0])))
-        tally.probes -= 1
     return [tally]
 
 
@@ -521,6 +522,14 @@ def main(argv=None):
         heldout += eval_synthetic(enc, sorted(set(sources)), thresholds)
     for t in heldout:
         t.report(args.show_false_hits)
+    if HELDOUT_PAIRS.exists():
+        # the file's two blocks, reported apart: h001-h099 were written before any tuning,
+        # h1xx after the first version of the guards (measured once before changes they prompted)
+        for label, keep in (("h0xx, written before tuning", lambda r: int(r["id"][1:]) < 100),
+                            ("h1xx, written after guards v1", lambda r: int(r["id"][1:]) >= 100)):
+            t = eval_pair_file(HELDOUT_PAIRS, enc, f"heldout_pairs.jsonl block {label}", thresholds, keep=keep)
+            print(f"heldout block {label}: paraphrase_hit_rate={t.pos_hit / max(t.pos, 1):.3f} "
+                  f"false_hit_rate={t.neg_hit / max(t.neg, 1):.3f} pairs={t.pos + t.neg}")
     enc.save()
 
     pos = sum(t.pos for t in heldout)

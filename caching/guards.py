@@ -161,7 +161,7 @@ _PHRASES: list[tuple[str, str]] = [
 _PHRASES_RE = [(re.compile(p), r) for p, r in _PHRASES]
 _CONTRACTIONS_RE = [(re.compile(p), r) for p, r in _CONTRACTIONS]
 
-_TOKEN_RE = re.compile(r"[$€£¥]|[a-z0-9]+(?:[.,:][0-9]+)*|CMP(?:gt|lt|ge|le)|%|#")
+_TOKEN_RE = re.compile(r"[$€£¥]|CMP(?:gt|lt|ge|le)|[^\W_]+(?:[.,:][0-9]+)*|%|#")
 
 _NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
@@ -552,6 +552,8 @@ def _numbers_and_money(tokens: list[str]) -> tuple[set, set, set, set, set]:
             times.add(tok)
             continue
         if re.fullmatch(r"\d+(?:\.\d+)?", tok):
+            if len(tok) > 1 and tok.isdigit() and len(tok) < 5:
+                tok = tok.lstrip("0") or "0"  # "05" is 5; long zero-padded ids keep their form
             numbers.add(tok)
             cur = _CURRENCY_SYMBOLS.get(prev) or (_CURRENCY_WORDS.get(nxt) if nxt else None)
             if cur:
@@ -727,8 +729,11 @@ def _signature(question: str, norm: str, tokens: list[str]) -> dict:
         verb_use = tok in ("used", "lost", "delayed", "cancelled", "expired", "damaged", "opened", "installed", "assembled", "altered", "washed", "worn") and (
             prev in ("is", "are", "was", "were", "be", "been", "being", "get", "got", "gets", "have", "has", "had", "i", "we", "it", "they")
             or nxt in ("to", "for", "in", "by", "with", "at", "on", "it", "them", "my", "the"))
-        if tok in _CONDITIONS and not verb_use and not (tok == "new" and nxt in ("york", "zealand", "jersey", "delhi")):
-            conditions.add(_CONDITIONS[tok])
+        if tok in _CONDITIONS and not verb_use:
+            key, k = _CONDITIONS[tok], 2
+            while key in conditions:  # counted: "expired ... expired" is not "expired"
+                key, k = f"{_CONDITIONS[tok]}#{k}", k + 1
+            conditions.add(key)
         if tok == "free" and "free" not in tiers:
             conditions.add("free")
         if tok in _NEGATIONS:
@@ -835,8 +840,8 @@ def _intent(norm: str) -> str:
 _HOWTO_FRAME = re.compile(r"^(?:(?:hi|hello|hey|please|ok|okay)[, ]+)?(?:(?:find|locate|view|access|download|print)\b(?! me\b)|how (?:do|can|should|would|could|to)|how$|where (?:can|do|should) (?:i|we) (?:find|locate|see|view|access|enter|change|update|download|upload|edit|manage|check|set|setup|enable|disable|add|apply)|can (?:i|we)|could (?:i|we)|may i|is it possible|am i (?:allowed|able)|what (?:do|should) (?:i|we) (?:do|need)|what is the (?:best )?way)\b")
 _STATE_Q = re.compile(r"\bwhere (?:did|has|have|had) (?:the|my|this|that|our)\b|\b(?:where|when|why|what|how much|how many|how long|how come) (?:is|are|was|were|will|would|did|does|do|has|have|had|happened to|about|has happened to|is going on with|is wrong with|is happening (?:to|with)|going on with|wrong with)(?: not)? (?:my|our)\b|\b(?:has|have|did|is|was|were|are|will|does|do) not (?:my|our) \w+|\b(?:has|have|had|did|is|was|were|are|will|does|do) (?:my|our) \w+")
 _NARRATIVE = re.compile(r"\bi (?:need|want|would like|demand|expect) (?:my|our)\b|(?<!\bif )(?<!\bafter )(?<!\bbefore )(?<!\bwhen )(?<!\bonce )(?<!\buntil )(?<!\bwhether )(?<!\bam )(?<!\bwas )(?<!\bwere )(?<!\bhave )(?<!\bhad )(?<!\bdid )(?<!\bdo )(?<!\bcan )(?<!\bcould )(?<!\bshould )(?<!\bwould )(?<!\bwill )(?<!\bshall )(?<!\bmay )(?<!\bmust )\b(?:i|we) (?:just |already |recently |accidentally )?[a-z]{3,}ed\b(?! to (?:know|ask))|(?<!\bif )(?<!\bafter )(?<!\bbefore )(?<!\bwhen )(?<!\bonce )(?<!\buntil )(?<!\bwhether )\b(?:i|we) (?:have been|have not|had|was|were|got|just|already|accidentally|recently|never|still|ordered|paid|bought|received|sent|made|lost|tried|applied|booked|placed|submitted|returned|requested|noticed|see|saw|can not see|did not|do not see|am still|am waiting|have a|have an|was charged|haven|am having|keep getting|can not|could not|need help with my)\b")
-_OWN_STATE = re.compile(r"\b(?:tell|show|give|send|check|get|find|list|read) me (?:\w+ ){0,4}?(?:my|our)\b|\b(?:can|could|will|would|should|may|might) (?:my|our)\b|\b(?:are|have|has|did|will|were|was) you (?:\w+ ){1,2}?(?:me|my|our|us)\b|\b(?:has|have|did|is|was) (?:anyone|someone|somebody) (?:\w+ ){1,3}?(?:my|our)\b|\bcheck (?:my|our)\b|\bwhy (?:did|was|were|has|have|had|is|are)(?: not)? (?:i|me|the \w+(?: \w+)? (?:give|charge|take|decline|block|refuse|reject|cancel)\w* (?:me|my))\b|\b(?:do i have|have i got|am i (?:owed|due|eligible|entitled|getting)|do i owe|did i|have i|was i|my (?:balance|points|statement|credit score|limit|status)|how much (?:money )?(?:do i|have i|is in my|is on my|did i)|how many \w+(?: \w+)? (?:do|did|have) i)\b")
-_MY_SUBJECT = re.compile(r"(?<!\bif )(?<!\bwhen )(?<!\bonce )(?<!\bafter )(?<!\bbefore )(?<!\bwhether )(?<!\bcase )(?<!\bthat )\b(?:my|our) (?:\w+ ){0,2}?(?:is|are|was|were|has|have|had|did|does|do|will|got|been|keeps|kept|still|just|never|seems|seem|shows|says|stopped|failed|is not|has not|did not|will not|can not|would not|does not)\b")
+_OWN_STATE = re.compile(r"\b(?:tell|show|give|send|check|get|find|list|read) me (?:\w+ ){0,4}?(?:my|our)\b|\b(?:can|could|will|would|should|may|might) (?:my|our)\b|\b(?:are|have|has|did|will|were|was) you (?:\w+ ){1,2}?(?:me|my|our|us)\b|\b(?:has|have|did|is|was) (?:anyone|someone|somebody) (?:\w+ ){1,3}?(?:my|our)\b|\bcheck (?:my|our)\b|\bwhy (?:did|was|were|has|have|had|is|are)(?: not)? (?:i|me|the \w+(?: \w+)? (?:give|charge|take|decline|block|refuse|reject|cancel)\w* (?:me|my))\b|\b(?:do i have(?! to\b)|have i got|am i (?:owed|due|eligible|entitled|getting)|do i owe|did i|have i|was i|my (?:balance|points|statement|credit score|limit|status)|how much (?:money )?(?:do i|have i|is in my|is on my|did i)|how many \w+(?: \w+)? (?:do|did|have) i(?! have to\b))\b")
+_MY_SUBJECT = re.compile(r"(?<!\bif )(?<!\bwhen )(?<!\bonce )(?<!\bafter )(?<!\bbefore )(?<!\bwhether )(?<!\bcase )(?<!\bthat )\b(?:(?:my|our) (?:\w+ ){0,2}?|mine |ours )(?:is|are|was|were|has|have|had|did|does|do|will|got|been|keeps|kept|still|just|never|seems|seem|shows|says|stopped|failed|is not|has not|did not|will not|can not|would not|does not)\b")
 _DECLARATIVE_MINE = re.compile(r"^(?:(?:hi|hello|hey|ok|okay|so|well|um|hmm)[, ]+)?(?:it is|it was|this is|that is|i|we|my|our|there is|there was|there are|someone|somebody)\b.*\b(?:my|our|me|i)\b")
 _FAILURE_REPORT = re.compile(r"(?<!\bif )(?<!\bwhat if )(?<!\bhappens if )\b(?:did not|does not|do not|is not|are not|has not|have not|was not|were not|will not|can not|could not|would not|never)\s+(?:\w+\s+){0,2}?(?:work|working|arrive|arrived|show|showing|shown|go through|gone through|went through|appear|appeared|come|came|load|loading|receive|received|accept|accepted|process|processed|update|updated|clear|cleared|post|posted|let me|allow me|get through|reach|reached)\b")
 _PRONOUN_STATE = re.compile(r"\bwhen (?:will|would|do|can|should|did) (?:i|we) (?:get|receive|have|see|hear|be able to use) (?:it|them|this|that|there|back|my|our|the money|the refund)\b|\b(?:when|where|why) (?:will|did|has|have|would|should|is|was) (?:it|they|(?:this|that)(?= (?:arrive|come|ship|be|get|go|happen|show)\b|$))\b(?! (?:take|cost|mean|work|usually|normally|typically|located))|\b(?:should|will|would|has|did) (?:it|they) (?:arrive|come|ship|be delivered|get here|be here|show up|go through)\b|\b(?:it|this|that|they|them)\b.*\b(?:too late|still|yet|arrived|shipped|on its way|on the way|not arrived|not come|not received)\b|\btoo late\b")

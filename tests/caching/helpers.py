@@ -2,6 +2,11 @@
 the normal admission (``pipeline.offer_answer``) and a lookup exactly as the views do it."""
 from __future__ import annotations
 
+import contextlib
+import json
+
+from django.test import override_settings
+
 from caching.models import CacheDecision
 from ingestion.models import Article, Chunk
 from supportbot import pipeline
@@ -9,19 +14,22 @@ from supportbot.generation.base import Passage
 from supportbot.models import AskEvent
 
 
-def cited_passage(tenant, external_id: str = "return-policy", locale: str = "en") -> tuple[Passage, int]:
-    """Passage [1] built from the current first chunk of one of the tenant's articles, and the article pk."""
+def cited_passage(tenant, external_id: str = "return-policy", locale: str = "en",
+                  containing: str = "") -> tuple[Passage, int]:
+    """Passage [1] built from the first current chunk (containing the text) of one of the tenant's
+    articles, and the article pk."""
     article = Article.objects.get(tenant=tenant, locale=locale, external_id=external_id,
                                   status=Article.Status.ACTIVE)
-    chunk = Chunk.objects.filter(article=article, is_current=True).order_by("ordinal").first()
+    chunk = (Chunk.objects.filter(article=article, is_current=True, text__contains=containing)
+             .order_by("ordinal").first())
     return Passage(1, chunk.pk, article.external_id, article.title, article.url, article.version, chunk.text,
                    1.0), article.pk
 
 
 def offer(asker: pipeline.Asker, question: str, answer: str | None = None, *, article: str = "return-policy",
-          **kwargs) -> pipeline.AskState:
+          containing: str = "", **kwargs) -> pipeline.AskState:
     """Offer a synthetic complete answer citing ``article`` to the normal admission."""
-    passage, article_pk = cited_passage(asker.tenant, article, asker.locale)
+    passage, article_pk = cited_passage(asker.tenant, article, asker.locale, containing)
     text = answer if answer is not None else f"Synthetic verified answer to: {question} [1]"
     return pipeline.offer_answer(asker, question, text, [passage], {passage.chunk_id: article_pk}, **kwargs)
 
@@ -47,3 +55,52 @@ def decided(state: pipeline.AskState, layer: str):
     found = [d for d in state.layers if d.layer == layer]
     assert found, f"no {layer} decision in {[(d.layer, d.disposition) for d in state.layers]}"
     return found[-1]
+
+
+# --------------------------------------------------------------------------- a vLLM server that answers on cue
+# The real CPU model takes 10-40 s an answer and cannot be told to time out, truncate or fail on cue; a
+# vLLM server cannot run here. This one speaks the same wire protocol (OpenAI chat completions, SSE
+# stream) with scripted answers, and keeps the request bodies it got so a test can read the prompt.
+
+SSE = {"Content-Type": "text/event-stream"}
+
+
+def sse_answer(text: str, finish_reason: str = "stop", *, prompt_tokens: int = 900, completion_tokens: int = 40) -> bytes:
+    events = [
+        {"model": "scripted-model", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
+        {"model": "scripted-model", "choices": [{"index": 0, "delta": {}, "finish_reason": finish_reason}]},
+        {"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                  "prompt_tokens_details": {"cached_tokens": 0}}},
+    ]
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+
+@contextlib.contextmanager
+def scripted_model(*responses):
+    """Point the generation backend at a scripted vLLM server for the block.
+
+    Each response is an answer text (streamed, finish reason ``stop``), a ``(text, finish_reason)``
+    pair, or a raw ``(status, headers, body)`` triple."""
+    from tests.generation.conftest import ScriptedServer
+
+    script = []
+    for r in responses:
+        if isinstance(r, str):
+            script.append((200, SSE, sse_answer(r)))
+        elif len(r) == 2:
+            script.append((200, SSE, sse_answer(*r)))
+        else:
+            script.append(r)
+    server = ScriptedServer(script)
+    try:
+        with override_settings(VLLM_BASE_URL=server.url, VLLM_MODEL="scripted-model", VLLM_MODEL_REVISION="r1",
+                               GENERATION_MAX_RETRIES=0):
+            yield server
+    finally:
+        server.close()
+
+
+def prompt_of(server, n: int = -1) -> str:
+    """The user message of the n-th request the scripted server got."""
+    messages = server.requests[n]["body"]["messages"]
+    return next(m["content"] for m in messages if m["role"] == "user")
