@@ -27,6 +27,7 @@ import argparse
 import os
 import random
 import re
+import signal
 import socket
 import statistics
 import sys
@@ -206,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="cold/warm pairs measured")
     args = parser.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # still stop our server
     rng = random.Random(20261129)
 
     with socket.socket() as s:

@@ -20,7 +20,8 @@ _REFUSAL = re.compile(
 _INJECTION = re.compile(
     r"(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+|your\s+)?(previous|prior|above|earlier)?\s*"
     r"(instructions|rules|prompts?)|system prompt|you are now|act as|jailbreak|developer mode|"
-    r"<\s*/?\s*(system|script|assistant)", re.I)
+    r"<\s*/?\s*(system|script|assistant|user|question|passage|previous_answer)\b|<\|[a-z_]{2,20}\|>|\[/?INST\]",
+    re.I)
 _FACT = re.compile(r"https?://\S+|[\w.+-]+@[\w-]+\.[\w.]+|\+?\d[\d ()./-]{5,}\d|[$€£]\s?\d[\d,.]*|\d[\d,.]*\s?(?:%|usd|eur)",
                    re.I)
 _WORD = re.compile(r"[^\W_]{3,}", re.U)

@@ -142,6 +142,7 @@ class PurgeRecord(models.Model):
         ADMIN = "admin", "staff edit in the admin"
         INGEST = "ingest", "knowledge-base import"
         SWEEP = "sweep", "nightly sweep (a missed event)"
+        REINDEX = "reindex", "search results re-purged after re-indexing"
         MANUAL = "manual"
 
     article = models.ForeignKey("ingestion.Article", null=True, blank=True, on_delete=models.SET_NULL,
@@ -183,7 +184,7 @@ class ReasonCode(models.TextChoices):
     TIME = "time"
     SCOPE = "scope"
     INTENT = "intent"
-    STALE_SOURCE = "stale_source", "stale source"
+    STALE_SOURCE = "stale_source", "Stale source"
     OTHER = "other"
 
 

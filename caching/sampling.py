@@ -38,15 +38,23 @@ def stratum_of(decision) -> str | None:
 
 
 def sample_decisions(ask, decisions) -> list[SampledHit]:
-    """Pick the hits of one Ask that go to the labelling queue (decisions must be saved)."""
+    """Pick the hits of one Ask that go to the labelling queue.
+
+    ``decisions`` are saved ``CacheDecision`` rows or the pipeline's ``LayerResult``s (already
+    written for ``ask``): the decision row is then read only for a hit that is sampled, so the
+    usual hit costs one Redis round trip here and no query."""
     picked = []
     for d in decisions:
         stratum = stratum_of(d)
         if stratum is None:
             continue
         why = _sample_reason(stratum, d.intent)
-        if why:
-            picked.append(SampledHit(decision=d, tenant_id=ask.tenant_id, stratum=stratum, intent=d.intent, why=why))
+        if not why:
+            continue
+        row = d if isinstance(d, CacheDecision) else (
+            CacheDecision.objects.filter(ask=ask, layer=d.layer, disposition=d.disposition).first())
+        if row is not None:
+            picked.append(SampledHit(decision=row, tenant_id=ask.tenant_id, stratum=stratum, intent=d.intent, why=why))
     if not picked:
         return picked
     SampledHit.objects.bulk_create(picked)

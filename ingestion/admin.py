@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 
-from ingestion.models import Article, ArticleVersion, Chunk
+from ingestion.models import Article, ArticleVersion, Chunk, JobRun
 from ingestion.services import article_edit
 
 
@@ -49,3 +49,32 @@ class ChunkAdmin(admin.ModelAdmin):
     list_filter = ("is_current",)
     search_fields = ("text",)
     list_select_related = ("article",)
+
+
+@admin.register(JobRun)
+class JobRunAdmin(admin.ModelAdmin):
+    """Every background job run (nightly re-embed, re-index after a change, purge sweep, model upgrade):
+    read-only; a running one shows its progress (reload the page)."""
+
+    list_display = ("started_at", "job", "status", "progress_display", "scanned", "changed", "embedded",
+                    "cache_hits", "removed", "duration_display", "attempt")
+    list_filter = ("job", "status")
+    date_hierarchy = "started_at"
+    readonly_fields = [f.name for f in JobRun._meta.fields]
+    show_full_result_count = False
+
+    @admin.display(description="progress")
+    def progress_display(self, obj):
+        if obj.status == JobRun.Status.RUNNING and obj.progress_total:
+            return f"{obj.progress_done}/{obj.progress_total} ({obj.progress:.0%})"
+        return "-" if obj.status != JobRun.Status.RUNNING else "starting"
+
+    @admin.display(description="duration", ordering="duration_s")
+    def duration_display(self, obj):
+        return f"{obj.duration_s:.1f} s"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from supportbot.models import AskEvent, Tenant
+from supportbot.models import AskEvent, Tenant, TenantApiKey
 
 
 @admin.register(Tenant)
@@ -28,3 +28,23 @@ class AskEventAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(TenantApiKey)
+class TenantApiKeyAdmin(admin.ModelAdmin):
+    """Keys are created with ``manage.py apikey create`` (the raw key is shown once); here staff see and revoke."""
+
+    list_display = ("prefix", "tenant", "name", "created_at", "revoked_at")
+    list_filter = ("tenant",)
+    fields = ("tenant", "name", "prefix", "created_at", "revoked_at")
+    readonly_fields = ("tenant", "prefix", "created_at")
+    actions = ["revoke"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke(self, request, queryset):
+        from django.utils import timezone
+
+        queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())

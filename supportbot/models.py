@@ -85,3 +85,57 @@ class AskEvent(models.Model):
 
     def __str__(self):
         return f"{self.tenant_id}:{self.request_id}"
+
+
+class TenantApiKey(models.Model):
+    """A tenant's server-to-server credential for the Ask API.
+
+    Only a SHA-256 hash of the key is stored; ``prefix`` (shown in the admin and
+    in logs) finds the row without revealing the key. A revoked key stops working
+    at once. See ``supportbot.auth``."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, help_text="What the key is for, e.g. 'web shop backend'.")
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    key_hash = models.CharField(max_length=64, editable=False, help_text="sha256 of the whole key, hex")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["tenant", "-created_at"]
+        verbose_name = "tenant API key"
+
+    def __str__(self):
+        return f"{self.tenant_id}:{self.prefix}"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+class PrefixCacheSample(models.Model):
+    """One scrape of a model server's /metrics: cumulative prefix-cache counters (tokens) and KV usage.
+
+    Counters are cumulative since the server started; the hit rate of a period is the difference
+    of two samples of the same target (a drop means the server restarted)."""
+
+    target = models.CharField(max_length=300, help_text="model server base URL")
+    scraped_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    ok = models.BooleanField(default=True)
+    error = models.CharField(max_length=300, blank=True)
+    prefix_cache_queries = models.FloatField(null=True, blank=True)
+    prefix_cache_hits = models.FloatField(null=True, blank=True)
+    kv_cache_usage_perc = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-scraped_at"]
+        indexes = [models.Index(fields=["target", "scraped_at"])]
+
+    def __str__(self):
+        return f"{self.target} @ {self.scraped_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def hit_rate(self) -> float | None:
+        if not self.prefix_cache_queries or self.prefix_cache_hits is None:
+            return None
+        return self.prefix_cache_hits / self.prefix_cache_queries

@@ -19,7 +19,7 @@ from typing import Iterator
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from caching import admission, guards
+from caching import admission, guards, sampling
 from caching.keys import AnswerSpec, digest, exact_key
 from caching.layers.base import CachedAnswer, LayerResult
 from caching.layers.exact import ExactLayer
@@ -369,8 +369,11 @@ def record(state: AskState) -> None:
             CacheDecision.objects.bulk_create([
                 CacheDecision(ask=event, tenant=state.asker.tenant, **d.record_fields()) for d in decisions
             ])
+            sampling.sample_decisions(event, decisions)
     except DatabaseError:
         log.exception("could not record ask %s", state.request_id)
+        if state.admitted:  # no answer in a cache without the record of where it came from
+            exact_layer.delete(state.key)
         raise
 
 
@@ -489,8 +492,10 @@ def embedding_and_prefix_decisions(state: AskState) -> list[LayerResult]:
     out = []
     s = state.embed_stats
     if s.requested:
-        out.append(LayerResult("embedding", "hit" if s.cache_hits else ("skipped" if s.cache_skipped else "miss"),
-                               reason=f"{s.cache_hits}/{s.requested} from cache"))
+        redis_down = s.cache_skipped or s.redis_errors > 0  # backing off, or it failed on this very call
+        out.append(LayerResult("embedding", "hit" if s.cache_hits else ("skipped" if redis_down else "miss"),
+                               reason=f"{s.cache_hits}/{s.requested} from cache"
+                               + (" (redis unavailable)" if redis_down else "")))
     r = state.result
     if r is not None and r.cached_tokens is not None:
         out.append(LayerResult("prefix", "hit" if r.cached_tokens else "miss",

@@ -203,6 +203,31 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 # Queues a worker started by `make run` consumes; production runs embedding workers apart.
 CELERY_WORKER_QUEUES = env.list("CELERY_WORKER_QUEUES", default=["default", "embedding", "purge"])
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Routes: embedding work never queues behind (or in front of) fast purges; everything else is "default".
+CELERY_TASK_ROUTES = {
+    "ingestion.tasks.*": {"queue": "embedding"},
+    "retrieval.tasks.*": {"queue": "embedding"},
+    "caching.tasks.purge_article": {"queue": "purge"},
+}
+# Tasks are idempotent: ack after the work, so a worker that dies mid-task has it redelivered.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redelivery of an unacked task after this long: longer than the longest job (a full re-embed).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT_S", default=4 * 3600)}
+# A saved article must not hang on a dead broker: a few quick publish retries, then the sweep catches up.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+CELERY_RESULT_EXPIRES = env.int("CELERY_RESULT_EXPIRES_S", default=86400)
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# A job's lock expires this long after its last progress (a crashed worker blocks the job no longer).
+JOBS_LOCK_TTL_S = env.int("JOBS_LOCK_TTL_S", default=900)
+# After a generation switch, the old vectors are dropped this much later: web processes re-read the
+# active generation every few seconds and must not search an emptied one meanwhile.
+GENERATION_DROP_GRACE_S = env.int("GENERATION_DROP_GRACE_S", default=120)
+# Purged/retired semantic entries are deleted this long after they stopped serving (quarantined ones are kept).
+SEMANTIC_CACHE_RETENTION_DAYS = env.int("SEMANTIC_CACHE_RETENTION_DAYS", default=30)
+# Re-index a changed article's tenant right after the change (the nightly job is the safety net).
+JOBS_INDEX_ON_CHANGE = env.bool("JOBS_INDEX_ON_CHANGE", default=True)
 # (issue 5 settings go here)
 
 # --------------------------------------------------------------------------- staff pages
@@ -229,4 +254,20 @@ CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
                             default=[round(0.40 + 0.01 * i, 2) for i in range(60)])
 
 # --------------------------------------------------------------------------- isolation and limits
+# Customer identity (supportbot/auth.py). Customer tokens are signed per tenant with a key derived
+# from SECRET_KEY; a token lives this long unless its issuer asks for less (never more).
+CUSTOMER_TOKEN_TTL_S = env.int("CUSTOMER_TOKEN_TTL_S", default=3600)
+CUSTOMER_TOKEN_MAX_TTL_S = env.int("CUSTOMER_TOKEN_MAX_TTL_S", default=86400)
+# Rate limits (supportbot/ratelimit.py): fixed windows in Redis, per client (API key, else IP) and
+# per tenant. Fail open while Redis is unavailable (answers matter more than limits; see docs/security.md).
+RATELIMIT_ENABLED = env.bool("RATELIMIT_ENABLED", default=True)
+RATELIMIT_WINDOW_S = env.int("RATELIMIT_WINDOW_S", default=60)
+RATELIMIT_CLIENT_REQUESTS = env.int("RATELIMIT_CLIENT_REQUESTS", default=60)
+RATELIMIT_TENANT_REQUESTS = env.int("RATELIMIT_TENANT_REQUESTS", default=1200)
+# Reverse proxies in front of the web processes that append to X-Forwarded-For (0: use REMOTE_ADDR).
+RATELIMIT_TRUSTED_PROXY_HOPS = env.int("RATELIMIT_TRUSTED_PROXY_HOPS", default=0)
+# Retention (supportbot/retention.py): Ask and decision records older than this are purged nightly.
+RECORD_RETENTION_DAYS = env.int("RECORD_RETENTION_DAYS", default=90)
+RECORD_PURGE_BATCH_SIZE = env.int("RECORD_PURGE_BATCH_SIZE", default=2000)
+
 # (issue 7 settings go here)

@@ -9,14 +9,14 @@ import secrets
 
 from django.conf import settings
 from django.db import DatabaseError
-from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from supportbot import pipeline
+from supportbot import auth, pipeline, ratelimit
 from supportbot.models import Tenant
 from supportbot.questions import AskRejected, clean_question
 
@@ -44,6 +44,24 @@ def _api_error(code: str, message: str, status: int, **extra) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
 
 
+def _rate_limited(request, tenant: Tenant, client: str, *, api: bool):
+    """None when the request may go on; else the 429 to send (JSON for the API, a page or partial for the chat)."""
+    verdict = ratelimit.check(tenant.slug, client)
+    if verdict.allowed:
+        return None
+    message = f"Too many questions; please wait {verdict.retry_after_s} seconds and try again."
+    if api:
+        response = _api_error("rate_limited", message, 429, scope=verdict.scope, retry_after_s=verdict.retry_after_s)
+    elif request.htmx:
+        response = render(request, "supportbot/partials/form_error.html", {"message": message}, status=429)
+    else:
+        response = render(request, "supportbot/chat.html", {"tenant": tenant, "locale": tenant.default_locale,
+                                                            "error": message,
+                                                            "max_chars": settings.ASK_MAX_QUESTION_CHARS}, status=429)
+    response["Retry-After"] = str(verdict.retry_after_s)
+    return response
+
+
 def _sse(event: str, data: str) -> str:
     lines = data.split("\n") or [""]
     return f"event: {event}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
@@ -58,6 +76,19 @@ def chat_page(request, tenant: str):
         locale = _locale(t, request.GET.get("locale"))
     except AskRejected:
         locale = t.default_locale
+    token = request.GET.get("customer_token")
+    if token is not None:
+        try:
+            auth.session_sign_in(request, t, token)
+        except auth.AuthError as exc:
+            request.session.pop(PENDING_KEY, None)
+            return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale, "error": exc.message,
+                                                            "max_chars": settings.ASK_MAX_QUESTION_CHARS}, status=401)
+        request.session.pop(PENDING_KEY, None)
+        # Drop the token from the address bar (and from later Referer headers and access logs).
+        query = request.GET.copy()
+        del query["customer_token"]
+        return HttpResponseRedirect(request.path + (f"?{query.urlencode()}" if query else ""))
     return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale,
                                                     "max_chars": settings.ASK_MAX_QUESTION_CHARS})
 
@@ -66,6 +97,10 @@ def chat_page(request, tenant: str):
 def chat_submit(request, tenant: str):
     """Validate the question; htmx gets a bubble that streams the answer, a plain form post a full page."""
     t = _tenant(tenant)
+    limited = _rate_limited(request, t, ratelimit.client_key(request), api=False)
+    if limited is not None:
+        return limited
+    customer = auth.session_customer(request, t)
     try:
         locale = _locale(t, request.POST.get("locale"))
         question = clean_question(request.POST.get("question", ""))
@@ -75,14 +110,14 @@ def chat_submit(request, tenant: str):
         return render(request, "supportbot/chat.html", {"tenant": t, "locale": t.default_locale, "error": exc.message,
                                                         "max_chars": settings.ASK_MAX_QUESTION_CHARS}, status=400)
     if not request.htmx:
-        result = pipeline.ask(pipeline.Asker(t, locale, None), question)
+        result = pipeline.ask(pipeline.Asker(t, locale, customer), question)
         return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale, "question": question,
                                                         "outcome": result,
                                                         "max_chars": settings.ASK_MAX_QUESTION_CHARS})
     ask_id = secrets.token_urlsafe(12)
     pending = request.session.get(PENDING_KEY, {})
     pending = dict(list(pending.items())[-(MAX_PENDING - 1):])
-    pending[ask_id] = {"tenant": t.slug, "locale": locale, "question": question}
+    pending[ask_id] = {"tenant": t.slug, "locale": locale, "question": question, "customer": customer}
     request.session[PENDING_KEY] = pending
     return render(request, "supportbot/partials/exchange.html", {"tenant": t, "question": question, "ask_id": ask_id})
 
@@ -96,7 +131,7 @@ def chat_stream(request, tenant: str, ask_id: str):
     if item is None or item["tenant"] != t.slug:
         raise Http404("no such question")
     request.session[PENDING_KEY] = pending
-    asker = pipeline.Asker(t, item["locale"], None)
+    asker = pipeline.Asker(t, item["locale"], item.get("customer"))
 
     def events():
         try:
@@ -120,6 +155,18 @@ def chat_stream(request, tenant: str, ask_id: str):
 # --------------------------------------------------------------------------- JSON API
 
 def _parse_ask_body(request) -> dict:
+    body = _parse_json_object(request)
+    unknown = set(body) - {"question", "locale", "stream", "customer"}
+    if unknown:
+        raise AskRejected("unknown_field", f"unknown field(s): {', '.join(sorted(unknown))[:200]}")
+    if "question" not in body:
+        raise AskRejected("missing_question", "question is required")
+    if "stream" in body and not isinstance(body["stream"], bool):
+        raise AskRejected("invalid_stream", "stream must be true or false")
+    return body
+
+
+def _parse_json_object(request) -> dict:
     content_type = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise AskRejected("unsupported_media_type", "send a JSON body with Content-Type: application/json", 415)
@@ -136,13 +183,6 @@ def _parse_ask_body(request) -> dict:
         raise AskRejected("invalid_json", "the body is not valid JSON") from None
     if not isinstance(body, dict):
         raise AskRejected("invalid_json", "the body must be a JSON object")
-    unknown = set(body) - {"question", "locale", "stream"}
-    if unknown:
-        raise AskRejected("unknown_field", f"unknown field(s): {', '.join(sorted(unknown))[:200]}")
-    if "question" not in body:
-        raise AskRejected("missing_question", "question is required")
-    if "stream" in body and not isinstance(body["stream"], bool):
-        raise AskRejected("invalid_stream", "stream must be true or false")
     return body
 
 
@@ -154,14 +194,23 @@ def api_ask(request, tenant: str):
     except Tenant.DoesNotExist:
         return _api_error("unknown_tenant", "no such tenant", 404)
     try:
+        key = auth.api_key_from_request(request, t)
+    except auth.AuthError as exc:  # failed attempts count against the address
+        limited = _rate_limited(request, t, ratelimit.client_key(request), api=True)
+        return limited or _api_error(exc.code, exc.message, exc.status)
+    limited = _rate_limited(request, t, ratelimit.client_key(request, key), api=True)
+    if limited is not None:
+        return limited
+    try:
         body = _parse_ask_body(request)
-        asker = pipeline.Asker(t, _locale(t, body.get("locale")), None)
+        caller = auth.api_caller(request, t, key, body.get("customer"))
+        asker = pipeline.Asker(t, _locale(t, body.get("locale")), caller.customer)
         if body.get("stream"):
             state_events = pipeline.ask_events(asker, body["question"], streamed=True)
             first = next(state_events)  # validation happens before the first event
             return _api_stream(first, state_events)
         result = pipeline.ask(asker, body["question"])
-    except AskRejected as exc:
+    except (AskRejected, auth.AuthError) as exc:
         return _api_error(exc.code, exc.message, exc.status)
     payload = result.to_api()
     if result.status == "unavailable":
@@ -189,5 +238,104 @@ def _chain(first, rest):
     yield from rest
 
 
+@csrf_exempt
+@require_http_methods(["POST"])
+def api_customer_token(request, tenant: str):
+    """A tenant's backend exchanges its API key for a short-lived token naming one signed-in customer."""
+    try:
+        t = Tenant.objects.get(slug=tenant)
+    except Tenant.DoesNotExist:
+        return _api_error("unknown_tenant", "no such tenant", 404)
+    try:
+        key = auth.api_key_from_request(request, t)
+        if key is None:
+            raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
+    except auth.AuthError as exc:
+        limited = _rate_limited(request, t, ratelimit.client_key(request), api=True)
+        return limited or _api_error(exc.code, exc.message, exc.status)
+    limited = _rate_limited(request, t, ratelimit.client_key(request, key), api=True)
+    if limited is not None:
+        return limited
+    try:
+        body = _parse_json_object(request)
+        ttl = body.get("ttl_s")
+        if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 1):
+            raise AskRejected("invalid_ttl", "ttl_s must be a positive integer")
+        token = auth.customer_token_issue(t, body.get("customer"), ttl)
+        _, expires = auth.customer_token_check(t, token)
+    except (AskRejected, auth.AuthError) as exc:
+        return _api_error(exc.code, exc.message, exc.status)
+    return JsonResponse({"token": token, "expires_at": expires})
+
+
+def openapi_schema(request):
+    return FileResponse(open(settings.BASE_DIR / "docs" / "openapi.yaml", "rb"), content_type="application/yaml")
+
+
 def healthz(request):
     return HttpResponse("ok", content_type="text/plain")
+
+
+# --------------------------------------------------------------------------- customer feedback
+
+def _ask_of(t: Tenant, request_id):
+    from django.core.exceptions import ValidationError
+
+    from supportbot.models import AskEvent
+
+    try:
+        return AskEvent.objects.get(tenant=t, request_id=request_id)
+    except (AskEvent.DoesNotExist, ValidationError, ValueError, TypeError):  # unknown or not a UUID
+        return None
+
+
+@require_POST
+def chat_feedback(request, tenant: str, request_id):
+    """"Did this answer your question?" under a chat answer; a "no" on a cached answer goes to review."""
+    from caching.review import feedback_record
+
+    t = _tenant(tenant)
+    ask = _ask_of(t, request_id)
+    helpful = {"yes": True, "no": False}.get(request.POST.get("helpful", ""))
+    if ask is None or helpful is None:
+        raise Http404("no such answer")
+    feedback_record(ask, helpful, request.POST.get("comment", "")[:2000])
+    template = "supportbot/partials/feedback_thanks.html" if request.htmx else "supportbot/feedback_done.html"
+    return render(request, template, {"tenant": t, "helpful": helpful})
+
+
+@csrf_exempt
+@require_http_methods(["POST"])
+def api_feedback(request, tenant: str):
+    """POST {"request_id": ..., "helpful": true|false, "comment": optional}: the customer's verdict on an answer."""
+    from caching.review import feedback_record
+
+    try:
+        t = Tenant.objects.get(slug=tenant)
+    except Tenant.DoesNotExist:
+        return _api_error("unknown_tenant", "no such tenant", 404)
+    try:
+        key = auth.api_key_from_request(request, t)
+    except auth.AuthError as exc:
+        limited = _rate_limited(request, t, ratelimit.client_key(request), api=True)
+        return limited or _api_error(exc.code, exc.message, exc.status)
+    limited = _rate_limited(request, t, ratelimit.client_key(request, key), api=True)
+    if limited is not None:
+        return limited
+    try:
+        body = _parse_json_object(request)
+        unknown = set(body) - {"request_id", "helpful", "comment"}
+        if unknown:
+            raise AskRejected("unknown_field", f"unknown field(s): {', '.join(sorted(unknown))[:200]}")
+        if not isinstance(body.get("helpful"), bool):
+            raise AskRejected("invalid_helpful", "helpful must be true or false")
+        comment = body.get("comment", "")
+        if not isinstance(comment, str) or len(comment) > 2000:
+            raise AskRejected("invalid_comment", "comment must be a string of at most 2000 characters")
+    except AskRejected as exc:
+        return _api_error(exc.code, exc.message, exc.status)
+    ask = _ask_of(t, body.get("request_id")) if isinstance(body.get("request_id"), str) else None
+    if ask is None:
+        return _api_error("unknown_request", "no answer with this request_id for this tenant", 404)
+    feedback_record(ask, body["helpful"], comment)
+    return JsonResponse({"request_id": str(ask.request_id), "helpful": body["helpful"], "recorded": True})

@@ -31,10 +31,16 @@ class ExactLayer(CacheLayer):
             mark_redis_down()
             result.disposition, result.reason = "skipped", f"redis unavailable: {type(exc).__name__}"
             return result
-        if raw is None:
-            result.reason = "no entry"
+        cached = None
+        if raw is not None:
+            try:
+                cached = CachedAnswer(**json.loads(raw))
+            except (ValueError, TypeError):  # unreadable (corrupt or an older layout): a miss, and gone
+                self.delete(key)
+                result.reason = "unreadable entry dropped"
+        if cached is None:
+            result.reason = result.reason or "no entry"
         else:
-            cached = CachedAnswer(**json.loads(raw))
             stale = stale_citations(cached.citations)
             result.entry_age_s = time.time() - cached.created
             if stale:

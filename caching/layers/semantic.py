@@ -83,6 +83,8 @@ class SemanticLayer(CacheLayer):
                     SemanticEntry.objects.filter(pk=row.pk).update(status=SemanticEntry.Status.PURGED)
                     judgement = guards.Judgement(False, "cited article changed", judgement.intent,
                                                  judgement.threshold, judgement.difference)
+                    if best[0] is row:  # the stale row was the best so far: it must not be served below
+                        best = (row, similarity, judgement)
                     continue
                 best = (row, similarity, judgement)
                 break

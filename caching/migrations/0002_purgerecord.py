@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('article_pk', models.BigIntegerField(db_index=True, help_text='kept when the article row is deleted')),
                 ('version', models.PositiveIntegerField(blank=True, help_text="the article's version after the change; empty: removed", null=True)),
-                ('trigger', models.CharField(choices=[('admin', 'staff edit in the admin'), ('ingest', 'knowledge-base import'), ('sweep', 'nightly sweep (a missed event)'), ('manual', 'Manual')], max_length=20)),
+                ('trigger', models.CharField(choices=[('admin', 'staff edit in the admin'), ('ingest', 'knowledge-base import'), ('sweep', 'nightly sweep (a missed event)'), ('reindex', 'search results re-purged after re-indexing'), ('manual', 'Manual')], max_length=20)),
                 ('removed_exact', models.PositiveIntegerField(default=0)),
                 ('removed_semantic', models.PositiveIntegerField(default=0)),
                 ('removed_search', models.PositiveIntegerField(default=0)),

@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 10.0
+HUNG_AFTER_S = 5.0  # a busy server still answers /health (generation runs off the GIL); a hung one does not
 
 
 class EmbeddedBackend(OpenAIHTTPBackend):
@@ -95,7 +96,7 @@ def start_model_server(host: str, port: int, *, ctx: int | None = None, threads:
     """Start ``python -m supportbot.modelserver`` and wait until /health answers. The caller owns the process."""
     log_dir = VAR / "log"
     log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / f"{_name(port)}.log"
+    log_path = log_dir / "modelserver.log"
     command = [
         sys.executable, "-m", "supportbot.modelserver", "--host", host, "--port", str(port),
         "--ctx", str(ctx or settings.EMBEDDED_MODEL_CTX), "--threads", str(threads or settings.EMBEDDED_MODEL_THREADS),
@@ -148,11 +149,11 @@ def ensure_model_server(host: str | None = None, port: int | None = None) -> str
         state = _read_state(state_path)
         pid = state.get("pid")
         ours = bool(pid) and _pid_alive(pid) and state.get("port") == port
-        if is_healthy(url):
+        if is_healthy(url) or (ours and is_healthy(url, timeout_s=HUNG_AFTER_S)):
             if ours:
-                register_handle(name, lambda: stop_model_server(pid))
+                register_handle(name, lambda: _stop_and_forget(port))
             return url
-        if ours:  # alive but not answering: hung; replace it
+        if ours:  # alive but not answering even slowly: hung; replace it
             stop_model_server(pid)
         try:
             proc = start_model_server(host, port)
@@ -161,8 +162,18 @@ def ensure_model_server(host: str | None = None, port: int | None = None) -> str
                 return url
             raise
         state_path.write_text(json.dumps({"pid": proc.pid, "port": port, "host": host}))
-        register_handle(name, lambda: stop_model_server(proc.pid, proc))
+        register_handle(name, lambda: _stop_and_forget(port))
     return url
+
+
+def _stop_and_forget(port: int) -> None:
+    """The last holder's exit: stop the server the state file names now, and drop the state."""
+    state_path = RUN / f"{_name(port)}.json"
+    pid = _read_state(state_path).get("pid")
+    if pid:
+        stop_model_server(pid)
+    for path in (state_path, RUN / f"{_name(port)}.handles"):
+        path.unlink(missing_ok=True)
 
 
 def _read_state(path: Path) -> dict:

@@ -1,3 +1,4 @@
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from ingestion.services import ingest_directory
@@ -21,5 +22,6 @@ class Command(BaseCommand):
         sync = index_sync()
         self.stdout.write(f"index: changed={sync.changed} embedded={sync.embedded} cache_hits={sync.cache_hits} "
                           f"removed={sync.removed} in {sync.duration_s:.1f}s")
+        call_command("setup_schedules", stdout=self.stdout)
         if failed:
             raise CommandError("some demo articles could not be ingested")

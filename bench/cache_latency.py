@@ -1,0 +1,434 @@
+"""Latency of the answer caches through the real stack.
+
+    .venv/bin/python -m bench.cache_latency [--requests 300] [--seconds 4] [--threads 8] [--entries 100000]
+
+1. Exact hit: ``POST /api/t/<tenant>/ask`` answered from the exact cache, over real HTTP to a
+   gunicorn (gthread, as ``make run`` serves) on loopback, against a bare Django JSON view (same
+   server, same middleware, JSON in and out, nothing else) measured in the same run: sequential
+   p50, and throughput with a threaded keep-alive client.
+2. Semantic hit: the same endpoint for paraphrases of answered questions (the paraphrase pairs
+   of ``../shared/eval`` and ``tests/data``), each sent once with a new trailing punctuation, so
+   the exact cache and the embedding cache both miss: the p50 includes the query embedding.
+3. Filtered semantic lookup with 100,000 entries across 10 tenants (clustered random unit
+   vectors, bulk-inserted): ``SemanticLayer.lookup`` p50 in one tenant's scope, and the plan of
+   its query (the HNSW index with iterative scan, not a sort of the tenant's rows).
+
+Everything lives in scratch tenants (``bench-latency-<run>-*``) deleted at the end, with the
+Redis keys the run created. Ends with one line:
+``exact_p50_ms=… exact_vs_bare_throughput=… semantic_p50_ms=… lookup_100k_p50_ms=…``
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from bench.common import ROOT, Stopwatch, bench_result, ensure_schema, fmt_ms, percentiles, scratch_tenants, setup
+
+# Hits are measured, never generation: a miss finds no indexed passage in the scratch tenants, and
+# should one slip through, the model is a closed port (a fast "unavailable", not a 30 s CPU answer).
+os.environ.setdefault("VLLM_BASE_URL", "http://127.0.0.1:9")
+os.environ.setdefault("VLLM_MODEL", "bench-model")
+os.environ.setdefault("VLLM_MODEL_REVISION", "bench")
+setup(private_redis=True)
+
+import numpy as np  # noqa: E402
+from django.db import connection  # noqa: E402
+from pgvector.django import CosineDistance  # noqa: E402
+from django.http import JsonResponse  # noqa: E402
+from django.urls import path  # noqa: E402
+from django.utils import timezone  # noqa: E402
+from django.views.decorators.csrf import csrf_exempt  # noqa: E402
+from django.views.decorators.http import require_POST  # noqa: E402
+
+from supportbot import urls as app_urls  # noqa: E402
+
+HOST = "127.0.0.1"
+TARGETS = {"exact_p50_ms": 10.0, "exact_vs_bare_throughput": 0.5, "semantic_p50_ms": 30.0, "lookup_100k_p50_ms": 10.0}
+PAIR_FILES = (Path("/work/shared/eval/dev_pairs.jsonl"), ROOT / "tests" / "data" / "heldout_pairs.jsonl")
+SUFFIXES = ("", "?", "!", "??", "?!", "...", " ?", "!!", "?!?", ".")
+SOURCE_TEXT = ("Synthetic help-centre text for the benchmark. Every synthetic answer cites it; it states no "
+               "links, numbers or amounts, so the synthetic answers are grounded.")
+
+
+# --------------------------------------------------------------------------- the bench-only site
+
+@csrf_exempt
+@require_POST
+def bare_json(request):
+    """The floor: Django, its middleware, a JSON body parsed and a JSON answer, nothing else."""
+    body = json.loads(request.body or b"{}")
+    return JsonResponse({"answer": "", "echo": len(body.get("question", "")), "cache": {"layer": "bare"}})
+
+
+urlpatterns = [path("bench/bare", bare_json), *app_urls.urlpatterns]
+
+
+def wsgi_application():
+    """gunicorn's app factory: the project's site plus the bare view."""
+    from django.core.wsgi import get_wsgi_application
+    from django.test.utils import override_settings
+
+    override_settings(ROOT_URLCONF=__name__).enable()
+    return get_wsgi_application()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def web_server(workers: int, threads: int):
+    """A gunicorn of this run's own on a free loopback port (rate limits raised past the load we send)."""
+    port = free_port()
+    env = dict(os.environ, RATELIMIT_CLIENT_REQUESTS="1000000000", RATELIMIT_TENANT_REQUESTS="1000000000")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "bench.cache_latency:wsgi_application()",
+         "--bind", f"{HOST}:{port}", "--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads),
+         "--timeout", "180", "--log-level", "warning"],
+        cwd=ROOT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {proc.returncode}")
+            try:
+                conn = http.client.HTTPConnection(HOST, port, timeout=2)
+                conn.request("GET", "/healthz")
+                if conn.getresponse().status < 500:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("gunicorn did not answer within 90 s")
+            time.sleep(0.2)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class Client:
+    """One keep-alive HTTP connection."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.conn = http.client.HTTPConnection(HOST, port, timeout=60)
+
+    def post(self, url: str, body: dict, *, retry: bool = True) -> tuple[int, dict, float]:
+        data = json.dumps(body).encode()
+        watch = Stopwatch()
+        try:
+            self.conn.request("POST", url, body=data, headers={"Content-Type": "application/json"})
+            response = self.conn.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException):
+            # the server closes a keep-alive connection left idle (gunicorn: after 2 s): reconnect once
+            self.conn.close()
+            self.conn = http.client.HTTPConnection(HOST, self.port, timeout=60)
+            if not retry:
+                raise
+            return self.post(url, body, retry=False)
+        return response.status, json.loads(raw), watch.ms
+
+
+def throughput(port: int, url: str, body: dict, threads: int, seconds: float, check) -> float:
+    """Requests per second with ``threads`` keep-alive clients sending back to back."""
+    counts, errors = [0] * threads, [0] * threads
+    stop = time.perf_counter() + seconds
+
+    def run(i: int):
+        client = Client(port)
+        while time.perf_counter() < stop:
+            try:
+                status, payload, _ = client.post(url, body)
+            except (OSError, http.client.HTTPException, ValueError):
+                errors[i] += 1
+                continue
+            if status == 200 and check(payload):
+                counts[i] += 1
+            else:
+                errors[i] += 1
+
+    started = time.perf_counter()
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    elapsed = time.perf_counter() - started
+    if sum(errors):
+        print(f"  {url}: {sum(errors)} failed or unexpected answers", flush=True)
+    return sum(counts) / elapsed
+
+
+# --------------------------------------------------------------------------- fixtures of the run
+
+def source_passage(scratch, tenant):
+    from ingestion.models import Chunk
+    from supportbot.generation.base import Passage
+
+    article = scratch.article(tenant, "bench-source", "Benchmark source", SOURCE_TEXT)
+    chunk = Chunk.objects.filter(article=article, is_current=True).first()
+    return Passage(1, chunk.pk, article.external_id, article.title, article.url, article.version, chunk.text, 1.0), article.pk
+
+
+def offer(scratch, tenant, passage, article_pk, question: str):
+    from supportbot import pipeline
+
+    scratch.will_embed([question])
+    answer = f"Synthetic verified answer to: {question} [1]"
+    return pipeline.offer_answer(pipeline.Asker(tenant, "en"), question, answer, [passage], {passage.chunk_id: article_pk})
+
+
+def paraphrase_pairs() -> list[tuple[str, str]]:
+    pairs = []
+    for f in PAIR_FILES:
+        if not f.exists():
+            continue
+        for line in f.read_text().splitlines():
+            if not line.strip():
+                continue
+            p = json.loads(line)
+            same = p["ctx_cached"] == p["ctx_new"] and p["ctx_new"]["locale"] == "en"
+            if p["should_hit"] and same:
+                pairs.append((p["cached"], p["new"]))
+    return pairs
+
+
+# --------------------------------------------------------------------------- 1 + 2: through HTTP
+
+def exact_and_semantic(scratch, args) -> dict:
+    from supportbot.questions import normalize_question
+
+    tenant = scratch.tenant("web")
+    passage, article_pk = source_passage(scratch, tenant)
+    question = "How do I reset my password?"
+    assert offer(scratch, tenant, passage, article_pk, question).admitted
+    pairs = paraphrase_pairs()
+    offered = set()
+    for cached, _ in pairs:
+        if normalize_question(cached) not in offered:
+            offered.add(normalize_question(cached))
+            offer(scratch, tenant, passage, article_pk, cached)
+    ask_url, bare_url = f"/api/t/{tenant.slug}/ask", "/bench/bare"
+    body = {"question": question}
+    figures: dict = {}
+
+    with web_server(args.workers, args.web_threads) as port:
+        # warm every worker thread: model revision, connections, the embedding model (a semantic hit)
+        warm = {"question": "how can i reset my password"}
+        scratch.will_embed([warm["question"]])
+        throughput(port, ask_url, warm, args.workers * args.web_threads, 2.0, lambda p: True)
+        throughput(port, ask_url, body, args.workers * args.web_threads, 1.0, lambda p: True)
+
+        if "exact" in args.parts:
+            figures.update(exact_vs_bare(port, ask_url, bare_url, body, args))
+        if "semantic" in args.parts:
+            figures.update(semantic_hits(port, ask_url, pairs, offered, scratch))
+    return figures
+
+
+def exact_vs_bare(port: int, ask_url: str, bare_url: str, body: dict, args) -> dict:
+    """1. exact hit vs bare, sequential and interleaved so both see the same machine, then throughput."""
+    client, figures = Client(port), {}
+    bare_ms, exact_ms, server_ms = [], [], []
+    for _ in range(args.requests):
+        status, payload, ms = client.post(bare_url, body)
+        assert status == 200
+        bare_ms.append(ms)
+        status, payload, ms = client.post(ask_url, body)
+        assert status == 200 and payload["cache"]["layer"] == "exact", payload
+        exact_ms.append(ms)
+        server_ms.append(payload["timings_ms"]["total"])
+    figures["bare"], figures["exact"] = percentiles(bare_ms), percentiles(exact_ms)
+    figures["exact_server"] = percentiles(server_ms)
+    print(f"bare JSON view      {fmt_ms(figures['bare'])}")
+    print(f"exact hit           {fmt_ms(figures['exact'])}")
+    print(f"  (pipeline, server side: {fmt_ms(figures['exact_server'])})", flush=True)
+
+    rates = {"bare": [], "exact": []}
+    for _ in range(2):
+        rates["bare"].append(throughput(port, bare_url, body, args.threads, args.seconds,
+                                        lambda p: p["cache"]["layer"] == "bare"))
+        rates["exact"].append(throughput(port, ask_url, body, args.threads, args.seconds,
+                                         lambda p: p["cache"]["layer"] == "exact"))
+    figures["bare_rps"], figures["exact_rps"] = sum(rates["bare"]) / 2, sum(rates["exact"]) / 2
+    figures["exact_vs_bare_throughput"] = figures["exact_rps"] / figures["bare_rps"]
+    print(f"throughput ({args.threads} client threads, {args.workers} workers x {args.web_threads} threads): "
+          f"bare {figures['bare_rps']:.0f} req/s, exact hit {figures['exact_rps']:.0f} req/s "
+          f"-> {figures['exact_vs_bare_throughput']:.2f}", flush=True)
+    return figures
+
+
+def semantic_hits(port: int, ask_url: str, pairs, offered: set, scratch) -> dict:
+    """2. semantic hits: every paraphrase once per suffix, none of them seen before."""
+    from retrieval.embeddings import get_embedder
+    from supportbot.questions import normalize_question
+    from supportbot.redis_client import get_redis
+
+    client, figures = Client(port), {}
+    embedder, r = get_embedder(), get_redis()
+    sem_ms, sem_server, embed_server, layers = [], [], [], {}
+    for suffix in SUFFIXES:
+        for _, new in pairs:
+            text = new.rstrip("?!. ") + suffix
+            if normalize_question(text) in offered or r.exists(embedder.cache_key(text)):
+                continue  # an exact hit, or a vector someone already cached
+            scratch.will_embed([text])
+            status, payload, ms = client.post(ask_url, {"question": text})
+            layer = payload.get("cache", {}).get("layer", f"http {status}")
+            layers[layer] = layers.get(layer, 0) + 1
+            if status == 200 and layer == "semantic":
+                sem_ms.append(ms)
+                sem_server.append(payload["timings_ms"]["total"])
+                embed_server.append(payload["timings_ms"].get("embed", 0.0))
+    figures["semantic"] = percentiles(sem_ms)
+    figures["semantic_server"] = percentiles(sem_server)
+    figures["semantic_embed"] = percentiles(embed_server)
+    figures["semantic_layers"] = layers
+    print(f"semantic hit        {fmt_ms(figures['semantic'])}")
+    print(f"  (pipeline, server side: {fmt_ms(figures['semantic_server'])}; of which query embedding "
+          f"p50={figures['semantic_embed'].get('p50', 0):.2f} ms)")
+    print(f"  answers by layer: {layers}", flush=True)
+    return figures
+
+
+# --------------------------------------------------------------------------- 3: 100k entries
+
+TEMPLATES = (
+    "How do I reset my password?", "What is your return policy?", "Do you ship to Canada?",
+    "How long does shipping take?", "Can I change my email address?", "How do I export my data?",
+    "Do you offer gift cards?", "How do I contact support?", "Can I pay with PayPal?",
+    "How do I delete my account?",
+)
+
+
+def lookup_100k(scratch, args) -> dict:
+    from caching import guards
+    from caching.layers.semantic import CANDIDATES, SemanticLayer
+    from caching.models import SemanticEntry
+    from supportbot import pipeline
+
+    rng = np.random.default_rng(7)
+    dim = 384
+    centers = rng.normal(size=(args.entries // 100 or 1, dim)).astype(np.float32)
+    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+
+    def near(k: int) -> np.ndarray:
+        v = centers[k] + rng.normal(scale=0.6 / np.sqrt(dim), size=dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    tenants = [scratch.tenant(f"big{i}") for i in range(10)]
+    scopes = []
+    for t in tenants:
+        state = pipeline.start(pipeline.Asker(t, "en"), TEMPLATES[0], streamed=False)
+        pipeline.check_eligibility(state)
+        scopes.append(pipeline.semantic_scope(state))
+    signatures = {q: guards.signature(q) for q in TEMPLATES}
+    expires = timezone.now() + timedelta(days=1)
+    watch, batch, inserted = Stopwatch(), 5000, 0
+    while inserted < args.entries:
+        n = min(batch, args.entries - inserted)
+        rows = []
+        for j in range(n):
+            i = inserted + j
+            scope, q = scopes[i % 10], TEMPLATES[(i // 10) % len(TEMPLATES)]
+            rows.append(SemanticEntry(
+                tenant_id=scope.tenant_id, locale=scope.locale, question=q, normalized_question=f"{q} #{i}",
+                embedding=near(int(rng.integers(len(centers)))), embedding_model=scope.embedding_model,
+                embedding_version=scope.embedding_version, answer=f"Synthetic answer {i}", citations=[],
+                intent="howto", signature=signatures[q], prompt_version=scope.prompt_version, model=scope.model,
+                model_revision=scope.model_revision, policy_version=scope.policy_version,
+                retrieval_version=scope.retrieval_version, expires_at=expires))
+        SemanticEntry.objects.bulk_create(rows, batch_size=batch)
+        inserted += n
+        print(f"  inserted {inserted}/{args.entries} entries ({watch.ms / 1000:.0f} s)", flush=True)
+    figures: dict = {"entries": inserted, "insert_s": watch.ms / 1000}
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {SemanticEntry._meta.db_table}")
+        cursor.execute("SHOW hnsw.iterative_scan")
+        figures["iterative_scan"] = cursor.fetchone()[0]
+        cursor.execute("SHOW hnsw.ef_search")
+        figures["ef_search"] = cursor.fetchone()[0]
+
+    layer = SemanticLayer()
+    probe = near(0)
+    plan = (SemanticEntry.objects
+            .filter(status=SemanticEntry.Status.ACTIVE, expires_at__gt=timezone.now(), **scopes[0].filters())
+            .annotate(distance=CosineDistance("embedding", probe))
+            .order_by("distance")[:CANDIDATES]).explain()
+    figures["plan_uses_hnsw"] = "semantic_entry_hnsw" in plan
+    print("query plan:\n  " + plan.replace("\n", "\n  "))
+    print(f"  hnsw.iterative_scan={figures['iterative_scan']} hnsw.ef_search={figures['ef_search']}")
+
+    for k in range(20):  # warm the index pages
+        layer.lookup(scopes[k % 10], TEMPLATES[1], near(k), "serve")
+    samples, served, candidates = [], 0, 0
+    for k in range(args.requests):
+        scope, vector = scopes[k % 10], near(int(rng.integers(len(centers))))
+        watch = Stopwatch()
+        result = layer.lookup(scope, TEMPLATES[k % len(TEMPLATES)], vector, "serve")
+        samples.append(watch.ms)
+        served += result.hit
+        candidates += result.candidate != ""
+    figures["lookup"] = percentiles(samples)
+    figures["lookup_hits"], figures["lookup_with_candidate"] = served, candidates
+    print(f"filtered lookup     {fmt_ms(figures['lookup'])} ({candidates}/{args.requests} found a candidate, "
+          f"{served} served)", flush=True)
+    return figures
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=300, help="sequential requests per measurement")
+    parser.add_argument("--seconds", type=float, default=4.0, help="length of one throughput round")
+    parser.add_argument("--threads", type=int, default=8, help="client threads for throughput")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument("--web-threads", type=int, default=4, help="threads per gunicorn worker")
+    parser.add_argument("--entries", type=int, default=100_000, help="semantic entries for the filtered lookup")
+    parser.add_argument("--parts", default="exact,semantic,100k", help="comma-separated subset to run")
+    args = parser.parse_args(argv)
+    args.parts = set(args.parts.split(","))
+    ensure_schema()
+
+    with scratch_tenants("latency") as scratch:
+        figures = exact_and_semantic(scratch, args) if args.parts & {"exact", "semantic"} else {}
+        if "100k" in args.parts:
+            figures.update({f"100k_{k}": v for k, v in lookup_100k(scratch, args).items()})
+        print("cleaning up the scratch tenants ...", flush=True)
+
+    nan = float("nan")
+    results = {
+        "exact_p50_ms": figures.get("exact", {}).get("p50", nan),
+        "exact_vs_bare_throughput": figures.get("exact_vs_bare_throughput", nan),
+        "semantic_p50_ms": figures.get("semantic", {}).get("p50", nan),
+        "lookup_100k_p50_ms": figures.get("100k_lookup", {}).get("p50", nan),
+    }
+    for name, value in results.items():
+        ok = value >= TARGETS[name] if name == "exact_vs_bare_throughput" else value <= TARGETS[name]
+        print(f"  {name}: {value:.3f} (target {'>=' if 'throughput' in name else '<='} {TARGETS[name]}) "
+              f"{'ok' if ok else 'MISSED'}")
+    figures.update(results)
+    last = " ".join(f"{k}={v:.2f}" for k, v in results.items())
+    bench_result("cache_latency", figures, last)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""Citation-based purges: every cached answer names the article versions behind it, so a
+changed article removes exactly the entries that cite it.
+
+- ``purge_citing`` runs on every change event (queued on commit by ``caching.receivers``):
+  it removes every entry citing the article from the exact, semantic and search layers
+  through each layer's reverse index, and records a ``PurgeRecord``.
+- ``purge_sweep`` (nightly) catches what an event missed (a worker was down, a publish
+  failed): entries whose cited versions are no longer current. It checks versions, so
+  entries written after a change (citing the new version) stay.
+- ``semantic_expired_cleanup`` retires expired semantic entries and deletes long-dead ones;
+  Redis entries expire by TTL on their own.
+- A tenant's policy-version bump needs none of this: the version is part of every key.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter, defaultdict
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from caching.layers.exact import ExactLayer
+from caching.layers.exact import _cite_key as exact_cite_key
+from caching.layers.search import SearchLayer
+from caching.layers.search import _cite_key as search_cite_key
+from caching.layers.semantic import SemanticLayer
+from caching.models import EntryCitation, PurgeRecord, SemanticEntry
+from ingestion.jobs import job_run
+from ingestion.models import Article
+from supportbot.redis_client import get_redis
+
+log = logging.getLogger(__name__)
+
+exact_layer = ExactLayer()
+semantic_layer = SemanticLayer()
+search_layer = SearchLayer()
+LAYERS = {"exact": exact_layer, "semantic": semantic_layer, "search": search_layer}
+
+
+def purge_citing(article_pk: int, version: int | None = None, trigger: str = PurgeRecord.Trigger.MANUAL,
+                 *, layers: tuple[str, ...] = ("semantic", "exact", "search")) -> PurgeRecord:
+    """Remove every cached entry that cites the article, in every layer; record what went.
+
+    Idempotent (a second run removes nothing). Raises if Redis is unreachable, after the
+    database layer is done, so the task retries the rest."""
+    started = time.perf_counter()
+    removed = {name: LAYERS[name].purge_article(article_pk) for name in layers}
+    article = Article.objects.filter(pk=article_pk).only("pk", "tenant_id").first()
+    record = PurgeRecord.objects.create(
+        article=article, article_pk=article_pk, tenant_id=article.tenant_id if article else None, version=version,
+        trigger=trigger, removed_exact=removed.get("exact", 0), removed_semantic=removed.get("semantic", 0),
+        removed_search=removed.get("search", 0), duration_ms=(time.perf_counter() - started) * 1000,
+    )
+    log.info("purge %s", record)
+    return record
+
+
+# --------------------------------------------------------------------------- the nightly sweep
+
+def _current_versions(article_pks) -> dict[int, int]:
+    """Active articles' current versions; a retired or deleted article is absent (every citation of it is stale)."""
+    pks = sorted(set(article_pks))
+    out: dict[int, int] = {}
+    for i in range(0, len(pks), 5000):
+        out.update(Article.objects.filter(pk__in=pks[i:i + 5000], status=Article.Status.ACTIVE)
+                   .values_list("pk", "version"))
+    return out
+
+
+def _sweep_redis(cite_pattern: str, cited_versions) -> tuple[int, Counter]:
+    """Delete Redis entries whose cited (article, version) pairs are not all current.
+
+    ``cited_versions(raw_value)`` returns the value's [(article_pk, version)]. Returns the
+    number of entries examined and, per stale article, the entries removed because of it."""
+    r = get_redis()
+    members_of: dict[bytes, list[bytes]] = {}
+    for cite_key in r.scan_iter(match=cite_pattern, count=1000):
+        members_of[cite_key] = list(r.smembers(cite_key))
+    entry_keys = sorted({k for members in members_of.values() for k in members})
+    values: dict[bytes, list[tuple[int, int]] | None] = {}
+    for i in range(0, len(entry_keys), 500):
+        batch = entry_keys[i:i + 500]
+        for key, raw in zip(batch, r.mget(batch)):
+            values[key] = None if raw is None else cited_versions(raw)
+    current = _current_versions(pk for cited in values.values() if cited for pk, _ in cited)
+    stale_keys, removed_by_article = [], Counter()
+    for key, cited in values.items():
+        if not cited:
+            continue
+        stale_articles = {pk for pk, v in cited if current.get(pk) != v}
+        if stale_articles:
+            stale_keys.append(key)
+            removed_by_article.update(stale_articles)
+    pipe = r.pipeline(transaction=False)
+    for i in range(0, len(stale_keys), 500):
+        pipe.delete(*stale_keys[i:i + 500])
+    gone = set(stale_keys) | {k for k, v in values.items() if v is None}  # stale, or expired by TTL
+    for cite_key, members in members_of.items():
+        dead = [m for m in members if m in gone]
+        if dead:
+            pipe.srem(cite_key, *dead)
+    pipe.execute()
+    return len(values), removed_by_article
+
+
+def _exact_cited(raw: bytes) -> list[tuple[int, int]]:
+    return [(int(c["article_pk"]), int(c["version"])) for c in json.loads(raw).get("citations", [])]
+
+
+def _search_cited(raw: bytes) -> list[tuple[int, int]]:
+    return list({(int(h["article_pk"]), int(h["version"])) for h in json.loads(raw)})
+
+
+def _sweep_semantic() -> tuple[int, Counter]:
+    stale = (EntryCitation.objects.filter(entry__status=SemanticEntry.Status.ACTIVE)
+             .filter(Q(article__status=Article.Status.RETIRED) | ~Q(version=F("article__version")))
+             .values_list("article_id", "entry_id"))
+    by_article: dict[int, set[int]] = defaultdict(set)
+    for article_pk, entry_id in stale:
+        by_article[article_pk].add(entry_id)
+    entry_ids = set().union(*by_article.values()) if by_article else set()
+    with transaction.atomic():
+        purged = set(SemanticEntry.objects.select_for_update()
+                     .filter(pk__in=entry_ids, status=SemanticEntry.Status.ACTIVE).values_list("pk", flat=True))
+        SemanticEntry.objects.filter(pk__in=purged).update(status=SemanticEntry.Status.PURGED)
+    examined = SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE).count() + len(purged)
+    return examined, Counter({pk: len(ids & purged) for pk, ids in by_article.items() if ids & purged})
+
+
+def purge_sweep(*, task_id: str = "", attempt: int = 1):
+    """Purge every cached entry citing an article version that is no longer current (trigger "sweep")."""
+    with job_run("purge_sweep", task_id=task_id, attempt=attempt) as ctx:
+        started = time.perf_counter()
+        scanned_sem, semantic = _sweep_semantic()
+        scanned_ans, exact = _sweep_redis(exact_cite_key("*"), _exact_cited)
+        scanned_srch, search = _sweep_redis(search_cite_key("*"), _search_cited)
+        articles = set(semantic) | set(exact) | set(search)
+        current = _current_versions(articles)
+        tenants = dict(Article.objects.filter(pk__in=articles).values_list("pk", "tenant_id"))
+        per_article_ms = (time.perf_counter() - started) * 1000 / max(1, len(articles))
+        PurgeRecord.objects.bulk_create([
+            PurgeRecord(article_id=pk if pk in tenants else None, article_pk=pk, tenant_id=tenants.get(pk),
+                        version=current.get(pk), trigger=PurgeRecord.Trigger.SWEEP, removed_exact=exact[pk],
+                        removed_semantic=semantic[pk], removed_search=search[pk], duration_ms=per_article_ms)
+            for pk in sorted(articles)
+        ])
+        ctx.record(scanned=scanned_sem + scanned_ans + scanned_srch, changed=len(articles),
+                   removed=sum(semantic.values()) + sum(exact.values()) + sum(search.values()))
+        ctx.run.detail.update({"semantic": sum(semantic.values()), "exact": sum(exact.values()),
+                               "search": sum(search.values()), "articles": sorted(articles)[:200]})
+    return ctx.run
+
+
+# --------------------------------------------------------------------------- TTL and model clean-up
+
+def semantic_expired_cleanup(*, task_id: str = "", attempt: int = 1):
+    """Retire active semantic entries past their expiry; delete entries that stopped serving long ago
+    (quarantined ones are evidence for staff review and stay)."""
+    with job_run("semantic_expired_cleanup", task_id=task_id, attempt=attempt) as ctx:
+        now = timezone.now()
+        retired = SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE, expires_at__lte=now).update(
+            status=SemanticEntry.Status.RETIRED)
+        cutoff = now - timedelta(days=settings.SEMANTIC_CACHE_RETENTION_DAYS)
+        dead = SemanticEntry.objects.filter(
+            status__in=[SemanticEntry.Status.RETIRED, SemanticEntry.Status.PURGED], expires_at__lt=cutoff)
+        deleted = dead.filter(pk__in=dead.values("pk")[:50000]).delete()[1].get(SemanticEntry._meta.label, 0)
+        ctx.record(changed=retired, removed=deleted)
+        ctx.run.detail.update({"retired_expired": retired, "deleted": deleted})
+    return ctx.run
+
+
+def semantic_retire_other_models(model_name: str, model_version: str) -> int:
+    """After an embedding-model switch: entries embedded with another model can never be compared
+    with new query vectors; retire them (their retrieval version is unreachable anyway)."""
+    return (SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE)
+            .exclude(embedding_model=model_name, embedding_version=model_version)
+            .update(status=SemanticEntry.Status.RETIRED))

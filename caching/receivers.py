@@ -1,0 +1,44 @@
+"""Change events -> background work, queued only once the change is committed.
+
+``article_changed`` is sent after commit (ingestion, or staff saving an article in the
+admin). A changed or removed article queues a purge of everything citing it on the
+``purge`` queue, and a re-index of its tenant on the ``embedding`` queue. A publish that
+fails (broker down) is logged and never breaks the save: the nightly sweep and the
+nightly re-embed catch up.
+"""
+from __future__ import annotations
+
+import logging
+from functools import partial
+
+from django.conf import settings
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+
+def _queue_purge(article_pk: int, version: int | None, trigger: str) -> None:
+    from caching.tasks import purge_article
+
+    purge_article.apply_async((article_pk, version, trigger))
+
+
+def _queue_index_refresh(tenant_id: int, article_pk: int) -> None:
+    from ingestion.jobs import index_refresh_mark, index_refresh_unmark
+    from ingestion.tasks import index_refresh
+
+    if not index_refresh_mark(tenant_id, article_pk):
+        return  # a refresh of this tenant is already queued and will see this change
+    try:
+        index_refresh.apply_async((tenant_id,))
+    except Exception:
+        index_refresh_unmark(tenant_id)
+        raise
+
+
+def article_changed_queue_jobs(sender, *, article_id: int, tenant_id: int, old_version: int,
+                               new_version: int | None, trigger: str, **kwargs) -> None:
+    if old_version:  # a new article has nothing citing it yet
+        transaction.on_commit(partial(_queue_purge, article_id, new_version, trigger), robust=True)
+    if settings.JOBS_INDEX_ON_CHANGE:
+        transaction.on_commit(partial(_queue_index_refresh, tenant_id, article_id), robust=True)

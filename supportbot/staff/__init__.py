@@ -1,0 +1,1 @@
+"""Staff pages inside the Django admin: dashboard, review queue, labelling, calibration."""

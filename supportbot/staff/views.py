@@ -1,0 +1,310 @@
+"""Staff pages inside the Django admin (URLs under ``/admin/ask/``).
+
+Every view goes through ``admin.site.admin_view`` (active staff only, the admin's login
+otherwise) and checks one permission; actions are POSTs answered with an htmx partial."""
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime, time as dtime, timedelta
+from functools import wraps
+
+from django.conf import settings
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from caching import calibration, guards, stats
+from caching.evaluation import PairFileError
+from caching.models import Label, ReasonCode, ReviewItem, SampledHit
+from caching.review import REASON_KEYS, ReviewError, label_sample, next_sample, review_confirm_wrong, \
+    review_correct, review_dismiss
+from caching.rollups import floor_hour
+from supportbot.models import Tenant
+from supportbot.staff import charts, selectors
+from supportbot.staff.services import semantic_mode_set
+
+RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90)}
+SKIPPED_KEY = "label_skipped"
+
+
+def staff_view(permission: str):
+    """Staff only (the admin's login page otherwise), and the given permission (403 otherwise)."""
+    def decorate(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if not request.user.has_perm(permission):
+                raise PermissionDenied(f"needs permission {permission}")
+            return view(request, *args, **kwargs)
+        return admin.site.admin_view(wrapped)
+    return decorate
+
+
+def _page(request, template: str, context: dict, title: str):
+    context = {**admin.site.each_context(request), "title": title, "reasons": ReasonCode.choices, **context}
+    return render(request, template, context)
+
+
+# --------------------------------------------------------------------------- dashboard
+
+def _period(request) -> dict:
+    """The selected range: a preset (24h, 7d, 30d, 90d) or custom dates, aligned to the bucket."""
+    now = timezone.now()
+    choice = request.GET.get("range", "7d")
+    end = floor_hour(now) + timedelta(hours=1)
+    start = end - RANGES.get(choice, RANGES["7d"])
+    if choice == "custom":
+        try:
+            start = datetime.combine(datetime.fromisoformat(request.GET["start"]).date(), dtime.min,
+                                     tzinfo=timezone.get_current_timezone())
+            end = datetime.combine(datetime.fromisoformat(request.GET["end"]).date(), dtime.min,
+                                   tzinfo=timezone.get_current_timezone()) + timedelta(days=1)
+        except (KeyError, ValueError):
+            choice = "7d"
+        if end <= start:
+            start, end = end - timedelta(days=1), end
+    elif choice not in RANGES:
+        choice = "7d"
+    bucket = request.GET.get("bucket")
+    if bucket not in ("hour", "day"):
+        bucket = "hour" if end - start <= timedelta(days=2) else "day"
+    if bucket == "day":
+        start = start.replace(hour=0)
+    return {"range": choice, "start": start, "end": end, "bucket": bucket}
+
+
+def _buckets(start: datetime, end: datetime, bucket: str) -> list[datetime]:
+    step = timedelta(days=1) if bucket == "day" else timedelta(hours=1)
+    out, t = [], start
+    while t < end and len(out) < 5000:
+        out.append(t)
+        t += step
+    return out
+
+
+def _hit_rate_chart(series: dict, period: dict):
+    buckets = _buckets(period["start"], period["end"], period["bucket"])
+    lines = []
+    for layer in stats.LAYERS:
+        by_time = {t: (n, h, s) for t, n, h, s in series[layer]}
+        if not by_time:
+            continue
+        lines.append(charts.Series(f"{layer} hit rate", [
+            (t.timestamp(), (by_time[t][1] / by_time[t][0]) if t in by_time and by_time[t][0] else None)
+            for t in buckets]))
+        if layer == "semantic" and any(shadow for _, _, shadow in by_time.values()):
+            lines.append(charts.Series("semantic shadow would-hit", [
+                (t.timestamp(), (by_time[t][2] / by_time[t][0]) if t in by_time and by_time[t][0] else None)
+                for t in buckets]))
+    asks = dict(series["asks"])
+    peak = max(asks.values(), default=0)
+    labels = charts.time_labels(period["start"], period["end"], period["bucket"])
+    rate = charts.line_chart(lines, x_min=period["start"].timestamp(), x_max=buckets[-1].timestamp(),
+                             x_labels=labels, title="Hit rate by layer")
+    volume = charts.line_chart([charts.Series("asks", [(t.timestamp(), asks.get(t, 0)) for t in buckets])],
+                               x_min=period["start"].timestamp(), x_max=buckets[-1].timestamp(),
+                               y_max=charts.nice_max(peak), x_labels=labels, y_format=lambda v: f"{v:.0f}", height=160,
+                               title="Asks")
+    return rate, volume
+
+
+@staff_view("caching.view_hourlyrollup")
+def dashboard(request):
+    period = _period(request)
+    tenants = list(Tenant.objects.order_by("slug"))
+    tenant = next((t for t in tenants if t.slug == request.GET.get("tenant")), None)
+    data = stats.dashboard(period["start"], period["end"], tenant.pk if tenant else None, period["bucket"])
+    rate_chart, volume_chart = _hit_rate_chart(data["series"], period)
+    wrong = data["wrong"]
+    layer_rows = []
+    for layer in stats.LAYERS:
+        row = dict(data["layers"][layer], layer=layer, title=stats.LAYER_TITLES[layer],
+                   money=data["money"].get(layer), wrong=wrong["by_layer"].get(layer))
+        layer_rows.append(row)
+    per_tenant = []
+    if tenant is None:
+        rates = data["tenants"]
+        per_tenant = [{"tenant": t, "layers": [rates.get(t.pk, {}).get(layer) for layer in stats.LAYERS]}
+                      for t in tenants]
+    return _page(request, "admin/ask/dashboard.html", {
+        **period, "tenants": tenants, "tenant": tenant, "layer_rows": layer_rows, "layers": stats.LAYERS,
+        "per_tenant": per_tenant,
+        "shadow_wrong": wrong["by_layer"].get("shadow"),
+        "wrong_by_intent": [{"stratum": s, "intent": i, "rate": r} for (s, i), r in wrong["by_intent"].items()],
+        "economics": data["economics"], "prices": data["prices"], "rate_chart": rate_chart,
+        "volume_chart": volume_chart, "ranges": list(RANGES) + ["custom"], "modes": Tenant.SemanticMode.choices,
+        "can_switch_mode": request.user.has_perm("supportbot.change_semantic_mode"),
+        "open_items": ReviewItem.objects.filter(status=ReviewItem.Status.OPEN).count(),
+        "to_label": SampledHit.objects.filter(labeled=False).count(),
+    }, "Cache dashboard")
+
+
+@require_POST
+@staff_view("supportbot.change_semantic_mode")
+def mode_set(request, tenant: str):
+    t = get_object_or_404(Tenant, slug=tenant)
+    try:
+        semantic_mode_set(t, request.POST.get("mode", ""), request.user)
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    messages.success(request, f"{t.slug}: semantic cache mode is now {request.POST['mode']}.")
+    return redirect(request.POST.get("next") or reverse("staff:dashboard"))
+
+
+# --------------------------------------------------------------------------- review queue
+
+@staff_view("caching.view_reviewitem")
+def review_queue(request):
+    status = request.GET.get("status", ReviewItem.Status.OPEN)
+    if status not in ReviewItem.Status.values:
+        status = ReviewItem.Status.OPEN
+    source = request.GET.get("source", "")
+    page = Paginator(selectors.review_items(status, source if source in ReviewItem.Source.values else ""), 10) \
+        .get_page(request.GET.get("page"))
+    can_act = request.user.has_perm("caching.change_reviewitem")
+    cards = [render_to_string("admin/ask/_review_card.html",
+                              {**selectors.review_card(i), "can_act": can_act, "reasons": ReasonCode.choices},
+                              request=request) for i in page.object_list]
+    return _page(request, "admin/ask/review_queue.html", {
+        "page": page, "cards": cards, "status": status,
+        "source": source, "statuses": ReviewItem.Status.choices, "sources": ReviewItem.Source.choices,
+    }, "Wrong-hit review queue")
+
+
+@require_POST
+@staff_view("caching.change_reviewitem")
+def review_action(request, pk: int, action: str):
+    item = get_object_or_404(ReviewItem, pk=pk)
+    error = ""
+    try:
+        if action == "confirm":
+            review_confirm_wrong(item, request.POST.get("reason", ""), request.user)
+        elif action == "dismiss":
+            review_dismiss(item, request.user)
+        elif action == "correct":
+            review_correct(item, request.POST.get("answer", ""), request.POST.get("reason", ""), request.user)
+        else:
+            return HttpResponseBadRequest("unknown action")
+    except ReviewError as exc:
+        error = str(exc)
+    item.refresh_from_db()
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect(reverse("staff:queue"))
+    return render(request, "admin/ask/_review_card.html", {
+        **selectors.review_card(item), "can_act": True, "error": error, "reasons": ReasonCode.choices,
+    }, status=200)
+
+
+# --------------------------------------------------------------------------- labelling
+
+def _label_context(request, sample: SampledHit | None) -> dict:
+    skipped = request.session.get(SKIPPED_KEY, [])
+    today = timezone.localdate()
+    return {
+        "card": selectors.label_card(sample) if sample else None,
+        "remaining": SampledHit.objects.filter(labeled=False).exclude(pk__in=skipped).count(),
+        "done_today": Label.objects.filter(labeler=request.user, source=Label.Source.SAMPLE,
+                                           created_at__date=today).count(),
+        "skipped": len(skipped), "reason_keys": [(k, code, ReasonCode(code).label) for k, code in REASON_KEYS.items()],
+    }
+
+
+@staff_view("caching.label_hits")
+def label_page(request):
+    if request.GET.get("reset"):
+        request.session[SKIPPED_KEY] = []
+    sample = next_sample(request.session.get(SKIPPED_KEY, []))
+    return _page(request, "admin/ask/label.html", _label_context(request, sample), "Label sampled hits")
+
+
+@require_POST
+@staff_view("caching.label_hits")
+def label_submit(request, pk: int):
+    sample = get_object_or_404(SampledHit, pk=pk)
+    error = ""
+    if request.POST.get("verdict") == "skip":
+        request.session[SKIPPED_KEY] = (request.session.get(SKIPPED_KEY, []) + [sample.pk])[-500:]
+    else:
+        try:
+            label_sample(sample, request.POST.get("verdict", ""), request.POST.get("reason", ""), request.user)
+        except ReviewError as exc:
+            error = str(exc)
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect(reverse("staff:label"))
+    nxt = sample if error else next_sample(request.session.get(SKIPPED_KEY, []))
+    return render(request, "admin/ask/_label_card.html", {**_label_context(request, nxt), "error": error})
+
+
+# --------------------------------------------------------------------------- calibration
+
+def _curve_chart(curve: calibration.Curve):
+    markers = []
+    if curve.current is not None:
+        markers.append((curve.current, f"now {curve.current:.2f}"))
+    if curve.recommended is not None and curve.recommended != curve.current:
+        markers.append((curve.recommended, f"recommended {curve.recommended:.2f}"))
+    xs = [p.threshold for p in curve.points]
+    return charts.line_chart(
+        [charts.Series("precision", [(p.threshold, p.precision) for p in curve.points]),
+         charts.Series("coverage", [(p.threshold, p.coverage) for p in curve.points])],
+        x_min=min(xs), x_max=max(xs), markers=markers, height=200, width=560,
+        x_labels=[(x, f"{x:.2f}") for x in xs[:: max(1, len(xs) // 6)]],
+        title=f"Precision and coverage by threshold: {curve.intent}")
+
+
+@staff_view("caching.view_thresholdsetting")
+def calibration_page(request):
+    pairs, notes = [], []
+    use_db = request.method == "GET" or request.POST.get("include_db")
+    if use_db:
+        pairs += calibration.pairs_from_db()
+    upload = request.FILES.get("pairs") if request.method == "POST" else None
+    if upload is not None:
+        with tempfile.NamedTemporaryFile(suffix=".jsonl") as fh:
+            for chunk in upload.chunks():
+                fh.write(chunk)
+            fh.flush()
+            try:
+                file_pairs, crossed = calibration.pairs_from_file(fh.name)
+                pairs += file_pairs
+                notes.append(f"{upload.name}: {len(file_pairs)} pairs"
+                             + (f" ({crossed} across tenants or locales left out)" if crossed else ""))
+            except PairFileError as exc:
+                notes.append(f"{upload.name}: {exc}".replace(fh.name, upload.name))
+    try:
+        target = float(request.POST.get("target") or request.GET.get("target")
+                       or settings.CALIBRATION_TARGET_PRECISION)
+    except ValueError:
+        target = settings.CALIBRATION_TARGET_PRECISION
+    curves = calibration.calibrate(pairs, target=target)
+    sections = [{"curve": c, "chart": _curve_chart(c), "history": calibration.threshold_history(c.intent),
+                 "base": calibration.base_threshold(c.intent)} for c in curves.values()]
+    in_force = calibration.current_thresholds(refresh=True)
+    return _page(request, "admin/ask/calibration.html", {
+        "sections": sections, "pairs": len(pairs), "target": target, "notes": notes,
+        "can_apply": request.user.has_perm("caching.change_thresholdsetting"),
+        "in_force": [(i, in_force.get(i), calibration.threshold_history(i)[:1]) for i in guards.INTENT_CLASSES],
+    }, "Threshold calibration")
+
+
+@require_POST
+@staff_view("caching.change_thresholdsetting")
+def threshold_apply(request):
+    intent = request.POST.get("intent", "")
+    try:
+        value = float(request.POST.get("value", ""))
+        row = calibration.threshold_apply(intent, value, request.user, note=request.POST.get("note", "")[:300])
+    except ValueError as exc:
+        messages.error(request, f"Not applied: {exc}")
+    else:
+        messages.success(request, f"{intent}: threshold {row.value:.2f} in force as version {row.version}.")
+    return redirect(reverse("staff:calibration"))

@@ -1,0 +1,147 @@
+"""The exact answer cache in Redis, through the real pipeline."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import override_settings
+
+from caching.layers.exact import ExactLayer
+from ingestion.models import Article
+from ingestion.services import article_edit
+from supportbot import pipeline
+from supportbot.models import AskEvent, Tenant
+from supportbot.redis_client import get_redis
+from tests.caching.helpers import cached_lookup, decision, offer, scripted_model
+
+QUESTION = "What is your return policy?"
+
+
+def asker(tenant, locale="en", customer=None) -> pipeline.Asker:
+    return pipeline.Asker(tenant, locale, customer)
+
+
+@pytest.fixture
+def acme_exact_only(acme):
+    """Semantic cache off, so a hit can only come from the exact layer."""
+    acme.semantic_mode = Tenant.SemanticMode.OFF
+    acme.save(update_fields=["semantic_mode"])
+    return acme
+
+
+@pytest.mark.parametrize("variant", [
+    "What is your return policy?",
+    "  what IS your   return policy ",
+    "WHAT IS YOUR RETURN POLICY?!",
+    "What is your return policy\u3002",  # ideographic full stop
+    "\uff37hat is your return policy\uff1f",  # full-width W and question mark (NFKC)
+])
+def test_an_exact_hit_is_served_for_every_normalised_form(acme, variant):
+    offered = offer(asker(acme), QUESTION, completion_tokens=73)
+    assert offered.admitted
+
+    state, served = cached_lookup(asker(acme), variant)
+
+    assert served is not None and served.answer == offered.answer and served.citations == offered.citations
+    event = AskEvent.objects.get(request_id=state.request_id)
+    assert event.serving_layer == AskEvent.Layer.EXACT and event.answer == offered.answer
+    # an exact hit needs neither the embedding model nor the semantic layer
+    assert list(event.decisions.order_by("pk").values_list("layer", "disposition")) == [
+        ("eligibility", "miss"), ("exact", "hit")]
+    hit = decision(state, "exact")
+    assert hit.saved_tokens == 73 and hit.key_version and hit.candidate == offered.key[-16:]
+    assert hit.entry_age_s is not None and hit.entry_age_s >= 0
+    assert pipeline.outcome(state).to_api()["cache"] == {"layer": "exact", "reason": "exact key match"}
+
+
+def test_a_different_question_misses(acme_exact_only):
+    offer(asker(acme_exact_only), QUESTION)
+    state, served = cached_lookup(asker(acme_exact_only), "What is your refund policy?")
+    assert served is None and decision(state, "exact").reason == "no entry"
+
+
+def test_the_value_carries_provenance_and_the_ttl_comes_from_settings(acme):
+    with override_settings(EXACT_CACHE_TTL_S=321):
+        offered = offer(asker(acme), QUESTION)
+    r = get_redis()
+    assert 300 < r.ttl(offered.key) <= 321
+    value = json.loads(r.get(offered.key))
+    assert value["source_request"] == offered.request_id
+    assert value["model"] == offered.spec.model and value["prompt_version"] == offered.spec.prompt_version
+    assert value["created"] > 0 and value["question"] == QUESTION
+    # the reverse index lets a changed article purge the key
+    article_pk = offered.citations[0]["article_pk"]
+    assert offered.key.encode() in r.smembers(f"cite:ans:{article_pk}")
+
+
+def test_a_hit_is_refused_once_a_cited_article_has_a_new_version(acme_exact_only):
+    offered = offer(asker(acme_exact_only), QUESTION)
+    article = Article.objects.get(tenant=acme_exact_only, locale="en", external_id="return-policy")
+    old_version = article.version
+    assert article_edit(article, title=article.title, body=article.body + "\n\nNew rule.", url=article.url) == "updated"
+
+    state, served = cached_lookup(asker(acme_exact_only), QUESTION)
+
+    assert served is None
+    miss = decision(state, "exact")
+    assert miss.disposition == "miss" and miss.reason == f"cited article changed: return-policy v{old_version}"
+    assert get_redis().get(offered.key) is None  # dropped on sight
+
+
+def test_an_unrelated_article_edit_keeps_the_hit(acme_exact_only):
+    offer(asker(acme_exact_only), QUESTION)
+    other = Article.objects.get(tenant=acme_exact_only, locale="en", external_id="opening-hours")
+    article_edit(other, title=other.title, body=other.body + "\n\nNew rule.", url=other.url)
+    assert cached_lookup(asker(acme_exact_only), QUESTION)[0].layer == "exact"
+
+
+def test_tenants_and_locales_have_their_own_keys(acme, initech):
+    offer(asker(acme), QUESTION)
+    for other in (asker(initech), asker(acme, "de")):
+        state, served = cached_lookup(other, QUESTION)
+        assert served is None and decision(state, "exact").reason == "no entry"
+
+
+def test_another_model_never_gets_the_answer_of_the_old_one(acme_exact_only):
+    offer(asker(acme_exact_only), QUESTION)
+    with scripted_model():
+        state, served = cached_lookup(asker(acme_exact_only), QUESTION)
+    assert served is None and decision(state, "exact").reason == "no entry"
+    assert cached_lookup(asker(acme_exact_only), QUESTION)[0].layer == "exact"  # control
+
+
+def test_a_corrupt_entry_is_a_miss_not_an_error(acme_exact_only):
+    offered = offer(asker(acme_exact_only), QUESTION)
+    get_redis().set(offered.key, b"{not json")
+    state, served = cached_lookup(asker(acme_exact_only), QUESTION)
+    assert served is None and decision(state, "exact").disposition == "miss"
+    assert get_redis().get(offered.key) is None
+
+
+def test_purge_article_removes_every_key_citing_it(acme_exact_only):
+    offered = offer(asker(acme_exact_only), QUESTION)
+    other = offer(asker(acme_exact_only), "When are you open?", article="opening-hours")
+    assert ExactLayer().purge_article(offered.citations[0]["article_pk"]) == 1
+    assert get_redis().get(offered.key) is None and get_redis().get(other.key) is not None
+
+
+@pytest.mark.slow
+def test_a_real_answer_is_admitted_then_served_by_both_layers(client, acme, model_server):
+    def ask(question):
+        response = client.post("/api/t/acme/ask", data=json.dumps({"question": question}),
+                               content_type="application/json")
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    fresh = ask("How do I reset my password?")  # the small CPU model answers this one briefly
+    assert fresh["status"] == "answered" and fresh["citations"] and fresh["cache"]["layer"] == "none", fresh
+    admission = AskEvent.objects.get(request_id=fresh["request_id"]).decisions.get(layer="admission")
+    assert admission.disposition == "stored", admission.reason
+
+    again = ask("how do I reset my password")
+    assert again["cache"] == {"layer": "exact", "reason": "exact key match"}
+    assert (again["answer"], again["citations"]) == (fresh["answer"], fresh["citations"])
+    assert again["timings_ms"]["total"] < fresh["timings_ms"]["total"] / 10
+
+    paraphrase = ask("How can I reset my password?")
+    assert paraphrase["cache"]["layer"] == "semantic" and paraphrase["answer"] == fresh["answer"]

@@ -1,0 +1,150 @@
+"""Key completeness: every input that shapes an answer is in the exact-cache key, and the key hashes
+the very parameters the model receives."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from django.test import override_settings
+from hypothesis import given
+from hypothesis import strategies as st
+
+from caching.keys import AnswerSpec, exact_key
+from supportbot import pipeline
+from supportbot.models import Tenant
+from supportbot.questions import normalize_question
+from tests.caching.helpers import cached_lookup, decision, offer, scripted_model
+
+# One strategy a field type: a field of a new type fails here until it is covered.
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8))
+VALUES = {
+    "str": st.text(max_size=40),
+    "int": st.integers(min_value=0, max_value=2**31),
+    "dict": st.dictionaries(st.text(max_size=10), st.one_of(json_leaf, st.lists(json_leaf, max_size=3)), max_size=5),
+}
+
+
+def specs() -> st.SearchStrategy[AnswerSpec]:
+    return st.builds(AnswerSpec, **{f.name: VALUES[f.type] for f in dataclasses.fields(AnswerSpec)})
+
+
+@given(spec=specs(), data=st.data())
+def test_changing_any_field_of_the_spec_changes_the_key(spec, data):
+    key = exact_key(spec)
+    for f in dataclasses.fields(AnswerSpec):
+        old = getattr(spec, f.name)
+        new = data.draw(VALUES[f.type].filter(lambda v, old=old: v != old), label=f.name)
+        changed = dataclasses.replace(spec, **{f.name: new})
+        assert exact_key(changed) != key, f"changing {f.name} from {old!r} to {new!r} kept the key"
+
+
+@given(spec=specs())
+def test_equal_specs_have_equal_keys(spec):
+    copy = AnswerSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(AnswerSpec)})
+    assert exact_key(copy) == exact_key(spec)
+    assert exact_key(spec).startswith(f"ans:a1:{spec.tenant}:")
+
+
+@given(words=st.lists(st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=8), min_size=1, max_size=8),
+       spaces=st.lists(st.sampled_from([" ", "  ", "\t", "\u00a0", "\n"]), min_size=8, max_size=8),
+       tail=st.sampled_from(["", "?", "?!", " ?", "...", "\uff1f", "\u3002"]), upper=st.booleans())
+def test_normalisation_folds_case_spacing_width_and_trailing_punctuation(words, spaces, tail, upper):
+    plain = " ".join(words)
+    noisy = "".join(w + s for w, s in zip(words, spaces)).strip() + tail
+    noisy = noisy.upper() if upper else noisy
+    assert normalize_question(noisy) == normalize_question(plain) == plain
+
+
+# --------------------------------------------------------------------------- the spec the pipeline builds
+
+def spec_for(tenant: Tenant, question: str = "What is your return policy?", locale: str = "en") -> AnswerSpec:
+    state = pipeline.start(pipeline.Asker(Tenant.objects.get(pk=tenant.pk), locale), question, streamed=False)
+    pipeline.check_eligibility(state)
+    assert state.key == exact_key(state.spec)
+    return state.spec
+
+
+# Each change returns the settings override it enabled (or None); the test disables it.
+def _edit_tenant(**fields):
+    def apply(tenant, monkeypatch):
+        Tenant.objects.filter(pk=tenant.pk).update(**fields)
+    return apply
+
+
+def _settings(**values):
+    def apply(tenant, monkeypatch):
+        override = override_settings(**values)
+        override.enable()
+        return override
+    return apply
+
+
+CHANGES = {
+    "tenant instructions": ("tenant_prompt_version", _edit_tenant(instructions="Always answer in verse.")),
+    "tenant few-shot examples": ("tenant_prompt_version", _edit_tenant(few_shot=[{"question": "q", "answer": "a"}])),
+    "tenant name": ("tenant_prompt_version", _edit_tenant(name="Acme Outdoor Ltd")),
+    "policy version": ("policy_version", _edit_tenant(policy_version=99)),
+    "max tokens": ("generation_params", _settings(GENERATION_MAX_TOKENS=77)),
+    "temperature": ("generation_params", _settings(GENERATION_TEMPERATURE=0.3)),
+    "seed": ("generation_params", _settings(GENERATION_SEED=8)),
+    "top k": ("retrieval_version", _settings(RETRIEVAL_TOP_K=7)),
+    "min similarity": ("retrieval_version", _settings(RETRIEVAL_MIN_SIMILARITY=0.45)),
+    "chunk size": ("retrieval_version", _settings(CHUNK_MAX_CHARS=400)),
+    "prompt templates": ("prompt_version",
+                         lambda tenant, mp: mp.setattr(pipeline, "PROMPT_VERSION", "0123456789abcdef")),
+    "model revision": ("model_revision", _settings(VLLM_BASE_URL="http://127.0.0.1:9", VLLM_MODEL="m",
+                                                    VLLM_MODEL_REVISION="rev-b")),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_every_input_the_pipeline_hashes_changes_the_key_and_hides_older_answers(acme, monkeypatch, change):
+    field, apply = CHANGES[change]
+    acme.semantic_mode = Tenant.SemanticMode.OFF  # a hit can only be exact
+    acme.save(update_fields=["semantic_mode"])
+    question = "What is your return policy?"
+    before = spec_for(acme, question)
+    assert offer(pipeline.Asker(acme, "en"), question).admitted
+
+    override = apply(acme, monkeypatch)
+    try:
+        after = spec_for(acme, question)
+        state, served = cached_lookup(pipeline.Asker(Tenant.objects.get(pk=acme.pk), "en"), question)
+    finally:
+        if override is not None:
+            override.disable()
+
+    assert getattr(after, field) != getattr(before, field)
+    assert exact_key(after) != exact_key(before)
+    assert served is None and decision(state, "exact").reason == "no entry"
+
+
+def test_customers_share_a_key_only_for_general_questions(acme):
+    """The customer is not in the key: answers in the shared caches are general by admission."""
+    general = [spec_for(acme, "What is your return policy?") for _ in range(2)]
+    assert exact_key(general[0]) == exact_key(general[1])
+    assert exact_key(spec_for(acme, "What is your return policy?", "de")) != exact_key(general[0])
+
+
+TRANSPORT = {"model", "messages", "stream", "stream_options", "cache_salt"}
+
+
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"GENERATION_MAX_TOKENS": 77},
+    {"GENERATION_TEMPERATURE": 0.3},
+    {"GENERATION_SEED": 8},
+])
+def test_the_key_hashes_exactly_the_parameters_the_model_receives(acme, overrides):
+    question = "How do I reset my password?"
+    with override_settings(**overrides), scripted_model("Use the reset link on the sign-in page [1].") as server:
+        spec = spec_for(acme, question)
+        result = pipeline.ask(pipeline.Asker(acme, "en"), question)
+    assert result.status == "answered" and len(server.requests) == 1
+    body = server.requests[0]["body"]
+    sent = {k: v for k, v in body.items() if k not in TRANSPORT}
+    assert sent == spec.generation_params  # nothing sampled that the key does not hash
+    assert body["model"] == spec.model == "scripted-model"
+    for name, value in overrides.items():
+        param = name.removeprefix("GENERATION_").lower()
+        assert sent[param] == value

@@ -1,0 +1,80 @@
+"""Production settings: CSRF on the chat form, `check --deploy` clean, admin for staff only."""
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.test import Client
+
+ROOT = settings.BASE_DIR
+
+
+def test_chat_form_enforces_csrf(demo, dead_model):
+    browser = Client(enforce_csrf_checks=True)
+    refused = browser.post("/t/acme/ask", {"question": "What is your return policy?", "locale": "en"},
+                           HTTP_HX_REQUEST="true")
+    assert refused.status_code == 403
+    page = browser.get("/t/acme/")
+    token = page.content.decode().split('name="csrfmiddlewaretoken" value="')[1].split('"')[0]
+    accepted = browser.post("/t/acme/ask", {"question": "What is your return policy?", "locale": "en",
+                                            "csrfmiddlewaretoken": token}, HTTP_HX_REQUEST="true")
+    assert accepted.status_code == 200
+    # htmx sends the token as a header (hx-headers on <body>)
+    header = browser.post("/t/acme/ask", {"question": "What is your return policy?", "locale": "en"},
+                          HTTP_HX_REQUEST="true", HTTP_X_CSRFTOKEN=token)
+    assert header.status_code == 200
+
+
+def test_api_needs_no_csrf_because_it_never_reads_cookies(demo, dead_model):
+    # A forged cross-site request carries the victim's cookies; the API ignores them (identity is
+    # the bearer key or the customer token header, which a browser never adds on its own).
+    browser = Client(enforce_csrf_checks=True)
+    from supportbot.auth import customer_token_issue
+
+    browser.get(f"/t/acme/?customer_token={customer_token_issue(demo['acme'], 'victim')}")
+    response = browser.post("/api/t/acme/ask", data={"question": "Where is my order AO-123456?"},
+                            content_type="application/json")
+    from supportbot.models import AskEvent
+
+    assert response.status_code in (200, 503)
+    assert AskEvent.objects.get().scope == "anonymous"
+
+
+def test_check_deploy_is_clean_in_production(tmp_path):
+    env = dict(os.environ, DJANGO_ENV="production", DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+               CACHE_SALT_SECRET=secrets.token_urlsafe(32), DJANGO_ALLOWED_HOSTS="ask.example.com",
+               DJANGO_SETTINGS_MODULE="supportbot.settings")
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+    # and production refuses to start without its secrets
+    env.pop("DJANGO_SECRET_KEY")
+    missing = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=240)
+    assert missing.returncode != 0 and "DJANGO_SECRET_KEY" in missing.stderr
+
+
+def test_admin_is_staff_only(demo):
+    for url in ("/admin/", "/admin/supportbot/askevent/", "/admin/supportbot/tenantapikey/"):
+        anonymous = Client().get(url)
+        assert anonymous.status_code == 302 and "/admin/login/" in anonymous["Location"]
+    customer = User.objects.create_user("customer", "c@example.com", "pw-123-not-staff")
+    c = Client()
+    c.force_login(customer)
+    response = c.get("/admin/supportbot/askevent/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    staff = User.objects.create_user("staffer", "s@example.com", "pw-123-staff", is_staff=True)
+    s = Client()
+    s.force_login(staff)
+    assert s.get("/admin/supportbot/askevent/").status_code == 403  # staff, but no permission on records
+    root = User.objects.create_superuser("root", "r@example.com", "pw-123-root")
+    r = Client()
+    r.force_login(root)
+    assert r.get("/admin/supportbot/askevent/").status_code == 200
+    keys = r.get("/admin/supportbot/tenantapikey/")
+    assert keys.status_code == 200

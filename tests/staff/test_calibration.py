@@ -1,0 +1,112 @@
+"""Threshold calibration on a known labelled set, from pair files and labelled pairs."""
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from caching import calibration
+from caching.calibration import Pair
+from caching.models import LabeledPair, ThresholdSetting
+from retrieval.embeddings import get_embedder
+
+RETURN = ("How do I return an item?", "How can I return an item?")
+RESET = ("How do I reset my password?", "How can I reset my password?")
+ADDRESS = ("How do I change my shipping address?", "How can I change the shipping address?")
+SALE = ("Can I return a sale item?", "Can I return an item?")  # the guards refuse it: condition "sale"
+
+
+def known_set(wrong_similarity: float) -> list[Pair]:
+    """Four right pairs at 0.95-0.80 and one pair labelled wrong (that the guards accept)."""
+    return [Pair(*RETURN, True, 0.95), Pair(*RESET, True, 0.90), Pair(*ADDRESS, True, 0.85),
+            Pair(*RETURN, True, 0.80), Pair(*RESET, False, wrong_similarity), Pair(*SALE, False, 0.99)]
+
+
+def point(curve, t):
+    return next(p for p in curve.points if p.threshold == pytest.approx(t))
+
+
+def test_precision_coverage_and_the_recommendation_on_a_known_set(db):
+    curves = calibration.calibrate(known_set(0.70), target=0.99)
+    howto = curves["howto"]
+    assert (howto.positives, howto.negatives, howto.blocked) == (4, 1, 0)
+    assert (point(howto, 0.70).served, point(howto, 0.70).precision) == (5, pytest.approx(0.8))
+    assert (point(howto, 0.71).precision, point(howto, 0.71).coverage) == (1.0, 1.0)
+    assert point(howto, 0.85).coverage == pytest.approx(0.75)
+    assert point(howto, 0.96).served == 0 and point(howto, 0.96).precision is None
+    assert howto.recommended == pytest.approx(0.71)  # the lowest threshold from which precision holds
+    assert "lower bound" in howto.note  # four pairs prove little
+    sale = curves[next(i for i, c in curves.items() if c.blocked)]
+    assert sale.recommended is None and "no pair passes the guards" in sale.note
+    # a lower target accepts the wrong pair's threshold too
+    assert calibration.calibrate(known_set(0.70), target=0.75)["howto"].recommended == pytest.approx(0.40)
+
+
+def test_a_wrong_pair_at_high_similarity_gets_no_threshold_but_a_note(db):
+    howto = calibration.calibrate(known_set(0.97), target=0.99)["howto"]
+    assert howto.recommended is None
+    assert "fix the guards" in howto.note
+
+
+def test_only_positives_is_no_evidence(db):
+    curves = calibration.calibrate([Pair(*RETURN, True, 0.9)], target=0.99)
+    assert curves["howto"].recommended is None and "no negative pairs" in curves["howto"].note
+
+
+def test_labelled_pairs_get_real_similarities_once(acme):
+    LabeledPair.objects.create(tenant=acme, cached_question=RETURN[0], new_question=RETURN[1], should_hit=True,
+                               source="label")
+    LabeledPair.objects.create(tenant=acme, cached_question=RESET[0], new_question="How do I delete my account?",
+                               should_hit=False, reason="intent", source="review")
+    pairs = calibration.pairs_from_db()
+    sims = {p.new: p.similarity for p in pairs}
+    assert sims[RETURN[1]] > 0.9 > sims["How do I delete my account?"]
+    assert set(LabeledPair.objects.values_list("embedding_version", flat=True)) == {get_embedder().version}
+
+
+def _write_pairs(tmp_path) -> str:
+    ctx = {"tenant": "t1", "locale": "en", "user": None}
+    rows = [
+        {"id": "p1", "kind": "paraphrase", "cached": RETURN[0], "new": RETURN[1], "should_hit": True},
+        {"id": "p2", "kind": "paraphrase", "cached": RESET[0], "new": RESET[1], "should_hit": True},
+        {"id": "n1", "kind": "condition", "cached": SALE[0], "new": SALE[1], "should_hit": False},
+        {"id": "n2", "kind": "different", "cached": RETURN[0], "new": "How do I reset my password?",
+         "should_hit": False},
+        {"id": "x1", "kind": "tenant", "cached": RETURN[0], "new": RETURN[0], "should_hit": False,
+         "ctx_new": {"tenant": "t2", "locale": "en", "user": None}},
+    ]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(json.dumps({"ctx_cached": ctx, "ctx_new": ctx, **r}) for r in rows))
+    return str(path)
+
+
+def test_calibrate_command_reads_pair_files_and_applies(tmp_path, db, django_capture_on_commit_callbacks):
+    path = _write_pairs(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    call_command("calibrate", path, "--target", "0.99", stdout=out, stderr=err)
+    assert "1 pairs across tenants or locales left out" in err.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "4 pairs, target precision 0.990"
+    howto = next(line for line in lines if line.startswith("howto"))
+    assert howto.split()[1:3] == ["2", "1"]  # two right pairs, one wrong, in the howto class
+    out = io.StringIO()
+    call_command("calibrate", path, "--json", stdout=out)
+    result = json.loads(out.getvalue())
+    assert result["howto"]["recommended"] == pytest.approx(0.40)  # the wrong pair is refused by the guards
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("calibrate", path, "--apply", stdout=io.StringIO())
+    assert ThresholdSetting.objects.get(intent="howto").value == pytest.approx(0.40)
+
+
+def test_calibration_page_shows_curves_and_takes_an_upload(client, cache_admin, tmp_path):
+    client.force_login(cache_admin)
+    LabeledPair.objects.create(cached_question=RESET[0], new_question=RESET[1], should_hit=False, source="review",
+                               reason="other")
+    page = client.get("/admin/ask/calibration/")
+    assert page.status_code == 200 and b'data-intent="howto"' in page.content and b"<svg" in page.content
+    with open(_write_pairs(tmp_path), "rb") as fh:
+        page = client.post("/admin/ask/calibration/", {"pairs": fh, "target": "0.99"})
+    html = page.content.decode()
+    assert "pairs.jsonl: 4 pairs (1 across tenants or locales left out)" in html
+    assert "4 labelled pairs" in html  # the database pair is left out when the box is unticked
+    assert "apply-threshold" in html
