@@ -7,7 +7,13 @@ from supportbot.models import AskEvent, Tenant, TenantApiKey
 class TenantAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "locales", "policy_version", "semantic_mode", "updated_at")
     search_fields = ("slug", "name")
-    readonly_fields = ("created_at", "updated_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        # Switching the semantic cache mode is an admin decision (a support agent may edit the rest).
+        fields = ["created_at", "updated_at"]
+        if not request.user.has_perm("supportbot.change_semantic_mode"):
+            fields.append("semantic_mode")
+        return fields
 
 
 @admin.register(AskEvent)

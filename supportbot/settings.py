@@ -32,6 +32,8 @@ embedded.ensure_environment()
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Test runs create this database (parallel runs on one server each need their own name).
+DATABASES["default"]["TEST"] = {"NAME": env.str("DATABASE_TEST_NAME", default="test_ask")}
 DATABASES["default"].setdefault("OPTIONS", {})
 # pgvector 0.8 iterative index scans: a filtered HNSW search still returns k rows.
 DATABASES["default"]["OPTIONS"]["options"] = (

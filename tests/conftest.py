@@ -10,7 +10,7 @@ from supportbot import embedded  # noqa: E402
 # Tests get their own Redis database so a running `make run` keeps its caches.
 embedded.ensure_environment()
 if not os.environ.get("REDIS_TEST_URL"):
-    os.environ["REDIS_TEST_URL"] = os.environ["REDIS_URL"].rsplit("/", 1)[0] + "/15"
+    os.environ["REDIS_TEST_URL"] = os.environ["REDIS_URL"].rsplit("/", 1)[0] + "/" + os.environ.get("REDIS_TEST_DB", "15")
 os.environ["REDIS_URL"] = os.environ["REDIS_TEST_URL"]
 
 import pytest  # noqa: E402

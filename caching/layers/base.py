@@ -21,6 +21,7 @@ class CachedAnswer:
     source_request: str
     entry_id: int | None = None
     question: str = ""
+    prompt_tokens: int = 0
     completion_tokens: int = 0
     generation_ms: float = 0.0
 

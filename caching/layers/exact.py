@@ -49,7 +49,8 @@ class ExactLayer(CacheLayer):
             else:
                 result.disposition, result.reason, result.value = "hit", "exact key match", cached
                 result.intent = cached.intent
-                result.saved_tokens, result.saved_ms = cached.completion_tokens, cached.generation_ms
+                result.saved_tokens = cached.prompt_tokens + cached.completion_tokens
+                result.saved_ms = cached.generation_ms
         result.lookup_ms = (time.perf_counter() - started) * 1000
         return result
 

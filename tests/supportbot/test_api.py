@@ -55,12 +55,14 @@ def test_get_is_not_allowed(client, acme):
 
 
 @pytest.mark.slow
-def test_end_to_end_ask_returns_a_cited_answer_from_the_right_tenant(client, demo, model_server):
+def test_end_to_end_ask_returns_a_cited_answer_from_the_right_tenant(client, demo, model_server, settings):
+    settings.GENERATION_MAX_TOKENS = 60  # the CPU model is slow; a short answer proves the path
     acme, initech = demo["acme"], demo["initech"]
     response = post(client, "acme", {"question": "How many days do I have to return an item?"})
     assert response.status_code == 200, response.content
     body = response.json()
-    assert body["status"] in ("answered", "not_covered")
+    event = AskEvent.objects.get(request_id=body["request_id"])
+    assert body["status"] in ("answered", "not_covered"), (event.error_reason, event.timings)
     assert set(body) >= {"answer", "citations", "request_id", "cache", "timings_ms"}
     assert body["cache"]["layer"] == "none"
     if body["status"] == "answered":

@@ -1,0 +1,127 @@
+"""Writing the records of cache hits off the request path.
+
+A cache hit writes nothing but its record (the Ask and one decision per layer). Written by
+the request itself that is four database round trips and a WAL flush, several times the cost
+of the hit. So inside a web request with no transaction open, ``hit_records.submit`` queues
+the record and returns at once; one thread per process writes whatever has queued up in a
+single transaction (two multi-row INSERTs and one commit for the whole batch).
+
+Everything else is written by the caller, synchronously: fresh answers (their semantic entry
+must be written with the record), and any record written inside an open transaction (tests,
+management commands, Celery tasks), so a caller that deletes what it asked about afterwards
+never races the writer. A record reaches the database a few milliseconds after the answer;
+a process that dies loses at most the batch in flight, and the queue is flushed at exit.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections, connection, transaction
+
+log = logging.getLogger(__name__)
+
+_request = threading.local()
+
+
+def _request_started(**kwargs) -> None:
+    _request.active = True
+
+
+def _request_finished(**kwargs) -> None:
+    _request.active = False
+
+
+request_started.connect(_request_started, dispatch_uid="records.request_started")
+request_finished.connect(_request_finished, dispatch_uid="records.request_finished")
+
+
+def in_web_request() -> bool:
+    return getattr(_request, "active", False)
+
+
+class HitRecordWriter:
+    """A queue and the thread that drains it into ``write(batch)`` (one transaction a batch)."""
+
+    def __init__(self, write: Callable[[list], None], *, max_batch: int = 500, max_queued: int = 10_000):
+        self._write = write
+        self._max_batch = max_batch
+        self._queue: queue.Queue = queue.Queue(maxsize=max_queued)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def submit(self, item) -> bool:
+        """Queue a hit's record; False when the caller must write it itself."""
+        if not in_web_request() or transaction.get_connection().in_atomic_block:
+            return False
+        self._ensure_running()
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:  # the database is not keeping up: the request pays, nothing is lost
+            return False
+        return True
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every queued record is written (True), or the timeout passes (False)."""
+        deadline = time.monotonic() + timeout_s
+        while self._queue.unfinished_tasks:
+            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+                self._drain_once(block=False)  # no writer here (exiting, or a forked child): write it now
+                continue
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def _ensure_running(self) -> None:
+        if self._pid == os.getpid() and self._thread is not None and self._thread.is_alive():
+            return
+        with self._lock:
+            if self._pid == os.getpid() and self._thread is not None and self._thread.is_alive():
+                return
+            if self._pid != os.getpid():  # first use in this process (gunicorn forks its workers)
+                self._queue = queue.Queue(maxsize=self._queue.maxsize)
+                atexit.register(self.flush)
+            self._pid = os.getpid()
+            self._thread = threading.Thread(target=self._run, name="hit-record-writer", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self._drain_once(block=True)
+
+    def _drain_once(self, *, block: bool) -> None:
+        try:
+            batch = [self._queue.get(block=block)]
+        except queue.Empty:
+            return
+        while len(batch) < self._max_batch:
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        try:
+            close_old_connections()
+            self._write(batch)
+        except Exception:  # noqa: BLE001 - the writer must outlive a bad batch or a database outage
+            log.exception("could not record %d cache hits", len(batch))
+            connection.close()  # a broken connection is reopened for the next batch
+        finally:
+            for _ in batch:
+                self._queue.task_done()
+
+
+def _write_hits(states: list) -> None:
+    from supportbot.pipeline import record_hits
+
+    record_hits(states)
+
+
+hit_records = HitRecordWriter(_write_hits)
