@@ -218,6 +218,7 @@ def cleanup(tenant: Tenant | None, generation: IndexGeneration | None, embedder:
         tenant.delete()
     JobRun.objects.filter(pk__in=job_ids).delete()
     if embedder is not None:
+        JobRun.objects.filter(detail__model=embedder.name).delete()  # a run that failed is ours too
         batch = []
         for k in r.scan_iter(match=f"emb:{embedder.name}:*", count=5000):
             batch.append(k)
@@ -294,10 +295,12 @@ def main() -> int:
         log(f"  model calls == changed chunks: {'yes' if ok_calls else 'NO'}; wall-time ratio <= 0.10: "
             f"{'yes' if ratio <= 0.10 else 'NO'}")
         indexed = ChunkEmbedding.objects.filter(generation=generation).count()
-        log(f"  index after the run: {indexed} vectors for {Chunk.objects.filter(article__tenant=tenant, is_current=True).count()} current chunks")
+        current = Chunk.objects.filter(article__tenant=tenant, is_current=True).count()
+        log(f"  index after the run: {indexed} vectors for {current} current chunks")
         again = reembed_changed(tenant_id=tenant.pk, embedder=embedder)
         job_ids.append(again.pk)
-        log(f"  a run with nothing changed: changed={again.changed} embedded={again.embedded} in {again.duration_s:.2f} s")
+        log(f"  a run with nothing changed: changed={again.changed} embedded={again.embedded} "
+            f"in {again.duration_s:.2f} s")
 
         # ---- purge latency with a real worker
         worker, nodename = start_worker()

@@ -35,7 +35,8 @@ class AnswerSpec:
     policy_version: int
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        # shallow: the values are serialised right away (asdict's deep copy was a tenth of an exact hit)
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 def exact_key(spec: AnswerSpec) -> str:

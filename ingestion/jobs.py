@@ -49,17 +49,20 @@ class JobContext:
 
 
 @contextlib.contextmanager
-def job_run(job: str, *, task_id: str = "", attempt: int = 1, lock_name: str | None = None):
+def job_run(job: str, *, task_id: str = "", attempt: int = 1, lock_name: str | None = None,
+            record_skip: bool = True):
     """Run a job under its lock and record it; yields a ``JobContext`` or raises ``LockHeld``
-    (after recording a skipped run) when another run is in progress."""
+    (after recording a skipped run, unless the caller will simply try again) when another run
+    is in progress."""
     started = time.monotonic()
     lock_name = lock_name or job
     with contextlib.ExitStack() as stack:
         try:
             lock = stack.enter_context(job_lock(lock_name))
         except LockHeld as exc:
-            JobRun.objects.create(job=job, task_id=task_id, attempt=attempt, status=JobRun.Status.SKIPPED,
-                                  finished_at=timezone.now(), error=str(exc))
+            if record_skip:
+                JobRun.objects.create(job=job, task_id=task_id, attempt=attempt, status=JobRun.Status.SKIPPED,
+                                      finished_at=timezone.now(), error=str(exc))
             raise
         # Holding the lock proves no other run under it is alive: a run still marked "running"
         # died with its worker (killed, host lost) and never recorded its end.
@@ -164,8 +167,9 @@ def index_refresh(tenant_id: int, *, task_id: str = "", attempt: int = 1) -> Job
     from caching.purge import purge_citing
 
     r = get_redis()
+    # A refresh of the tenant already running: the task retries shortly (no skipped run recorded).
     with job_run(INDEX_REFRESH_JOB, task_id=task_id, attempt=attempt,
-                 lock_name=f"{INDEX_REFRESH_JOB}:tenant:{tenant_id}") as ctx:
+                 lock_name=f"{INDEX_REFRESH_JOB}:tenant:{tenant_id}", record_skip=False) as ctx:
         # Taken before the sync: a change from now on queues a new refresh.
         article_pks = sorted(int(pk) for pk in r.spop(_pending_key(tenant_id), 100000) or [])
         try:

@@ -7,6 +7,7 @@ import numpy as np
 from pgvector.django import CosineDistance
 
 from retrieval.models import ChunkEmbedding, IndexGeneration
+from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
 
 
 @dataclass(frozen=True)
@@ -45,3 +46,25 @@ def search_chunks(generation: IndexGeneration, tenant_id: int, locale: str, vect
         )
         for r in rows
     ]
+
+
+def index_version(tenant_id: int) -> int:
+    """Bumped whenever a tenant's vectors change, so results cached before a re-index
+    (e.g. between a purge and the re-embedding of an edited article) are never read again."""
+    if not redis_available():
+        return 0
+    try:
+        return int(get_redis().get(f"idxv:{tenant_id}") or 0)
+    except RedisUnavailable:
+        mark_redis_down()
+        return 0
+
+
+def index_version_bump(tenant_ids) -> None:
+    try:
+        pipe = get_redis().pipeline(transaction=False)
+        for tenant_id in set(tenant_ids):
+            pipe.incr(f"idxv:{tenant_id}")
+        pipe.execute()
+    except RedisUnavailable:
+        mark_redis_down()  # the search cache TTL bounds what a missed bump can cost

@@ -16,6 +16,7 @@ from django.utils import timezone
 from ingestion.models import Chunk
 from retrieval.embeddings import EmbedStats, Embedder, embed_texts, get_embedder
 from retrieval.models import ChunkEmbedding, IndexGeneration
+from retrieval.search import index_version_bump
 
 BATCH = 256
 
@@ -73,15 +74,28 @@ def index_sync(generation: IndexGeneration | None = None, embedder: Embedder | N
     stale = ChunkEmbedding.objects.filter(generation=generation).exclude(chunk__is_current=True)
     if tenant_id is not None:
         stale = stale.filter(tenant_id=tenant_id)
+    touched = set(stale.values_list("tenant_id", flat=True).distinct())
     report.removed, _ = stale.delete()
     todo = (current.exclude(embeddings__generation=generation)
             .select_related("article").order_by("pk"))
     pending_ids = list(todo.values_list("pk", flat=True))
     report.changed = len(pending_ids)
     stats = EmbedStats()
+    try:
+        _embed_pending(pending_ids, generation, embedder, stats, touched, progress)
+    finally:
+        if touched and generation.status == IndexGeneration.Status.ACTIVE:
+            index_version_bump(touched)
+    report.embedded, report.cache_hits = stats.model_calls, stats.cache_hits
+    report.duration_s = time.monotonic() - started
+    return report
+
+
+def _embed_pending(pending_ids, generation, embedder, stats, touched, progress) -> None:
     for start in range(0, len(pending_ids), BATCH):
         chunks = list(Chunk.objects.filter(pk__in=pending_ids[start:start + BATCH]).select_related("article"))
         vectors = embed_texts([chunk_embedding_text(c) for c in chunks], embedder=embedder, stats=stats)
+        touched |= {c.article.tenant_id for c in chunks}
         with transaction.atomic():
             ChunkEmbedding.objects.bulk_create([
                 ChunkEmbedding(generation=generation, chunk=c, article_id=c.article_id, tenant_id=c.article.tenant_id,
@@ -90,6 +104,3 @@ def index_sync(generation: IndexGeneration | None = None, embedder: Embedder | N
             ], ignore_conflicts=True)
         if progress:
             progress(min(start + BATCH, len(pending_ids)), len(pending_ids))
-    report.embedded, report.cache_hits = stats.model_calls, stats.cache_hits
-    report.duration_s = time.monotonic() - started
-    return report

@@ -26,8 +26,9 @@ from caching.layers.exact import ExactLayer
 from caching.layers.search import SearchLayer, search_key
 from caching.layers.semantic import SemanticLayer, SemanticScope
 from caching.models import CacheDecision
-from retrieval.embeddings import EmbedStats, embed_query, get_embedder
-from retrieval.search import SearchHit, search_chunks
+from retrieval.embeddings import EmbedStats, embed_texts, get_embedder
+from retrieval.generations import embedder_for
+from retrieval.search import SearchHit, index_version, search_chunks
 from retrieval.services import active_generation
 from supportbot.generation.base import GenerationError, GenerationResult, Passage, get_backend
 from supportbot.generation.citations import parse_answer
@@ -177,7 +178,7 @@ def offer_answer(asker: Asker, raw_question, answer: str, passages: list[Passage
     state.answer = answer
     state.citations = unique_citations(citation(p, article_pks[p.chunk_id]) for p in passages)
     if state.vector is None and state.eligibility.eligible:
-        state.vector = embed_query(state.question, stats=state.embed_stats)
+        state.vector = embed_question(state)
     admit(state)
     record(state)
     return state
@@ -218,7 +219,7 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
         state.layers.append(LayerResult("semantic", "skipped", reason="semantic cache off for this tenant"))
         return None
     t = time.perf_counter()
-    state.vector = embed_query(state.question, stats=state.embed_stats)
+    state.vector = embed_question(state)
     state.lap("embed", t)
     t = time.perf_counter()
     result = semantic_layer.lookup(semantic_scope(state), state.question, state.vector, tenant.semantic_mode)
@@ -245,7 +246,7 @@ def retrieve(state: AskState) -> None:
         raise RetrievalUnavailable("the knowledge base has not been indexed yet")
     tenant = state.asker.tenant
     k = settings.RETRIEVAL_TOP_K
-    key = search_key(state.normalized, tenant.pk, state.asker.locale, k, generation.pk)
+    key = search_key(state.normalized, tenant.pk, state.asker.locale, k, generation.pk, index_version(tenant.pk))
     cached = search_layer.lookup(key)
     state.layers.append(cached)
     if cached.hit:
@@ -253,7 +254,7 @@ def retrieve(state: AskState) -> None:
     else:
         if state.vector is None:
             te = time.perf_counter()
-            state.vector = embed_query(state.question, stats=state.embed_stats)
+            state.vector = embed_question(state)
             state.lap("embed", te)
         hits = search_chunks(generation, tenant.pk, state.asker.locale, state.vector, k)
         if cached.disposition != "skipped":
@@ -483,6 +484,16 @@ def active_generation_cached():
     return _generation_cache[1]
 
 
+def query_embedder():
+    """Questions are embedded with the active generation's model, never another one."""
+    generation = active_generation_cached()
+    return embedder_for(generation) if generation is not None else get_embedder()
+
+
+def embed_question(state: AskState):
+    return embed_texts([state.question], embedder=query_embedder(), stats=state.embed_stats)[0]
+
+
 def retrieval_version() -> str:
     gen = active_generation_cached()
     return digest({
@@ -505,7 +516,7 @@ def answer_spec(state: AskState) -> AnswerSpec:
 
 
 def semantic_scope(state: AskState) -> SemanticScope:
-    spec, embedder = state.spec, get_embedder()
+    spec, embedder = state.spec, query_embedder()
     return SemanticScope(
         tenant_id=state.asker.tenant.pk, locale=spec.locale, prompt_version=digest([spec.prompt_version,
         spec.tenant_prompt_version, spec.generation_params])[:16], model=spec.model,

@@ -14,6 +14,10 @@ if not os.environ.get("REDIS_TEST_URL"):
 os.environ["REDIS_URL"] = os.environ["REDIS_TEST_URL"]
 
 import pytest  # noqa: E402
+from django.conf import settings as django_settings  # noqa: E402
+
+# pytest-django has read the settings before this file runs: point them at the test database too.
+django_settings.REDIS_URL = os.environ["REDIS_TEST_URL"]
 
 from tests import factories  # noqa: E402
 

@@ -13,8 +13,10 @@ from retrieval.search import SearchHit
 from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
 
 
-def search_key(normalized_query: str, tenant_id: int, locale: str, k: int, generation_id: int) -> str:
-    return "srch:" + digest({"q": normalized_query, "t": tenant_id, "l": locale, "k": k, "g": generation_id})
+def search_key(normalized_query: str, tenant_id: int, locale: str, k: int, generation_id: int,
+               index_version: int = 0) -> str:
+    return "srch:" + digest({"q": normalized_query, "t": tenant_id, "l": locale, "k": k, "g": generation_id,
+                             "v": index_version})
 
 
 def _cite_key(article_pk: int) -> str:

@@ -13,6 +13,7 @@ from ingestion.models import Article, Chunk
 from ingestion.parsing import ParsedArticle
 from ingestion.services import article_upsert
 from retrieval.models import ChunkEmbedding
+from retrieval.search import index_version
 from retrieval.services import active_generation
 from supportbot import pipeline
 from supportbot.redis_client import get_redis
@@ -60,7 +61,7 @@ class CachedEverywhere:
         pipeline._generation_cache = None  # read the active generation now, not a cached one
         pipeline.retrieve(state)
         self.search_key = search_key(state.normalized, tenant.pk, "en", settings.RETRIEVAL_TOP_K,
-                                     active_generation().pk)
+                                     active_generation().pk, index_version(tenant.pk))
         raw = get_redis().get(self.search_key)
         assert raw is not None, "retrieval stored no search results"
         self.search_article_pks = {h["article_pk"] for h in json.loads(raw)}

@@ -16,7 +16,6 @@ import socket
 import threading
 
 import pytest
-from django.test import override_settings
 
 from supportbot import pipeline
 from supportbot.auth import api_key_create, customer_token_issue
@@ -84,11 +83,14 @@ def offers():
 
 @pytest.fixture
 def dead_model(settings):
-    """Point generation at a port nothing listens on (no retries): a miss fails fast, for real."""
-    with override_settings(VLLM_BASE_URL=f"http://{HOST}:{free_port()}", VLLM_MODEL="dead-model",
-                           VLLM_MODEL_REVISION="none", GENERATION_MAX_RETRIES=0, GENERATION_CONNECT_TIMEOUT_S=0.5,
-                           GENERATION_TIMEOUT_S=2.0):
-        yield
+    """Point generation at a port nothing listens on (no retries): a miss fails fast, for real.
+
+    Set through pytest-django's ``settings`` like every other override here: mixing it with a
+    separate ``override_settings`` would restore them out of order and leak the dead model."""
+    settings.VLLM_BASE_URL = f"http://{HOST}:{free_port()}"
+    settings.VLLM_MODEL, settings.VLLM_MODEL_REVISION = "dead-model", "none"
+    settings.GENERATION_MAX_RETRIES, settings.GENERATION_CONNECT_TIMEOUT_S = 0, 0.5
+    settings.GENERATION_TIMEOUT_S = 2.0
 
 
 @pytest.fixture

@@ -145,7 +145,7 @@ def test_a_database_failure_on_the_api_is_a_503_json(client, demo, offers, monke
     def fail(*args, **kwargs):
         raise OperationalError("the database system is shutting down")
 
-    monkeypatch.setattr(AskEvent.objects, "create", fail)
+    monkeypatch.setattr(AskEvent, "save", fail)
     response = api_post(client, "acme", {"question": CACHED})
     assert response.status_code == 503 and response.json()["error"]["code"] == "unavailable"
     assert response["Retry-After"] == "5"

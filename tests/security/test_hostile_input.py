@@ -128,7 +128,8 @@ def test_chat_form_oversized_and_invalid_utf8_bodies(client, demo):
     big = client.post("/t/acme/ask", data=b"question=" + b"a" * (10 * 1024 * 1024) + b"&locale=en",
                       content_type="application/x-www-form-urlencoded")
     assert big.status_code in (400, 413)
-    bad = client.post("/t/acme/ask", data=b"question=%C3%28%FF&locale=en", content_type="application/x-www-form-urlencoded",
+    bad = client.post("/t/acme/ask", data=b"question=%C3%28%FF&locale=en",
+                      content_type="application/x-www-form-urlencoded",
                       HTTP_HX_REQUEST="true")
     assert bad.status_code in (200, 422)
     assert stored()[0] == 0
@@ -138,7 +139,8 @@ def test_script_in_questions_and_answers_is_never_rendered(client, demo, offers,
     acme = demo["acme"]
     cached_q, hostile_q = "How do I return an item?", f"How do I return an item? {SCRIPT}"
     # markup in a cached answer (the strongest case: it is served verbatim) ...
-    state, _ = offers.offer(pipeline.Asker(acme, "en"), cached_q, answer=f"Returns are easy {IMG} scope-answer mkzz [1].")
+    state, _ = offers.offer(pipeline.Asker(acme, "en"), cached_q,
+                            answer=f"Returns are easy {IMG} scope-answer mkzz [1].")
     assert state.admitted
     # ... and in a question (admission refuses to cache answers to it: it looks like an injection)
     assert not offers.offer(pipeline.Asker(acme, "en"), hostile_q)[0].admitted

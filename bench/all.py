@@ -1,0 +1,165 @@
+"""Run every benchmark in ``bench/`` and rewrite ``docs/benchmarks.md``.
+
+    .venv/bin/python -m bench.all [--only NAME,...] [--skip NAME,...] [--timeout-min 60]
+
+Each ``bench/NAME.py`` (all but ``common``, ``all`` and ``__init__``) runs as its own process,
+``python -m bench.NAME``, one after the other (they measure latency: they must not share the
+machine with each other). Its last output line is its summary; its full output and the figures it
+stored with ``bench_result`` (``var/bench/NAME.json``) go into the report, with the machine it ran on.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = ROOT / "bench"
+REPORT = ROOT / "docs" / "benchmarks.md"
+RESULTS_DIR = ROOT / "var" / "bench"
+NOT_BENCHMARKS = {"__init__", "common", "all"}
+OUTPUT_LINES = 80  # the tail of a benchmark's output kept in the report
+
+
+def discover() -> list[str]:
+    return sorted(p.stem for p in BENCH_DIR.glob("*.py") if p.stem not in NOT_BENCHMARKS and not p.stem.startswith("_"))
+
+
+def summary_of(name: str) -> str:
+    """The first paragraph of a benchmark's module docstring (read without importing it)."""
+    try:
+        doc = ast.get_docstring(ast.parse((BENCH_DIR / f"{name}.py").read_text())) or ""
+    except (OSError, SyntaxError):
+        return ""
+    return doc.split("\n\n")[0].replace("\n", " ").strip()
+
+
+def machine() -> dict[str, str]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram = "unknown"
+    try:
+        kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                  if line.startswith("MemTotal"))
+        ram = f"{kb / 1024 / 1024:.1f} GiB"
+    except (OSError, StopIteration, ValueError):
+        pass
+    try:
+        load = " / ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        load = "unknown"
+    return {"CPU": cpu, "cores": str(os.cpu_count()), "RAM": ram, "Python": platform.python_version(),
+            "OS": f"{platform.system()} {platform.release()}", "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+            "load average at start (1/5/15 min)": load}
+
+
+def run(name: str, timeout_s: float) -> dict:
+    print(f"== bench.{name}", flush=True)
+    started = time.monotonic()
+    stored = RESULTS_DIR / f"{name}.json"
+    before = stored.stat().st_mtime if stored.exists() else None
+    try:
+        proc = subprocess.run([sys.executable, "-m", f"bench.{name}"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=timeout_s)
+        status, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        status, stdout, stderr = "timeout", _text(exc.stdout), _text(exc.stderr)
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    last = lines[-1].strip() if lines and status == 0 else ""
+    figures = None
+    if stored.exists() and stored.stat().st_mtime != before:  # written by this run
+        try:
+            figures = json.loads(stored.read_text()).get("figures")
+        except ValueError:
+            figures = None
+    result = {"name": name, "status": status, "seconds": time.monotonic() - started, "last_line": last,
+              "output": lines[-OUTPUT_LINES:], "errors": stderr.strip().splitlines()[-15:], "figures": figures}
+    print(f"   {'ok' if status == 0 else f'FAILED ({status})'} in {result['seconds']:.0f} s: {last}", flush=True)
+    return result
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _flatten(figures, prefix="") -> list[tuple[str, str]]:
+    rows = []
+    for key, value in (figures or {}).items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            rows += _flatten(value, name + ".")
+        elif isinstance(value, float):
+            rows.append((name, f"{value:.4g}"))
+        elif isinstance(value, list):
+            rows.append((name, "; ".join(map(str, value))[:300]))
+        else:
+            rows.append((name, str(value)))
+    return rows
+
+
+def render(info: dict[str, str], results: list[dict]) -> str:
+    out = ["# Benchmarks", "",
+           "Written by `python -m bench.all` (`make bench`); every section is the output of one "
+           "`python -m bench.NAME` run on the machine below. Do not edit by hand.", "",
+           "## Machine", "", "| | |", "| --- | --- |"]
+    out += [f"| {k} | {v} |" for k, v in info.items()]
+    out += ["", "## Summary", "", "| benchmark | status | seconds | last line |", "| --- | --- | --- | --- |"]
+    for r in results:
+        status = "ok" if r["status"] == 0 else f"failed ({r['status']})"
+        out.append(f"| `{r['name']}` | {status} | {r['seconds']:.0f} | `{r['last_line'] or '-'}` |")
+    for r in results:
+        out += ["", f"## `bench.{r['name']}`", ""]
+        summary = summary_of(r["name"])
+        if summary:
+            out += [summary, ""]
+        if r["last_line"]:
+            out += ["Last line:", "", "```", r["last_line"], "```", ""]
+        out += ["Output:", "", "```", *(r["output"] or ["(no output)"]), "```"]
+        if r["status"] != 0 and r["errors"]:
+            out += ["", "Errors (tail):", "", "```", *r["errors"], "```"]
+        rows = _flatten(r["figures"])
+        if rows:
+            out += ["", "<details><summary>All figures</summary>", "", "| figure | value |", "| --- | --- |"]
+            out += [f"| {k} | {v.replace('|', '/')} |" for k, v in rows]
+            out += ["", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="", help="comma-separated benchmark names")
+    parser.add_argument("--skip", default="", help="comma-separated benchmark names")
+    parser.add_argument("--timeout-min", type=float, default=60.0, help="per benchmark")
+    args = parser.parse_args(argv)
+    names = discover()
+    if args.only:
+        wanted = set(args.only.split(","))
+        unknown = wanted - set(names)
+        if unknown:
+            parser.error(f"no such benchmark: {', '.join(sorted(unknown))} (have {', '.join(names)})")
+        names = [n for n in names if n in wanted]
+    names = [n for n in names if n not in set(args.skip.split(","))]
+    info = machine()
+    results = [run(name, args.timeout_min * 60) for name in names]
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(render(info, results))
+    print(f"wrote {REPORT.relative_to(ROOT)}")
+    return 0 if all(r["status"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
