@@ -944,9 +944,34 @@ def _analyse(question: str) -> _Analysis:
 # Public API
 # --------------------------------------------------------------------------------------
 
+# A language-independent safety net under the English rules: the guards read English, so in any
+# other language a first-person possessive, a record id or a "now" word makes the question
+# ineligible. It costs hit rate in those locales and never shares a personal answer.
+_FOREIGN_PERSONAL = re.compile(
+    r"\b(mein|meine|meinen|meinem|meiner|meines|mir|mich|mon|ma|mes|mien|mienne|mi|mis|mío|mía|"
+    r"mio|mia|miei|mie|mijn|meu|minha|meus|minhas)\b", re.I)
+_RECORD_ID = re.compile(r"\b(?=[a-z0-9-]*\d)(?=[a-z0-9-]*[a-z])[a-z0-9]+(?:-[a-z0-9]+)*\b|\b\d{5,}\b", re.I)
+_FOREIGN_TIME = re.compile(
+    r"\b(heute|morgen|gestern|jetzt|gerade|aktuell|derzeit|aujourd'hui|demain|hier|maintenant|actuellement|"
+    r"hoy|mañana|ayer|ahora|oggi|domani|ieri|adesso|vandaag|morgen|gisteren|nu)\b", re.I)
+
+
+def _id_like(question: str) -> bool:
+    return any(sum(ch.isdigit() for ch in m.group(0)) >= 4 for m in _RECORD_ID.finditer(question))
+
+
 def classify(question: str) -> Eligibility:
     """Is the question shareable across customers, and what kind of answer does it want?"""
-    return _analyse(question).eligibility
+    found = _analyse(question).eligibility
+    if not found.eligible:
+        return found
+    if m := _FOREIGN_PERSONAL.search(question):
+        return Eligibility(False, "personal", found.intent, f"personal: first-person possessive ('{m.group(0)}')")
+    if _id_like(question):
+        return Eligibility(False, "personal", found.intent, "personal: refers to a specific record (an id)")
+    if m := _FOREIGN_TIME.search(question):
+        return Eligibility(False, "time", found.intent, f"time: depends on the current time ('{m.group(0)}')")
+    return found
 
 
 def signature(question: str) -> dict[str, list[str]]:

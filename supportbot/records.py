@@ -72,41 +72,66 @@ class HitRecordWriter:
         """Wait until every queued record is written (True), or the timeout passes (False)."""
         deadline = time.monotonic() + timeout_s
         while self._queue.unfinished_tasks:
-            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
-                self._drain_once(block=False)  # no writer here (exiting, or a forked child): write it now
+            if not self._running():  # no writer here (exiting, or a forked child): write them now
+                batch, _ = self._take(block=False)
+                self._write_batch(batch)
                 continue
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.005)
         return True
 
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Write what is queued, then end the thread (it closes its database connection)."""
+        if self._running():
+            self._queue.put(_STOP)
+            self._thread.join(timeout_s)
+        self.flush(timeout_s)
+
+    def _running(self) -> bool:
+        return self._pid == os.getpid() and self._thread is not None and self._thread.is_alive()
+
     def _ensure_running(self) -> None:
-        if self._pid == os.getpid() and self._thread is not None and self._thread.is_alive():
+        if self._running():
             return
         with self._lock:
-            if self._pid == os.getpid() and self._thread is not None and self._thread.is_alive():
+            if self._running():
                 return
             if self._pid != os.getpid():  # first use in this process (gunicorn forks its workers)
                 self._queue = queue.Queue(maxsize=self._queue.maxsize)
-                atexit.register(self.flush)
+                atexit.register(self.stop)
             self._pid = os.getpid()
             self._thread = threading.Thread(target=self._run, name="hit-record-writer", daemon=True)
             self._thread.start()
 
     def _run(self) -> None:
         while True:
-            self._drain_once(block=True)
+            batch, stopping = self._take(block=True)
+            self._write_batch(batch)
+            if stopping:
+                connection.close()
+                return
 
-    def _drain_once(self, *, block: bool) -> None:
+    def _take(self, *, block: bool) -> tuple[list, bool]:
+        """Whatever is queued (waiting for the first item if ``block``), up to a batch."""
+        batch: list = []
         try:
-            batch = [self._queue.get(block=block)]
+            item = self._queue.get(block=block)
+            while True:
+                if item is _STOP:
+                    self._queue.task_done()
+                    return batch, True
+                batch.append(item)
+                if len(batch) >= self._max_batch:
+                    break
+                item = self._queue.get_nowait()
         except queue.Empty:
+            pass
+        return batch, False
+
+    def _write_batch(self, batch: list) -> None:
+        if not batch:
             return
-        while len(batch) < self._max_batch:
-            try:
-                batch.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
         try:
             close_old_connections()
             self._write(batch)
@@ -116,6 +141,9 @@ class HitRecordWriter:
         finally:
             for _ in batch:
                 self._queue.task_done()
+
+
+_STOP = object()
 
 
 def _write_hits(states: list) -> None:

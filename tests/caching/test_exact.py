@@ -145,3 +145,55 @@ def test_a_real_answer_is_admitted_then_served_by_both_layers(client, acme, mode
 
     paraphrase = ask("How can I reset my password?")
     assert paraphrase["cache"]["layer"] == "semantic" and paraphrase["answer"] == fresh["answer"]
+
+
+# --------------------------------------------------------------------------- hit records off the request path
+
+def test_inside_a_transaction_a_hit_is_recorded_by_the_caller(acme):
+    from supportbot.records import hit_records
+
+    offer(asker(acme), QUESTION)
+    state, served = cached_lookup(asker(acme), QUESTION)
+    assert served is not None and not hit_records.submit(state)  # no web request, and a transaction is open
+    assert AskEvent.objects.filter(request_id=state.request_id).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_in_a_web_request_hit_records_are_batched_by_the_writer(client, monkeypatch, caplog):
+    """Outside a transaction (as in production) the hit's record is written by the background
+    writer, several hits a transaction; a failing batch is logged and the next ones still go in."""
+    from django.db import OperationalError
+
+    from supportbot.records import hit_records
+    from tests import factories
+
+    tenant = factories.tenant("records-writer")
+    factories.article(tenant, "return-policy", "Unused items can be returned within 30 days of delivery.")
+    assert offer(asker(tenant), QUESTION).admitted
+    batches, write = [], hit_records._write
+
+    def spy(batch):
+        batches.append(len(batch))
+        if len(batches) == 1:
+            raise OperationalError("the database went away")
+        write(batch)
+
+    monkeypatch.setattr(hit_records, "_write", spy)
+    try:
+        ids = []
+        for _ in range(6):
+            response = client.post(f"/api/t/{tenant.slug}/ask", data=json.dumps({"question": QUESTION}),
+                                   content_type="application/json")
+            assert response.status_code == 200 and response.json()["cache"]["layer"] == "exact"
+            ids.append(response.json()["request_id"])
+        assert hit_records.flush()
+    finally:
+        hit_records.stop()  # the thread closes its connection: the test database can be dropped
+    assert sum(batches) == 6
+    assert "could not record" in caplog.text
+    written = AskEvent.objects.filter(request_id__in=ids)
+    assert written.count() == 6 - batches[0]  # the failed batch is lost, nothing else
+    for event in written:
+        assert event.serving_layer == "exact"
+        assert list(event.decisions.order_by("pk").values_list("layer", "disposition")) == [
+            ("eligibility", "miss"), ("exact", "hit")]
