@@ -27,7 +27,7 @@ from caching.layers.search import SearchLayer, search_key
 from caching.layers.semantic import SemanticLayer, SemanticScope
 from caching.models import CacheDecision
 from retrieval.embeddings import EmbedStats, embed_texts, get_embedder
-from retrieval.generations import embedder_for
+from retrieval.generations import GenerationMismatch, embedder_for
 from retrieval.search import SearchHit, index_version, search_chunks
 from retrieval.services import active_generation
 from supportbot.generation.base import GenerationError, GenerationResult, Passage, get_backend
@@ -219,7 +219,11 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
         state.layers.append(LayerResult("semantic", "skipped", reason="semantic cache off for this tenant"))
         return None
     t = time.perf_counter()
-    state.vector = embed_question(state)
+    try:
+        state.vector = embed_question(state)
+    except GenerationMismatch as exc:  # mid-upgrade: this process cannot embed like the index
+        state.layers.append(LayerResult("semantic", "skipped", reason=f"embedding model mismatch: {exc}"[:300]))
+        return None
     state.lap("embed", t)
     t = time.perf_counter()
     result = semantic_layer.lookup(semantic_scope(state), state.question, state.vector, tenant.semantic_mode)
@@ -273,7 +277,7 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
     """Retrieval then generation, streaming the model's text as it comes."""
     try:
         retrieve(state)
-    except (RetrievalUnavailable, DatabaseError) as exc:
+    except (RetrievalUnavailable, GenerationMismatch, DatabaseError) as exc:
         log.warning("retrieval failed: %s", exc)
         fail(state, f"retrieval: {exc}")
         yield "delta", state.answer

@@ -11,6 +11,7 @@ from django.test import override_settings
 
 from caching.models import SemanticEntry
 from ingestion.models import Chunk
+from retrieval.models import IndexGeneration
 from retrieval.embeddings import EmbedStats, embed_query, embed_texts, get_embedder, set_embedder, text_hash
 from retrieval.services import chunk_embedding_text, index_sync
 from supportbot import pipeline
@@ -107,6 +108,11 @@ def test_a_vector_of_the_wrong_size_is_recomputed():
 
 def test_after_a_model_upgrade_the_semantic_cache_only_offers_entries_of_the_new_version(acme, other_version):
     offer(pipeline.Asker(acme, "en"), "What is your return policy?")
+    # the upgrade: the new model's generation becomes the active one and processes embed with it
+    IndexGeneration.objects.filter(status=IndexGeneration.Status.ACTIVE).update(status=IndexGeneration.Status.RETIRED)
+    IndexGeneration.objects.create(model_name=other_version.name, model_version=other_version.version,
+                                   dimensions=other_version.dimensions, status=IndexGeneration.Status.ACTIVE)
+    pipeline._generation_cache = None
     set_embedder(other_version)
 
     state, served = cached_lookup(pipeline.Asker(acme, "en"), "return policy details")
