@@ -186,21 +186,30 @@ def _parse_json_object(request) -> dict:
     return body
 
 
-@csrf_exempt
-@require_http_methods(["POST"])
-def api_ask(request, tenant: str):
+def _api_caller(request, tenant: str, *, key_required: bool = False):
+    """The start of every API view: the tenant, the caller's API key (if any) and the rate limits.
+    Returns (tenant, key, None), or (None, None, an error response)."""
     try:
         t = Tenant.objects.get(slug=tenant)
     except Tenant.DoesNotExist:
-        return _api_error("unknown_tenant", "no such tenant", 404)
+        return None, None, _api_error("unknown_tenant", "no such tenant", 404)
     try:
         key = auth.api_key_from_request(request, t)
+        if key is None and key_required:
+            raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
     except auth.AuthError as exc:  # failed attempts count against the address
         limited = _rate_limited(request, t, ratelimit.client_key(request), api=True)
-        return limited or _api_error(exc.code, exc.message, exc.status)
+        return None, None, limited or _api_error(exc.code, exc.message, exc.status)
     limited = _rate_limited(request, t, ratelimit.client_key(request, key), api=True)
-    if limited is not None:
-        return limited
+    return t, key, limited
+
+
+@csrf_exempt
+@require_http_methods(["POST"])
+def api_ask(request, tenant: str):
+    t, key, refused = _api_caller(request, tenant)
+    if refused is not None:
+        return refused
     try:
         body = _parse_ask_body(request)
         caller = auth.api_caller(request, t, key, body.get("customer"))
@@ -242,20 +251,9 @@ def _chain(first, rest):
 @require_http_methods(["POST"])
 def api_customer_token(request, tenant: str):
     """A tenant's backend exchanges its API key for a short-lived token naming one signed-in customer."""
-    try:
-        t = Tenant.objects.get(slug=tenant)
-    except Tenant.DoesNotExist:
-        return _api_error("unknown_tenant", "no such tenant", 404)
-    try:
-        key = auth.api_key_from_request(request, t)
-        if key is None:
-            raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
-    except auth.AuthError as exc:
-        limited = _rate_limited(request, t, ratelimit.client_key(request), api=True)
-        return limited or _api_error(exc.code, exc.message, exc.status)
-    limited = _rate_limited(request, t, ratelimit.client_key(request, key), api=True)
-    if limited is not None:
-        return limited
+    t, key, refused = _api_caller(request, tenant, key_required=True)
+    if refused is not None:
+        return refused
     try:
         body = _parse_json_object(request)
         ttl = body.get("ttl_s")
@@ -310,18 +308,9 @@ def api_feedback(request, tenant: str):
     """POST {"request_id": ..., "helpful": true|false, "comment": optional}: the customer's verdict on an answer."""
     from caching.review import feedback_record
 
-    try:
-        t = Tenant.objects.get(slug=tenant)
-    except Tenant.DoesNotExist:
-        return _api_error("unknown_tenant", "no such tenant", 404)
-    try:
-        key = auth.api_key_from_request(request, t)
-    except auth.AuthError as exc:
-        limited = _rate_limited(request, t, ratelimit.client_key(request), api=True)
-        return limited or _api_error(exc.code, exc.message, exc.status)
-    limited = _rate_limited(request, t, ratelimit.client_key(request, key), api=True)
-    if limited is not None:
-        return limited
+    t, key, refused = _api_caller(request, tenant)
+    if refused is not None:
+        return refused
     try:
         body = _parse_json_object(request)
         unknown = set(body) - {"request_id", "helpful", "comment"}
