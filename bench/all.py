@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / "bench"
 REPORT = ROOT / "docs" / "benchmarks.md"
 RESULTS_DIR = ROOT / "var" / "bench"
+RUNS_DIR = RESULTS_DIR / "runs"  # the last run of each benchmark, so a partial run keeps the others' results
 NOT_BENCHMARKS = {"__init__", "common", "all"}
 OUTPUT_LINES = 80  # the tail of a benchmark's output kept in the report
 
@@ -85,9 +86,19 @@ def run(name: str, timeout_s: float) -> dict:
         except ValueError:
             figures = None
     result = {"name": name, "status": status, "seconds": time.monotonic() - started, "last_line": last,
-              "output": lines[-OUTPUT_LINES:], "errors": stderr.strip().splitlines()[-15:], "figures": figures}
+              "output": lines[-OUTPUT_LINES:], "errors": stderr.strip().splitlines()[-15:], "figures": figures,
+              "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine()}
+    RUNS_DIR.mkdir(parents=True, exist_ok=True)
+    (RUNS_DIR / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
     print(f"   {'ok' if status == 0 else f'FAILED ({status})'} in {result['seconds']:.0f} s: {last}", flush=True)
     return result
+
+
+def previous(name: str) -> dict | None:
+    try:
+        return json.loads((RUNS_DIR / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _text(value) -> str:
@@ -117,12 +128,15 @@ def render(info: dict[str, str], results: list[dict]) -> str:
            "`python -m bench.NAME` run on the machine below. Do not edit by hand.", "",
            "## Machine", "", "| | |", "| --- | --- |"]
     out += [f"| {k} | {v} |" for k, v in info.items()]
-    out += ["", "## Summary", "", "| benchmark | status | seconds | last line |", "| --- | --- | --- | --- |"]
+    out += ["", "## Summary", "", "| benchmark | status | run | seconds | last line |", "| --- | --- | --- | --- | --- |"]
     for r in results:
         status = "ok" if r["status"] == 0 else f"failed ({r['status']})"
-        out.append(f"| `{r['name']}` | {status} | {r['seconds']:.0f} | `{r['last_line'] or '-'}` |")
+        out.append(f"| `{r['name']}` | {status} | {r.get('date', '?')} | {r['seconds']:.0f} | `{r['last_line'] or '-'}` |")
     for r in results:
         out += ["", f"## `bench.{r['name']}`", ""]
+        if r.get("earlier"):
+            out += [f"*Not run this time: the result of the run on {r.get('date', '?')}"
+                    f" (CPU {r.get('machine', {}).get('CPU', '?')}).*", ""]
         summary = summary_of(r["name"])
         if summary:
             out += [summary, ""]
@@ -154,11 +168,17 @@ def main(argv=None) -> int:
         names = [n for n in names if n in wanted]
     names = [n for n in names if n not in set(args.skip.split(","))]
     info = machine()
-    results = [run(name, args.timeout_min * 60) for name in names]
+    fresh = {name: run(name, args.timeout_min * 60) for name in names}
+    results = []
+    for name in discover():  # every benchmark in the report: this run's result, else its last one
+        if name in fresh:
+            results.append(fresh[name])
+        elif (earlier := previous(name)) is not None:
+            results.append({**earlier, "earlier": True})
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(render(info, results))
     print(f"wrote {REPORT.relative_to(ROOT)}")
-    return 0 if all(r["status"] == 0 for r in results) else 1
+    return 0 if all(r["status"] == 0 for r in fresh.values()) else 1
 
 
 if __name__ == "__main__":

@@ -88,7 +88,7 @@ def seed(scratch, label: str, seeds: dict[str, list[str]]) -> tuple[object, dict
 
 def replay(tenant, test: list[tuple[str, str]], intent_of_answer: dict[str, str]) -> dict:
     asker = pipeline.Asker(tenant, "en")
-    counts, layers, confusions = Counter(), Counter(), Counter()
+    counts, layers, confusions, examples = Counter(), Counter(), Counter(), []
     started = time.perf_counter()
     for text, category in test:
         state = pipeline.start(asker, text, streamed=False)
@@ -103,6 +103,7 @@ def replay(tenant, test: list[tuple[str, str]], intent_of_answer: dict[str, str]
         if served_intent != category:
             counts["false"] += 1
             confusions[(category, served_intent)] += 1
+            examples.append(f"{text!r} ({category}) got the answer to {served.question!r} ({served_intent})")
     n, served = counts["rows"], counts["served"]
     return {
         "rows": n, "eligible_share": counts["eligible"] / n, "hit_rate": served / n,
@@ -111,6 +112,7 @@ def replay(tenant, test: list[tuple[str, str]], intent_of_answer: dict[str, str]
         "false_hits": counts["false"], "false_hits_of_all": counts["false"] / n, "served": served,
         "by_layer": dict(layers), "seconds": time.perf_counter() - started,
         "top_confusions": [f"{a} -> {b} ({c})" for (a, b), c in confusions.most_common(8)],
+        "false_hit_examples": examples[:10],
     }
 
 
@@ -124,7 +126,9 @@ def report(name: str, seeded: dict, r: dict) -> None:
           f"{r['false_hits_of_all']:.4f} of all rows)")
     print(f"  replay                {r['rows']} questions in {r['seconds']:.1f} s")
     for line in r["top_confusions"]:
-        print(f"    false hit: {line}")
+        print(f"    false hits by intent: {line}")
+    for line in r["false_hit_examples"]:
+        print(f"    e.g. {line}")
 
 
 def main(argv=None) -> int:

@@ -24,6 +24,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -378,7 +379,8 @@ def lookup_100k(scratch, args) -> dict:
             .annotate(distance=CosineDistance("embedding", probe))
             .order_by("distance")[:CANDIDATES]).explain()
     figures["plan_uses_hnsw"] = "semantic_entry_hnsw" in plan
-    print("query plan:\n  " + plan.replace("\n", "\n  "))
+    shown = re.sub(r"'\[[-0-9.e,]+\]'", f"'[{dim} floats]'", plan)
+    print("query plan:\n  " + shown.replace("\n", "\n  "))
     print(f"  hnsw.iterative_scan={figures['iterative_scan']} hnsw.ef_search={figures['ef_search']}")
 
     for k in range(20):  # warm the index pages

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import statistics
 import time
@@ -77,7 +78,7 @@ def percentiles(samples_ms: Iterable[float]) -> dict[str, float]:
         return {"n": 0}
 
     def rank(p: float) -> float:
-        return values[min(len(values) - 1, max(0, int(round(p / 100 * len(values) + 0.5)) - 1))]
+        return values[min(len(values) - 1, max(0, math.ceil(p / 100 * len(values)) - 1))]
 
     return {"n": len(values), "p50": rank(50), "p90": rank(90), "p99": rank(99),
             "mean": statistics.fmean(values), "max": values[-1]}

@@ -39,8 +39,11 @@ class SearchLayer(CacheLayer):
             result.disposition, result.reason = "skipped", f"redis unavailable: {type(exc).__name__}"
             return result
         if raw is not None:
-            result.disposition, result.reason = "hit", "search results cached"
-            result.value = [SearchHit(**h) for h in json.loads(raw)]
+            try:
+                result.value = [SearchHit(**h) for h in json.loads(raw)]
+                result.disposition, result.reason = "hit", "search results cached"
+            except (ValueError, TypeError):  # unreadable (corrupt or an older layout): search again
+                result.reason = "unreadable entry"
         result.lookup_ms = (time.perf_counter() - started) * 1000
         return result
 

@@ -35,7 +35,8 @@ _RANGE = re.compile(r"(\d{1,3})\s*[-–]\s*(?:passages?\s*)?(\d{1,3})", re.IGNOR
 _DIGITS = re.compile(r"\d{1,3}")
 _MAX_RANGE = 20
 
-_NOT_COVERED_MARK = re.compile(r"\bNOT[_ ]COVERED\b")  # upper case only: "is not covered" is an answer
+# Upper case only ("NOT_COVERED", "NOT COVERED"): "damage is not covered" is an answer.
+_NOT_COVERED_MARK = re.compile(r"\b" + re.escape(NOT_COVERED_MARKER).replace("_", "[_ ]") + r"\b")
 _REFUSALS = re.compile(
     r"|".join([
         r"\bI\s+(?:do\s+not|don'?t|cannot|can'?t|could\s+not|couldn'?t)\s+(?:know|find|answer|help\s+with|provide|say)\b",

@@ -11,8 +11,8 @@ from django.test import override_settings
 
 from caching.models import SemanticEntry
 from ingestion.models import Chunk
-from retrieval.models import IndexGeneration
 from retrieval.embeddings import EmbedStats, embed_query, embed_texts, get_embedder, set_embedder, text_hash
+from retrieval.models import IndexGeneration
 from retrieval.services import chunk_embedding_text, index_sync
 from supportbot import pipeline
 from supportbot.redis_client import get_redis, reset_redis_state
@@ -40,6 +40,7 @@ def other_version():
     upgraded.version = current.version + "-next"
     yield upgraded
     set_embedder(current)
+    pipeline._generation_cache = None  # the generation a test activated is rolled back: forget it too
 
 
 @pytest.fixture

@@ -115,3 +115,21 @@ def test_the_api_answers_with_redis_dead(client, acme, settings):
     body = response.json()
     assert body["status"] == "answered" and body["answer"] == ANSWER
     assert body["cache"]["layer"] == "none" and "redis unavailable" in body["cache"]["reason"]
+
+
+def test_an_unreadable_search_result_entry_is_searched_again(acme):
+    """A value Redis returns but the code cannot read (corrupt, or written by an older release) is a miss."""
+    from django.conf import settings
+
+    from caching.layers.search import search_key
+
+    state = pipeline.start(pipeline.Asker(acme, "en"), "What is your return policy?", streamed=False)
+    pipeline.check_eligibility(state)
+    key = search_key(state.normalized, acme.pk, "en", settings.RETRIEVAL_TOP_K, pipeline.active_generation_cached().pk)
+    for unreadable in (b"{not json", b'[{"chunk_id": 1}]'):
+        get_redis().set(key, unreadable)
+        state.layers.clear()
+        pipeline.retrieve(state)
+        assert state.passages and state.passages[0].article_id == "return-policy"
+        assert [(d.layer, d.disposition) for d in state.layers] == [("retrieval", "miss")]
+        assert [h["article_id"] for h in json.loads(get_redis().get(key))][0] == "return-policy"  # rewritten
