@@ -320,6 +320,9 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
     if parsed.not_covered:
         not_covered(state, "the model found no answer in the passages")
         return
+    if not parsed.citations:  # nothing in the answer comes from a passage: it is not ours to give
+        not_covered(state, "the answer cites no passage")
+        return
     state.answer = parsed.text
     state.citations = unique_citations(citation(p, state.article_pks[p.chunk_id]) for p in parsed.citations)
     state.cited_explicitly = parsed.cited_explicitly

@@ -3,6 +3,7 @@ dedicated servers that tests may kill, and a scripted HTTP server for status cod
 the real model server cannot be made to return (5xx, 429, garbage)."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import socket
@@ -11,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from supportbot.embedded import RUN
 from supportbot.generation.embedded import EmbeddedBackend, ensure_model_server, start_model_server, stop_model_server
 from supportbot.generation.prompt import TenantPrompt
 
@@ -27,6 +29,8 @@ def free_port() -> int:
 def model_server_port() -> int:
     """A model server of this session's own (other sessions' traffic would disturb its KV state)."""
     port = free_port()
+    # atexit runs last-in first-out: this runs after the handle's release has stopped the server.
+    atexit.register(lambda: (RUN / f"modelserver-{port}.lock").unlink(missing_ok=True))
     ensure_model_server(HOST, port)  # stopped at exit through its handle
     return port
 
