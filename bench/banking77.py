@@ -98,7 +98,7 @@ def replay(tenant, test: list[tuple[str, str]], intent_of_answer: dict[str, str]
         if served is None:
             continue
         counts["served"] += 1
-        layers[state.layer] += 1
+        layers[str(state.layer)] += 1
         served_intent = intent_of_answer.get(served.answer, "?")
         if served_intent != category:
             counts["false"] += 1

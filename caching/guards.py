@@ -956,6 +956,13 @@ _FOREIGN_TIME = re.compile(
     r"hoy|mañana|ayer|ahora|oggi|domani|ieri|adesso|vandaag|morgen|gisteren|nu)\b", re.I)
 
 
+# "How do I … my …" is a how-to question in any language; only there a possessive stays general.
+_FOREIGN_HOWTO = re.compile(
+    r"^\s*(wie (kann|könnte|muss|soll) (ich|man)|wie (ändere|lösche|storniere|finde|erhalte|bekomme|setze|"
+    r"aktiviere|deaktiviere|exportiere|importiere|kündige|verwalte) ich|comment (puis-je|faire|je peux)|"
+    r"cómo (puedo|hago)|come (posso|faccio)|hoe (kan|moet) ik)\b", re.I)
+
+
 def _id_like(question: str) -> bool:
     return any(sum(ch.isdigit() for ch in m.group(0)) >= 4 for m in _RECORD_ID.finditer(question))
 
@@ -965,7 +972,7 @@ def classify(question: str) -> Eligibility:
     found = _analyse(question).eligibility
     if not found.eligible:
         return found
-    if m := _FOREIGN_PERSONAL.search(question):
+    if (m := _FOREIGN_PERSONAL.search(question)) and not _FOREIGN_HOWTO.search(question):
         return Eligibility(False, "personal", found.intent, f"personal: first-person possessive ('{m.group(0)}')")
     if _id_like(question):
         return Eligibility(False, "personal", found.intent, "personal: refers to a specific record (an id)")

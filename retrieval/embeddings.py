@@ -63,6 +63,7 @@ class Embedder:
         self._model = None
         self._lock = threading.RLock()
         self.model_calls = 0  # texts encoded by the model in this process
+        self._batch_threads = max(1, os.cpu_count() or 1)
 
     @property
     def model(self):
@@ -84,6 +85,10 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         with self._lock:  # torch on 2 cores: one batch at a time is fastest
+            import torch
+
+            # A question or two is fastest on one thread (no fan-out cost); batches use them all.
+            torch.set_num_threads(1 if len(texts) <= 4 else self._batch_threads)
             vectors = self.model.encode(
                 texts, batch_size=settings.EMBEDDING_BATCH_SIZE, normalize_embeddings=True,
                 convert_to_numpy=True, show_progress_bar=False,

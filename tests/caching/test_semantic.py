@@ -150,7 +150,7 @@ def test_an_answer_never_crosses_tenants(acme, initech):
 
 
 def test_an_answer_never_crosses_locales(acme):
-    question = "Wie kann ich mein Passwort zurücksetzen?"
+    question = "Wie kann man das Passwort zurücksetzen?"
     assert offer(asker(acme, "de"), question, article="password-reset").admitted
 
     state, served = cached_lookup(asker(acme, "en"), question)
