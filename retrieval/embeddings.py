@@ -63,7 +63,6 @@ class Embedder:
         self._model = None
         self._lock = threading.RLock()
         self.model_calls = 0  # texts encoded by the model in this process
-        self._batch_threads = max(1, os.cpu_count() or 1)
 
     @property
     def model(self):
@@ -88,7 +87,7 @@ class Embedder:
             import torch
 
             # A question or two is fastest on one thread (no fan-out cost); batches use them all.
-            torch.set_num_threads(1 if len(texts) <= 4 else self._batch_threads)
+            torch.set_num_threads(1 if len(texts) <= 4 else max(1, os.cpu_count() or 1))
             vectors = self.model.encode(
                 texts, batch_size=settings.EMBEDDING_BATCH_SIZE, normalize_embeddings=True,
                 convert_to_numpy=True, show_progress_bar=False,
