@@ -3,6 +3,7 @@
 Views parse and validate, call the pipeline, and render; nothing else."""
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import secrets
@@ -59,6 +60,13 @@ def _rate_limited(request, tenant: Tenant, client: str, *, api: bool):
                                                             "error": message,
                                                             "max_chars": settings.ASK_MAX_QUESTION_CHARS}, status=429)
     response["Retry-After"] = str(verdict.retry_after_s)
+    return response
+
+
+def _sse_response(events) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(events, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # proxies must pass each event on at once
     return response
 
 
@@ -146,19 +154,13 @@ def chat_stream(request, tenant: str, ask_id: str):
             yield _sse("done", render_to_string("supportbot/partials/answer_footer.html",
                                                 {"error": pipeline.UNAVAILABLE_TEXT, "tenant": t}))
 
-    response = StreamingHttpResponse(events(), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    return _sse_response(events())
 
 
 # --------------------------------------------------------------------------- JSON API
 
 def _parse_ask_body(request) -> dict:
-    body = _parse_json_object(request)
-    unknown = set(body) - {"question", "locale", "stream", "customer"}
-    if unknown:
-        raise AskRejected("unknown_field", f"unknown field(s): {', '.join(sorted(unknown))[:200]}")
+    body = _parse_json_object(request, allowed={"question", "locale", "stream", "customer"})
     if "question" not in body:
         raise AskRejected("missing_question", "question is required")
     if "stream" in body and not isinstance(body["stream"], bool):
@@ -166,7 +168,8 @@ def _parse_ask_body(request) -> dict:
     return body
 
 
-def _parse_json_object(request) -> dict:
+def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
+    """The body as a JSON object; with ``allowed``, any other field is refused."""
     content_type = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise AskRejected("unsupported_media_type", "send a JSON body with Content-Type: application/json", 415)
@@ -183,6 +186,9 @@ def _parse_json_object(request) -> dict:
         raise AskRejected("invalid_json", "the body is not valid JSON") from None
     if not isinstance(body, dict):
         raise AskRejected("invalid_json", "the body must be a JSON object")
+    unknown = set(body) - allowed if allowed is not None else set()
+    if unknown:
+        raise AskRejected("unknown_field", f"unknown field(s): {', '.join(sorted(unknown))[:200]}")
     return body
 
 
@@ -230,21 +236,13 @@ def api_ask(request, tenant: str):
 
 def _api_stream(first, rest) -> StreamingHttpResponse:
     def events():
-        for kind, value in _chain(first, rest):
+        for kind, value in itertools.chain([first], rest):
             if kind == "delta":
                 yield _sse("delta", json.dumps({"delta": value}))
             else:
                 yield _sse("done", json.dumps(value.to_api()))
 
-    response = StreamingHttpResponse(events(), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
-
-
-def _chain(first, rest):
-    yield first
-    yield from rest
+    return _sse_response(events())
 
 
 @csrf_exempt
@@ -312,10 +310,7 @@ def api_feedback(request, tenant: str):
     if refused is not None:
         return refused
     try:
-        body = _parse_json_object(request)
-        unknown = set(body) - {"request_id", "helpful", "comment"}
-        if unknown:
-            raise AskRejected("unknown_field", f"unknown field(s): {', '.join(sorted(unknown))[:200]}")
+        body = _parse_json_object(request, allowed={"request_id", "helpful", "comment"})
         if not isinstance(body.get("helpful"), bool):
             raise AskRejected("invalid_helpful", "helpful must be true or false")
         comment = body.get("comment", "")
