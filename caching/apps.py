@@ -6,7 +6,14 @@ class CachingConfig(AppConfig):
     verbose_name = "Answer caches"
 
     def ready(self):
+        from django.db.models.signals import post_delete, post_save
+
+        from caching.citations import article_saved
         from caching.receivers import article_changed_queue_jobs
+        from ingestion.models import Article
         from ingestion.signals import article_changed
 
         article_changed.connect(article_changed_queue_jobs, dispatch_uid="caching.article_changed_queue_jobs")
+        # any write to an article moves its tenant's versions revision, whatever path it took
+        post_save.connect(article_saved, sender=Article, dispatch_uid="caching.article_saved")
+        post_delete.connect(article_saved, sender=Article, dispatch_uid="caching.article_deleted")

@@ -212,7 +212,7 @@ def review_correct(item: ReviewItem, answer: str, reason: str, user) -> Semantic
     citations = (item.entry.citations if item.entry is not None else ask.citations) or ask.citations
     if not citations:
         raise ReviewError("the answer has no citations to keep: a verified entry must cite the knowledge base")
-    if stale_citations(citations):
+    if stale_citations(ask.tenant_id, citations):
         raise ReviewError("a cited article has changed since: let the next fresh answer replace it instead")
     _resolve(item, ReviewItem.Status.CORRECTED, user, reason)
     removed = _quarantine_item(item, user, reason)

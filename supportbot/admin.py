@@ -51,6 +51,7 @@ class TenantApiKeyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected keys")
     def revoke(self, request, queryset):
-        from django.utils import timezone
+        from supportbot.auth import api_key_revoke
 
-        queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        for prefix in queryset.filter(revoked_at__isnull=True).values_list("prefix", flat=True):
+            api_key_revoke(prefix)

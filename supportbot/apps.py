@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class SupportbotConfig(AppConfig):
     name = "supportbot"
     verbose_name = "Ask"
+
+    def ready(self):
+        from supportbot import receivers
+
+        receivers.connect()

@@ -85,16 +85,31 @@ def api_key_create(tenant: Tenant, name: str) -> tuple[TenantApiKey, str]:
     return row, raw
 
 
+@transaction.atomic
 def api_key_revoke(prefix: str) -> int:
-    return TenantApiKey.objects.filter(prefix=prefix, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    """Revoke a key; every process refuses it from its next request on (the tenant's revision is bumped)."""
+    from supportbot.selectors import tenant_cache
+
+    rows = list(TenantApiKey.objects.select_for_update().select_related("tenant")
+                .filter(prefix=prefix, revoked_at__isnull=True))
+    TenantApiKey.objects.filter(pk__in=[r.pk for r in rows]).update(revoked_at=timezone.now())
+    for row in rows:
+        tenant_cache.bump(row.tenant.slug)
+    return len(rows)
 
 
-def api_key_check(tenant: Tenant, raw_key: str) -> TenantApiKey:
-    """The active key row of ``tenant`` matching ``raw_key``; AuthError otherwise."""
+def api_key_check(tenant: Tenant, raw_key: str, active_keys: dict[str, TenantApiKey] | None = None) -> TenantApiKey:
+    """The active key row of ``tenant`` matching ``raw_key``; AuthError otherwise.
+
+    ``active_keys``: the tenant's active keys by prefix (``selectors.TenantRecord``); read from
+    the database without it."""
     match = _KEY.match(raw_key or "")
     if not match:
         raise AuthError("invalid_api_key", "the API key is malformed")
-    row = TenantApiKey.objects.filter(prefix=match.group(1)).select_related("tenant").first()
+    if active_keys is None:
+        row = TenantApiKey.objects.filter(prefix=match.group(1), tenant=tenant, revoked_at__isnull=True).first()
+    else:
+        row = active_keys.get(match.group(1))
     # Compare the hash even when no row matched, so a wrong prefix costs the same time as a wrong secret.
     expected = row.key_hash if row is not None else "0" * 64
     valid = hmac.compare_digest(expected, key_hash(raw_key))
@@ -171,10 +186,11 @@ def customer_token_check(tenant: Tenant, token: str, *, now: float | None = None
 
 # --------------------------------------------------------------------------- the API's rule
 
-def api_key_from_request(request, tenant: Tenant) -> TenantApiKey | None:
+def api_key_from_request(request, tenant: Tenant, active_keys: dict[str, TenantApiKey] | None = None
+                         ) -> TenantApiKey | None:
     """The request's valid API key for ``tenant``; None without one; AuthError for a bad one."""
     raw_key = bearer_token(request)
-    return api_key_check(tenant, raw_key) if raw_key is not None else None
+    return api_key_check(tenant, raw_key, active_keys) if raw_key is not None else None
 
 
 def api_caller(request, tenant: Tenant, key: TenantApiKey | None, claimed_customer=None) -> Caller:

@@ -201,7 +201,7 @@ def exact_lookup(state: AskState) -> CachedAnswer | None:
         state.layers.append(LayerResult("exact", "bypass", reason=state.eligibility.reason))
         return None
     t = time.perf_counter()
-    result = exact_layer.lookup(state.key)
+    result = exact_layer.lookup(state.key, state.asker.tenant.pk)
     state.layers.append(result)
     state.lap("exact", t)
     if result.hit:

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from supportbot import auth, pipeline, ratelimit
 from supportbot.models import Tenant
 from supportbot.questions import AskRejected, clean_question
+from supportbot.selectors import tenant_directory_get
 
 log = logging.getLogger(__name__)
 PENDING_KEY = "pending_asks"
@@ -27,10 +28,10 @@ MAX_PENDING = 5
 
 
 def _tenant(slug: str) -> Tenant:
-    try:
-        return Tenant.objects.get(slug=slug)
-    except Tenant.DoesNotExist:
-        raise Http404("unknown tenant") from None
+    record = tenant_directory_get(slug)
+    if record is None:
+        raise Http404("unknown tenant")
+    return record.tenant
 
 
 def _locale(tenant: Tenant, value) -> str:
@@ -195,12 +196,12 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
 def _api_caller(request, tenant: str, *, key_required: bool = False):
     """The start of every API view: the tenant, the caller's API key (if any) and the rate limits.
     Returns (tenant, key, None), or (None, None, an error response)."""
-    try:
-        t = Tenant.objects.get(slug=tenant)
-    except Tenant.DoesNotExist:
+    record = tenant_directory_get(tenant)
+    if record is None:
         return None, None, _api_error("unknown_tenant", "no such tenant", 404)
+    t = record.tenant
     try:
-        key = auth.api_key_from_request(request, t)
+        key = auth.api_key_from_request(request, t, record.api_keys)
         if key is None and key_required:
             raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
     except auth.AuthError as exc:  # failed attempts count against the address

@@ -40,8 +40,12 @@ def _clean_redis():
     if keys:
         r.delete(*keys)
     from caching.thresholds import invalidate_thresholds
+    from caching.citations import article_versions
+    from supportbot.selectors import tenant_cache
 
     invalidate_thresholds()
+    tenant_cache.forget()
+    article_versions.forget()
     yield
     reset_redis_state()
 

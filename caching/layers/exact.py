@@ -6,7 +6,7 @@ import time
 
 from django.conf import settings
 
-from caching.citations import stale_citations
+from caching.citations import article_versions, stale_citations
 from caching.keys import KEY_VERSION
 from caching.layers.base import CacheLayer, CachedAnswer, LayerResult
 from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
@@ -19,14 +19,16 @@ def _cite_key(article_pk: int) -> str:
 class ExactLayer(CacheLayer):
     name = "exact"
 
-    def lookup(self, key: str) -> LayerResult:
+    def lookup(self, key: str, tenant_id: int) -> LayerResult:
+        """The entry under ``key``, served only while its cited articles are current (its tenant's
+        article-versions revision comes back in the same round trip)."""
         started = time.perf_counter()
         result = LayerResult(self.name, "miss", key_version=KEY_VERSION, candidate=key[-16:])
         if not redis_available():
             result.disposition, result.reason = "skipped", "redis unavailable (backing off)"
             return result
         try:
-            raw = get_redis().get(key)
+            raw, articles_rev = get_redis().mget(key, article_versions.rev_key(tenant_id))
         except RedisUnavailable as exc:
             mark_redis_down()
             result.disposition, result.reason = "skipped", f"redis unavailable: {type(exc).__name__}"
@@ -41,7 +43,7 @@ class ExactLayer(CacheLayer):
         if cached is None:
             result.reason = result.reason or "no entry"
         else:
-            stale = stale_citations(cached.citations)
+            stale = stale_citations(tenant_id, cached.citations, rev=articles_rev)
             result.entry_age_s = time.time() - cached.created
             if stale:
                 result.reason = "cited article changed: " + ", ".join(f"{c['article_id']} v{c['version']}" for c in stale)

@@ -80,7 +80,7 @@ class SemanticLayer(CacheLayer):
             if best is None:
                 best = (row, similarity, judgement)
             if judgement.serve:
-                stale = stale_citations(row.citations)
+                stale = stale_citations(scope.tenant_id, row.citations)
                 if stale:
                     SemanticEntry.objects.filter(pk=row.pk).update(status=SemanticEntry.Status.PURGED)
                     judgement = guards.Judgement(False, "cited article changed", judgement.intent,

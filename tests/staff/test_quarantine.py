@@ -28,7 +28,7 @@ def _still_served(tenant, question) -> str:
 def test_confirm_wrong_quarantines_a_semantic_hit_from_every_layer(acme, agent, sample_nothing):
     ask, decision, offered = served_hit(acme, RETURN_Q, PARAPHRASE)
     entry = SemanticEntry.objects.get(pk=int(decision.candidate))
-    assert ExactLayer().lookup(offered.key).hit  # the cached question's own exact entry
+    assert ExactLayer().lookup(offered.key, acme.pk).hit  # the cached question's own exact entry
     assert _still_served(acme, RETURN_Q) == "exact"
 
     removed = review.review_confirm_wrong(_open_item(ask, decision), "scope", agent)
@@ -36,7 +36,7 @@ def test_confirm_wrong_quarantines_a_semantic_hit_from_every_layer(acme, agent, 
     assert removed == {"semantic": 1, "exact": 1}
     entry.refresh_from_db()
     assert entry.status == SemanticEntry.Status.QUARANTINED
-    assert not ExactLayer().lookup(offered.key).hit
+    assert not ExactLayer().lookup(offered.key, acme.pk).hit
     assert _still_served(acme, PARAPHRASE) == "none"
     assert _still_served(acme, RETURN_Q) == "none"
     item = ReviewItem.objects.get(ask=ask)
@@ -60,7 +60,7 @@ def test_confirm_wrong_on_an_exact_only_entry_finds_its_key(acme, agent, sample_
     removed = review.review_confirm_wrong(_open_item(ask, decision), "stale_source", agent)
 
     assert removed == {"semantic": 0, "exact": 1}
-    assert not ExactLayer().lookup(offered.key).hit
+    assert not ExactLayer().lookup(offered.key, acme.pk).hit
     assert not LabeledPair.objects.exists()  # the same question: no threshold to calibrate
 
 

@@ -89,4 +89,4 @@ def test_customer_says_no_and_an_agent_labels_and_quarantines(live_server, acme,
     review_card.get_by_role("button", name="Confirm wrong (quarantine)").click()
     page.locator(f'#review-{item.pk}[data-status="confirmed_wrong"]').wait_for()
     assert SemanticEntry.objects.get(question=QUESTION, tenant=acme).status == "quarantined"
-    assert not pipeline.exact_layer.lookup(offered.key).hit
+    assert not pipeline.exact_layer.lookup(offered.key, acme.pk).hit

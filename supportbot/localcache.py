@@ -1,0 +1,125 @@
+"""Rows every request reads, kept in each process and checked against a revision in Redis.
+
+A cache hit must not pay for database queries a bare view does not make: the tenant row
+(with its API keys) and the current versions of the articles an answer cites are read on
+every Ask, yet change a few times a day. ``RevisionedCache`` keeps them in the process
+under a *revision*, a random token stored in Redis (``rev:{name}:{scope}``):
+
+* A read fetches the scope's revision (one GET, or a value the caller already fetched in
+  the same round trip as other keys) and uses the local copy only while it was loaded
+  under that same revision; otherwise it reloads from the database.
+* A write ``bump``\\ s the revision: at once (so this process and everyone reading after it
+  reload) and again after the commit (a process that reloaded between the bump and the
+  commit read the old row; the second bump makes it reload again).
+* The revision is read *before* the database, so a bump can never be missed by a load
+  that overlaps it. A scope with no revision yet gets one (SET NX) before the load.
+* While Redis is unavailable nothing local is trusted: every read goes to the database.
+  A bump that failed (Redis down at that moment) is bounded by ``LOCAL_CACHE_MAX_AGE_S``:
+  no local copy is older than that.
+
+Revisions are random tokens, not counters, so a Redis that restarted empty can never hand
+out a revision a process already holds.
+"""
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from django.conf import settings
+from django.db import transaction
+
+from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
+
+log = logging.getLogger(__name__)
+
+V = TypeVar("V")
+MISSING = object()
+
+
+class RevisionedCache(Generic[V]):
+    """A process-local map ``scope -> value`` whose entries are valid while their Redis revision is."""
+
+    def __init__(self, name: str, max_entries: int = 10_000):
+        self.name = name
+        self.max_entries = max_entries
+        self._entries: dict[Hashable, tuple[str, float, V]] = {}
+        self._lock = threading.Lock()
+
+    def rev_key(self, scope: Hashable) -> str:
+        return f"rev:{self.name}:{scope}"
+
+    def get(self, scope: Hashable, load: Callable[[], V], *, rev=MISSING) -> V:
+        """The value of ``scope``: the local copy if its revision is current, else ``load()``.
+
+        ``rev``: the scope's revision as the caller already read it (``None``: the key is
+        absent); without it, this reads it."""
+        if rev is MISSING:
+            rev = self.revision(scope)
+        elif isinstance(rev, bytes):
+            rev = rev.decode()
+        if rev is None:
+            rev = self._create_revision(scope)
+        if rev is None:  # Redis unavailable: trust nothing local
+            return load()
+        entry = self._entries.get(scope)
+        if entry is not None and entry[0] == rev and time.monotonic() - entry[1] < settings.LOCAL_CACHE_MAX_AGE_S:
+            return entry[2]
+        value = load()
+        with self._lock:
+            if len(self._entries) >= self.max_entries:
+                self._entries.clear()  # scopes are tenants: a bound, not an eviction policy
+            self._entries[scope] = (rev, time.monotonic(), value)
+        return value
+
+    def revision(self, scope: Hashable) -> str | None:
+        """The scope's current revision; None when it has none or Redis is unavailable."""
+        if not redis_available():
+            return None
+        try:
+            value = get_redis().get(self.rev_key(scope))
+        except RedisUnavailable as exc:
+            mark_redis_down()
+            log.warning("%s cache: redis unavailable (%s), reading the database", self.name, type(exc).__name__)
+            return None
+        return value.decode() if value is not None else None
+
+    def _create_revision(self, scope: Hashable) -> str | None:
+        if not redis_available():
+            return None
+        try:
+            r = get_redis()
+            key = self.rev_key(scope)
+            r.set(key, secrets.token_hex(8), nx=True)
+            value = r.get(key)
+        except RedisUnavailable as exc:
+            mark_redis_down()
+            log.warning("%s cache: redis unavailable (%s), reading the database", self.name, type(exc).__name__)
+            return None
+        return value.decode() if value is not None else None
+
+    def bump(self, scope: Hashable) -> None:
+        """``scope`` changed: every process reloads it on its next read (now, and after the commit)."""
+        self.forget(scope)
+        self._bump_now(scope)
+        transaction.on_commit(lambda: self._bump_now(scope), robust=True)
+
+    def forget(self, scope: Hashable | None = None) -> None:
+        """Drop this process's copy of ``scope`` (of everything with None)."""
+        with self._lock:
+            if scope is None:
+                self._entries.clear()
+            else:
+                self._entries.pop(scope, None)
+
+    def _bump_now(self, scope: Hashable) -> None:
+        self.forget(scope)
+        try:
+            get_redis().set(self.rev_key(scope), secrets.token_hex(8))
+        except RedisUnavailable as exc:
+            mark_redis_down()
+            log.warning("could not bump %s for %s (%s): other processes reload within %s s", self.name, scope,
+                        type(exc).__name__, settings.LOCAL_CACHE_MAX_AGE_S)
