@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import Counter
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
@@ -38,23 +40,42 @@ def stratum_of(decision) -> str | None:
 
 
 def sample_decisions(ask, decisions) -> list[SampledHit]:
-    """Pick the hits of one Ask that go to the labelling queue.
+    """Pick the hits of one Ask that go to the labelling queue (``decisions``: its saved ``CacheDecision`` rows)."""
+    return sample_batch([(ask.tenant_id, decisions)])
 
-    ``decisions`` are saved ``CacheDecision`` rows or the pipeline's ``LayerResult``s (already
-    written for ``ask``): the decision row is then read only for a hit that is sampled, so the
-    usual hit costs one Redis round trip here and no query."""
+
+class DecisionRef(NamedTuple):
+    """What sampling needs of a saved decision (a ``CacheDecision`` row has the same attributes)."""
+
+    pk: int
+    layer: str
+    disposition: str
+    intent: str
+
+
+def sample_batch(asks: list[tuple[int, list]]) -> list[SampledHit]:
+    """Pick the hits of many Asks, ``[(tenant id, the Ask's saved decisions), ...]``.
+
+    One Redis round trip reads the day's counts of every stratum and intent involved, one
+    more adds the new samples."""
+    candidates = [(tenant_id, d, stratum) for tenant_id, decisions in asks for d in decisions
+                  if (stratum := stratum_of(d)) is not None]
+    if not candidates:
+        return []
+    minimum = settings.SAMPLE_MIN_PER_INTENT_DAY
+    day = f"{timezone.now():%Y%m%d}"
+    counts = _day_counts(day, {(stratum, d.intent) for _, d, stratum in candidates}) if minimum > 0 else None
+    taken: Counter = Counter()
     picked = []
-    for d in decisions:
-        stratum = stratum_of(d)
-        if stratum is None:
-            continue
-        why = _sample_reason(stratum, d.intent)
-        if not why:
-            continue
-        row = d if isinstance(d, CacheDecision) else (
-            CacheDecision.objects.filter(ask=ask, layer=d.layer, disposition=d.disposition).first())
-        if row is not None:
-            picked.append(SampledHit(decision=row, tenant_id=ask.tenant_id, stratum=stratum, intent=d.intent, why=why))
+    for tenant_id, d, stratum in candidates:
+        why = "rate" if _rng.random() < float(settings.SAMPLE_RATES.get(stratum, 0.0)) else ""
+        if not why and counts is not None and counts[(stratum, d.intent)] + taken[(stratum, d.intent)] < minimum:
+            why = "intent minimum"
+        if why:
+            taken[(stratum, d.intent)] += 1
+            picked.append(SampledHit(decision_id=d.pk, tenant_id=tenant_id, stratum=stratum, intent=d.intent, why=why))
+    if counts is not None:
+        _day_counts_add(day, taken)
     if not picked:
         return picked
     SampledHit.objects.bulk_create(picked)
@@ -67,34 +88,31 @@ def sample_decisions(ask, decisions) -> list[SampledHit]:
     return picked
 
 
-def _sample_reason(stratum: str, intent: str) -> str:
-    rate = float(settings.SAMPLE_RATES.get(stratum, 0.0))
-    by_rate = _rng.random() < rate
-    minimum = settings.SAMPLE_MIN_PER_INTENT_DAY
-    if minimum <= 0:
-        return "rate" if by_rate else ""
-    counted = _day_count(stratum, intent, increment=by_rate)
-    if by_rate:
-        return "rate"
-    if counted is not None and counted < minimum:
-        _day_count(stratum, intent, increment=True)
-        return "intent minimum"
-    return ""
+def _day_key(day: str, stratum: str, intent: str) -> str:
+    return f"sample:{day}:{stratum}:{intent or '-'}"
 
 
-def _day_count(stratum: str, intent: str, *, increment: bool) -> int | None:
-    """Samples taken today in this stratum and intent (None when Redis is unavailable)."""
+def _day_counts(day: str, strata: set[tuple[str, str]]) -> Counter | None:
+    """Samples taken today per (stratum, intent); None when Redis is unavailable (the rate alone applies)."""
     if not redis_available():
         return None
-    key = f"sample:{timezone.now():%Y%m%d}:{stratum}:{intent or '-'}"
+    order = sorted(strata)
     try:
-        r = get_redis()
-        if increment:
-            pipe = r.pipeline(transaction=False)
-            pipe.incr(key)
-            pipe.expire(key, 2 * 86400)
-            return int(pipe.execute()[0]) - 1
-        return int(r.get(key) or 0)
+        values = get_redis().mget([_day_key(day, s, i) for s, i in order])
     except RedisUnavailable:
         mark_redis_down()
         return None
+    return Counter({k: int(v or 0) for k, v in zip(order, values)})
+
+
+def _day_counts_add(day: str, taken: Counter) -> None:
+    if not taken:
+        return
+    try:
+        pipe = get_redis().pipeline(transaction=False)
+        for (stratum, intent), n in taken.items():
+            pipe.incrby(_day_key(day, stratum, intent), n)
+            pipe.expire(_day_key(day, stratum, intent), 2 * 86400)
+        pipe.execute()
+    except RedisUnavailable:
+        mark_redis_down()

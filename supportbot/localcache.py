@@ -17,8 +17,8 @@ under a *revision*, a random token stored in Redis (``rev:{name}:{scope}``):
   A bump that failed (Redis down at that moment) is bounded by ``LOCAL_CACHE_MAX_AGE_S``:
   no local copy is older than that.
 
-Revisions are random tokens, not counters, so a Redis that restarted empty can never hand
-out a revision a process already holds.
+Revisions are random tokens, not counters, so a Redis that restarted empty (or a revision
+that expired) can never hand out a revision a process already holds.
 """
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 V = TypeVar("V")
 MISSING = object()
+# A revision that expires only makes every process reload once; it keeps made-up scopes from piling up.
+REVISION_TTL_S = 86400
 
 
 class RevisionedCache(Generic[V]):
@@ -69,11 +71,19 @@ class RevisionedCache(Generic[V]):
         if entry is not None and entry[0] == rev and time.monotonic() - entry[1] < settings.LOCAL_CACHE_MAX_AGE_S:
             return entry[2]
         value = load()
+        if value is None:  # nothing to keep (an unknown tenant): a flood of made-up names fills nothing
+            return value
         with self._lock:
             if len(self._entries) >= self.max_entries:
                 self._entries.clear()  # scopes are tenants: a bound, not an eviction policy
             self._entries[scope] = (rev, time.monotonic(), value)
         return value
+
+    def peek(self, scope: Hashable):
+        """This process's copy of ``scope`` as it is, unchecked (``MISSING`` if none): for a caller
+        that checks its revision later, with ``get(scope, load, rev=...)``, before relying on it."""
+        entry = self._entries.get(scope)
+        return entry[2] if entry is not None else MISSING
 
     def revision(self, scope: Hashable) -> str | None:
         """The scope's current revision; None when it has none or Redis is unavailable."""
@@ -93,7 +103,7 @@ class RevisionedCache(Generic[V]):
         try:
             r = get_redis()
             key = self.rev_key(scope)
-            r.set(key, secrets.token_hex(8), nx=True)
+            r.set(key, secrets.token_hex(8), nx=True, ex=REVISION_TTL_S)
             value = r.get(key)
         except RedisUnavailable as exc:
             mark_redis_down()
@@ -118,7 +128,7 @@ class RevisionedCache(Generic[V]):
     def _bump_now(self, scope: Hashable) -> None:
         self.forget(scope)
         try:
-            get_redis().set(self.rev_key(scope), secrets.token_hex(8))
+            get_redis().set(self.rev_key(scope), secrets.token_hex(8), ex=REVISION_TTL_S)
         except RedisUnavailable as exc:
             mark_redis_down()
             log.warning("could not bump %s for %s (%s): other processes reload within %s s", self.name, scope,

@@ -35,7 +35,7 @@ from supportbot.generation.citations import parse_answer
 from supportbot.generation.prompt import NOT_COVERED, PROMPT_VERSION, TenantPrompt, build_chat_request, generation_params
 from supportbot.models import AskEvent, Tenant
 from supportbot.questions import AskRejected, clean_question, normalize_question
-from supportbot.records import hit_records
+from supportbot.records import copy_insert, hit_records
 
 log = logging.getLogger(__name__)
 
@@ -120,11 +120,19 @@ class AskState:
 
 # --------------------------------------------------------------------------- the pipeline
 
-def ask_events(asker: Asker, raw_question, *, streamed: bool = False) -> Iterator[tuple[str, object]]:
-    state = start(asker, raw_question, streamed)
+def ask_events(asker: Asker, raw_question, *, streamed: bool = False, prepared: AskState | None = None,
+               prefetched: dict | None = None) -> Iterator[tuple[str, object]]:
+    """``prepared``: the question already through ``prepare`` (under the same tenant, locale and
+    streaming); ``prefetched``: Redis values read ahead (``prefetch_keys``), by key."""
+    if (prepared is not None and prepared.asker.tenant is asker.tenant and prepared.asker.locale == asker.locale
+            and prepared.streamed == streamed):
+        state = prepared
+        state.asker = asker  # the same tenant and locale; now with the authenticated customer
+    else:
+        state = start(asker, raw_question, streamed)
     finished = False
     try:
-        served = lookup(state)
+        served = lookup(state, prefetched)
         if served is not None:
             serve_cached(state, served)
             yield "delta", state.answer
@@ -142,8 +150,8 @@ def ask_events(asker: Asker, raw_question, *, streamed: bool = False) -> Iterato
     yield "done", outcome(state)
 
 
-def ask(asker: Asker, raw_question) -> AskOutcome:
-    for kind, value in ask_events(asker, raw_question):
+def ask(asker: Asker, raw_question, *, prepared: AskState | None = None, prefetched: dict | None = None) -> AskOutcome:
+    for kind, value in ask_events(asker, raw_question, prepared=prepared, prefetched=prefetched):
         if kind == "done":
             return value
     raise RuntimeError("the pipeline ended without an outcome")
@@ -159,10 +167,26 @@ def start(asker: Asker, raw_question, streamed: bool) -> AskState:
     return AskState(asker=asker, question=question, normalized=normalize_question(question), streamed=streamed)
 
 
-def lookup(state: AskState) -> CachedAnswer | None:
-    """Guards, then the exact and the semantic answer caches; the served answer or None."""
+def prepare(asker: Asker, raw_question, *, streamed: bool = False) -> AskState:
+    """The first steps, which read nothing: validation, guards and the exact key."""
+    state = start(asker, raw_question, streamed)
     check_eligibility(state)
-    return exact_lookup(state) or semantic_lookup(state)
+    return state
+
+
+def prefetch_keys(state: AskState) -> tuple[str, ...]:
+    """The Redis keys the exact lookup of a prepared question reads (none for a bypass), so a
+    caller making a round trip anyway can read them along and pass them back as ``prefetched``."""
+    if not state.eligibility.eligible:
+        return ()
+    return exact_layer.read_keys(state.key, state.asker.tenant.pk)
+
+
+def lookup(state: AskState, prefetched: dict | None = None) -> CachedAnswer | None:
+    """Guards, then the exact and the semantic answer caches; the served answer or None."""
+    if state.eligibility is None:
+        check_eligibility(state)
+    return exact_lookup(state, prefetched) or semantic_lookup(state)
 
 
 def offer_answer(asker: Asker, raw_question, answer: str, passages: list[Passage], article_pks: dict[int, int],
@@ -196,12 +220,12 @@ def check_eligibility(state: AskState) -> None:
     state.lap("guards", t)
 
 
-def exact_lookup(state: AskState) -> CachedAnswer | None:
+def exact_lookup(state: AskState, prefetched: dict | None = None) -> CachedAnswer | None:
     if not state.eligibility.eligible:
         state.layers.append(LayerResult("exact", "bypass", reason=state.eligibility.reason))
         return None
     t = time.perf_counter()
-    result = exact_layer.lookup(state.key, state.asker.tenant.pk)
+    result = exact_layer.lookup(state.key, state.asker.tenant.pk, prefetched)
     state.layers.append(result)
     state.lap("exact", t)
     if result.hit:
@@ -364,9 +388,9 @@ def record(state: AskState) -> None:
                 semantic_layer.store(semantic_scope(state), question=state.question, normalized_question=state.normalized,
                                      vector=state.vector, answer=pending, exact_key=state.key, source_ask=event)
                 state.layers.append(LayerResult("semantic", "stored", reason="admitted"))
-            decisions = state.layers + embedding_and_prefix_decisions(state)
-            CacheDecision.objects.bulk_create([
-                CacheDecision(ask=event, tenant=state.asker.tenant, **d.record_fields()) for d in decisions
+            decisions = CacheDecision.objects.bulk_create([
+                CacheDecision(ask=event, tenant=state.asker.tenant, **d.record_fields())
+                for d in state.layers + embedding_and_prefix_decisions(state)
             ])
             sampling.sample_decisions(event, decisions)
     except DatabaseError:
@@ -379,29 +403,35 @@ def record(state: AskState) -> None:
 def record_hits(states: list[AskState]) -> None:
     """Write the records of many cache hits in one transaction (the background writer's batch)."""
     with transaction.atomic():
-        events = AskEvent.objects.bulk_create([ask_event(s) for s in states])
-        decisions = [s.layers + embedding_and_prefix_decisions(s) for s in states]
-        rows = iter(CacheDecision.objects.bulk_create([
-            CacheDecision(ask=event, tenant=s.asker.tenant, **d.record_fields())
-            for s, event, layers in zip(states, events, decisions) for d in layers
-        ]))
-        for event, layers in zip(events, decisions):
-            sampling.sample_decisions(event, [next(rows) for _ in layers])
+        ask_pks = copy_insert(AskEvent, [ask_event_fields(s) for s in states])
+        layers = [s.layers + embedding_and_prefix_decisions(s) for s in states]
+        rows = [{**d.record_fields(), "ask_id": ask_pk, "tenant_id": s.asker.tenant.pk}
+                for s, ask_pk, ls in zip(states, ask_pks, layers) for d in ls]
+        decision_pks = iter(copy_insert(CacheDecision, rows))
+        sampling.sample_batch([
+            (s.asker.tenant.pk, [sampling.DecisionRef(next(decision_pks), d.layer, d.disposition, d.intent) for d in ls])
+            for s, ls in zip(states, layers)
+        ])
 
 
 def ask_event(state: AskState) -> AskEvent:
     """The Ask's record (unsaved)."""
-    result = state.result
-    return AskEvent(
-        request_id=state.request_id, tenant=state.asker.tenant, locale=state.asker.locale,
+    return AskEvent(**ask_event_fields(state))
+
+
+def ask_event_fields(state: AskState) -> dict:
+    """The Ask's record as field values (``tenant_id``, not ``tenant``)."""
+    result, spec, eligibility = state.result, state.spec, state.eligibility
+    return dict(
+        request_id=state.request_id, tenant_id=state.asker.tenant.pk, locale=state.asker.locale,
         scope="customer" if state.asker.customer else "anonymous",
         customer_ref=customer_ref(state.asker), question=state.question,
         normalized_question=state.normalized, answer=state.answer, citations=state.citations,
         status=state.status, serving_layer=state.layer, cache_reason=state.reason[:300],
-        intent=state.eligibility.intent if state.eligibility else "",
-        category=state.eligibility.category if state.eligibility else "",
-        model=state.spec.model if state.spec else "", model_revision=state.spec.model_revision if state.spec else "",
-        prompt_version=state.spec.prompt_version if state.spec else "",
+        intent=eligibility.intent if eligibility else "",
+        category=eligibility.category if eligibility else "",
+        model=spec.model if spec else "", model_revision=spec.model_revision if spec else "",
+        prompt_version=spec.prompt_version if spec else "",
         prompt_tokens=result.prompt_tokens if result else 0,
         completion_tokens=result.completion_tokens if result else 0,
         cached_tokens=result.cached_tokens if result else None,

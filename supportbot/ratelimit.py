@@ -32,22 +32,24 @@ from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down
 
 log = logging.getLogger(__name__)
 
-# KEYS: client counter, tenant counter. ARGV: window seconds, client limit, tenant limit.
-# The tenant counter only counts requests the client limit let through, so one noisy client
-# cannot use up its tenant's budget by being refused.
+# KEYS: client counter, tenant counter, then keys to read along (GET). ARGV: window seconds,
+# client limit, tenant limit. The tenant counter only counts requests the client limit let
+# through, so one noisy client cannot use up its tenant's budget by being refused.
 _CHECK = """
 local ttl = tonumber(ARGV[1])
+local read = {}
+for i = 3, #KEYS do read[#read + 1] = redis.call("GET", KEYS[i]) end
 local c = redis.call("INCR", KEYS[1])
 if c == 1 then redis.call("EXPIRE", KEYS[1], ttl) end
 if c > tonumber(ARGV[2]) then
-    return {1, c, 0}
+    return {1, c, 0, read}
 end
 local t = redis.call("INCR", KEYS[2])
 if t == 1 then redis.call("EXPIRE", KEYS[2], ttl) end
 if t > tonumber(ARGV[3]) then
-    return {2, c, t}
+    return {2, c, t, read}
 end
-return {0, c, t}
+return {0, c, t, read}
 """
 _script = None
 
@@ -58,6 +60,7 @@ class Verdict:
     scope: str = ""  # "client" or "tenant" when refused; "skipped" when Redis was unavailable
     limit: int = 0
     retry_after_s: int = 0
+    read: tuple | None = None  # the values of ``check(read=...)``'s keys; None when they were not read
 
 
 def client_address(request) -> str:
@@ -75,8 +78,11 @@ def client_key(request, api_key=None) -> str:
     return f"key:{api_key.prefix}" if api_key is not None else f"ip:{client_address(request)}"
 
 
-def check(tenant_slug: str, client: str) -> Verdict:
-    """Count one request of ``client`` against the client and tenant limits of the current window."""
+def check(tenant_slug: str, client: str, *, read: tuple[str, ...] = ()) -> Verdict:
+    """Count one request of ``client`` against the client and tenant limits of the current window.
+
+    ``read``: Redis keys whose values the request needs anyway (e.g. its tenant's revision),
+    read in the same round trip (``Verdict.read``, a Redis ``nil`` as a falsy value)."""
     if not settings.RATELIMIT_ENABLED:
         return Verdict(True)
     if not redis_available():
@@ -84,21 +90,22 @@ def check(tenant_slug: str, client: str) -> Verdict:
     window = max(1, settings.RATELIMIT_WINDOW_S)
     now = time.time()
     slot = int(now // window)
-    keys = [f"rl:c:{tenant_slug}:{client}:{slot}", f"rl:t:{tenant_slug}:{slot}"]
+    keys = [f"rl:c:{tenant_slug}:{client}:{slot}", f"rl:t:{tenant_slug}:{slot}", *read]
     try:
         global _script
         r = get_redis()
         if _script is None or _script.registered_client is not r:
             _script = r.register_script(_CHECK)
-        refused, _count, _extra = _script(keys=keys, args=[window + 1, settings.RATELIMIT_CLIENT_REQUESTS,
-                                                        settings.RATELIMIT_TENANT_REQUESTS])
+        refused, _count, _extra, values = _script(keys=keys, args=[window + 1, settings.RATELIMIT_CLIENT_REQUESTS,
+                                                                settings.RATELIMIT_TENANT_REQUESTS])
     except RedisUnavailable as exc:
         mark_redis_down()
         log.warning("rate limits skipped: redis unavailable (%s)", type(exc).__name__)
         return Verdict(True, scope="skipped")
+    values = tuple(v or None for v in values) + (None,) * (len(read) - len(values))  # Lua drops trailing nils
     if not refused:
-        return Verdict(True)
+        return Verdict(True, read=values)
     scope = "client" if refused == 1 else "tenant"
     limit = settings.RATELIMIT_CLIENT_REQUESTS if refused == 1 else settings.RATELIMIT_TENANT_REQUESTS
     retry = max(1, math.ceil((slot + 1) * window - now))  # the window ends for every process at once
-    return Verdict(False, scope=scope, limit=limit, retry_after_s=retry)
+    return Verdict(False, scope=scope, limit=limit, retry_after_s=retry, read=values)

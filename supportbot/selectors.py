@@ -38,3 +38,10 @@ def tenant_directory_get(slug: str, *, rev=MISSING) -> TenantRecord | None:
     if not isinstance(slug, str) or not slug or len(slug) > 50:
         return None
     return tenant_cache.get(slug, lambda: _tenant_record_load(slug), rev=rev)
+
+
+def tenant_directory_peek(slug: str) -> TenantRecord | None:
+    """This process's copy of the tenant, unchecked (None if it has none): the caller must
+    confirm it with ``tenant_directory_get(slug, rev=...)`` before relying on it."""
+    value = tenant_cache.peek(slug)
+    return None if value is MISSING else value

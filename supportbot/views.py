@@ -20,7 +20,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from supportbot import auth, pipeline, ratelimit
 from supportbot.models import Tenant
 from supportbot.questions import AskRejected, clean_question
-from supportbot.selectors import tenant_directory_get
+from supportbot.localcache import MISSING
+from supportbot.selectors import tenant_cache, tenant_directory_get, tenant_directory_peek
 
 log = logging.getLogger(__name__)
 PENDING_KEY = "pending_asks"
@@ -48,7 +49,10 @@ def _api_error(code: str, message: str, status: int, **extra) -> JsonResponse:
 
 def _rate_limited(request, tenant: Tenant, client: str, *, api: bool):
     """None when the request may go on; else the 429 to send (JSON for the API, a page or partial for the chat)."""
-    verdict = ratelimit.check(tenant.slug, client)
+    return _rate_limit_response(request, tenant, ratelimit.check(tenant.slug, client), api=api)
+
+
+def _rate_limit_response(request, tenant: Tenant, verdict: ratelimit.Verdict, *, api: bool):
     if verdict.allowed:
         return None
     message = f"Too many questions; please wait {verdict.retry_after_s} seconds and try again."
@@ -193,39 +197,93 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
     return body
 
 
-def _api_caller(request, tenant: str, *, key_required: bool = False):
+def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=None):
     """The start of every API view: the tenant, the caller's API key (if any) and the rate limits.
-    Returns (tenant, key, None), or (None, None, an error response)."""
+    Returns (tenant, key, None), or (None, None, an error response); with ``read_along``, a
+    fourth item: the values of the keys it named ({key: value}), or None when they were not read.
+
+    A process that has the tenant already works from its copy and reads the tenant's revision
+    in the rate limiter's round trip; if the copy was stale, the key is checked again against
+    the current row before anything else happens. ``read_along(record) -> keys``: Redis keys
+    the view will read under that tenant copy, read in the same round trip."""
+    caller = _api_caller_checked(request, tenant, key_required, read_along)
+    return caller if read_along is not None else caller[:3]
+
+
+def _api_caller_checked(request, tenant: str, key_required: bool, read_along):
+    copy = tenant_directory_peek(tenant)
+    if copy is not None:
+        key, refused = _api_key(request, copy, key_required)
+        if refused is None:
+            extra = tuple(read_along(copy)) if read_along is not None else ()
+            verdict = ratelimit.check(copy.tenant.slug, ratelimit.client_key(request, key),
+                                      read=(tenant_cache.rev_key(copy.tenant.slug), *extra))
+            current = tenant_directory_get(tenant, rev=verdict.read[0] if verdict.read is not None else MISSING)
+            if current is copy:
+                values = dict(zip(extra, verdict.read[1:])) if verdict.read is not None else None
+                return copy.tenant, key, _rate_limit_response(request, copy.tenant, verdict, api=True), values
+            if current is None:
+                return None, None, _api_error("unknown_tenant", "no such tenant", 404), None
+            if not verdict.allowed:
+                return None, None, _rate_limit_response(request, current.tenant, verdict, api=True), None
+            key, refused = _api_key(request, current, key_required)  # counted once already
+            if refused is None:
+                return current.tenant, key, None, None
+            limited = _rate_limited(request, current.tenant, ratelimit.client_key(request), api=True)
+            return None, None, limited or _api_error(refused.code, refused.message, refused.status), None
+    # no copy here, or the copy refused the key: decide on the current row
     record = tenant_directory_get(tenant)
     if record is None:
-        return None, None, _api_error("unknown_tenant", "no such tenant", 404)
-    t = record.tenant
+        return None, None, _api_error("unknown_tenant", "no such tenant", 404), None
+    key, refused = _api_key(request, record, key_required)
+    if refused is not None:  # failed attempts count against the address
+        limited = _rate_limited(request, record.tenant, ratelimit.client_key(request), api=True)
+        return None, None, limited or _api_error(refused.code, refused.message, refused.status), None
+    limited = _rate_limited(request, record.tenant, ratelimit.client_key(request, key), api=True)
+    return record.tenant, key, limited, None
+
+
+def _api_key(request, record, key_required: bool):
+    """(the request's valid API key or None, None), or (None, the AuthError)."""
     try:
-        key = auth.api_key_from_request(request, t, record.api_keys)
+        key = auth.api_key_from_request(request, record.tenant, record.api_keys)
         if key is None and key_required:
             raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
-    except auth.AuthError as exc:  # failed attempts count against the address
-        limited = _rate_limited(request, t, ratelimit.client_key(request), api=True)
-        return None, None, limited or _api_error(exc.code, exc.message, exc.status)
-    limited = _rate_limited(request, t, ratelimit.client_key(request, key), api=True)
-    return t, key, limited
+    except auth.AuthError as exc:
+        return None, exc
+    return key, None
 
 
 @csrf_exempt
 @require_http_methods(["POST"])
 def api_ask(request, tenant: str):
-    t, key, refused = _api_caller(request, tenant)
+    ahead: dict = {}
+
+    def read_along(record) -> tuple:
+        """The exact cache's keys for this question under the tenant copy, read with the rate limits."""
+        try:
+            ahead["body"] = body = _parse_ask_body(request)
+            ahead["state"] = state = pipeline.prepare(
+                pipeline.Asker(record.tenant, _locale(record.tenant, body.get("locale"))), body["question"],
+                streamed=bool(body.get("stream")))
+        except AskRejected:
+            return ()  # refused again below, once the caller is known
+        return pipeline.prefetch_keys(state)
+
+    t, key, refused, prefetched = _api_caller(request, tenant, read_along=read_along)
     if refused is not None:
         return refused
     try:
-        body = _parse_ask_body(request)
+        body = ahead.get("body") or _parse_ask_body(request)
         caller = auth.api_caller(request, t, key, body.get("customer"))
         asker = pipeline.Asker(t, _locale(t, body.get("locale")), caller.customer)
+        prepared = ahead.get("state") if prefetched is not None else None
         if body.get("stream"):
-            state_events = pipeline.ask_events(asker, body["question"], streamed=True)
+            state_events = pipeline.ask_events(asker, body["question"], streamed=True, prepared=prepared,
+                                               prefetched=prefetched)
             first = next(state_events)  # validation happens before the first event
             return _api_stream(first, state_events)
-        result = pipeline.ask(asker, body["question"])
+        result = pipeline.ask(asker, body["question"], prepared=prepared, prefetched=prefetched)
     except (AskRejected, auth.AuthError) as exc:
         return _api_error(exc.code, exc.message, exc.status)
     payload = result.to_api()

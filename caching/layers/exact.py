@@ -19,16 +19,25 @@ def _cite_key(article_pk: int) -> str:
 class ExactLayer(CacheLayer):
     name = "exact"
 
-    def lookup(self, key: str, tenant_id: int) -> LayerResult:
+    def read_keys(self, key: str, tenant_id: int) -> tuple[str, str]:
+        """What a lookup reads: the entry and its tenant's article-versions revision."""
+        return key, article_versions.rev_key(tenant_id)
+
+    def lookup(self, key: str, tenant_id: int, prefetched: dict | None = None) -> LayerResult:
         """The entry under ``key``, served only while its cited articles are current (its tenant's
-        article-versions revision comes back in the same round trip)."""
+        article-versions revision comes back in the same round trip). ``prefetched``: the values
+        of ``read_keys`` if the caller read them already."""
         started = time.perf_counter()
         result = LayerResult(self.name, "miss", key_version=KEY_VERSION, candidate=key[-16:])
         if not redis_available():
             result.disposition, result.reason = "skipped", "redis unavailable (backing off)"
             return result
+        keys = self.read_keys(key, tenant_id)
         try:
-            raw, articles_rev = get_redis().mget(key, article_versions.rev_key(tenant_id))
+            if prefetched is not None and all(k in prefetched for k in keys):
+                raw, articles_rev = (prefetched[k] for k in keys)
+            else:
+                raw, articles_rev = get_redis().mget(*keys)
         except RedisUnavailable as exc:
             mark_redis_down()
             result.disposition, result.reason = "skipped", f"redis unavailable: {type(exc).__name__}"
