@@ -10,6 +10,7 @@ the answer is recorded as interrupted and never admitted to a cache.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -35,7 +36,7 @@ from supportbot.generation.citations import parse_answer
 from supportbot.generation.prompt import NOT_COVERED, PROMPT_VERSION, TenantPrompt, build_chat_request, generation_params
 from supportbot.models import AskEvent, Tenant
 from supportbot.questions import AskRejected, clean_question, normalize_question
-from supportbot.records import copy_insert, hit_records
+from supportbot.records import copy_insert, hit_records, pks_allocate
 
 log = logging.getLogger(__name__)
 
@@ -402,14 +403,15 @@ def record(state: AskState) -> None:
 
 def record_hits(states: list[AskState]) -> None:
     """Write the records of many cache hits in one transaction (the background writer's batch)."""
+    layers = [s.layers + embedding_and_prefix_decisions(s) for s in states]
     with transaction.atomic():
-        ask_pks = copy_insert(AskEvent, [ask_event_fields(s) for s in states])
-        layers = [s.layers + embedding_and_prefix_decisions(s) for s in states]
-        rows = [{**d.record_fields(), "ask_id": ask_pk, "tenant_id": s.asker.tenant.pk}
-                for s, ask_pk, ls in zip(states, ask_pks, layers) for d in ls]
-        decision_pks = iter(copy_insert(CacheDecision, rows))
+        ask_pks, decision_pks = pks_allocate([(AskEvent, len(states)), (CacheDecision, sum(map(len, layers)))])
+        copy_insert(AskEvent, [ask_event_fields(s) for s in states], ask_pks)
+        copy_insert(CacheDecision, [{**d.record_fields(), "ask_id": ask_pk, "tenant_id": s.asker.tenant.pk}
+                                    for s, ask_pk, ls in zip(states, ask_pks, layers) for d in ls], decision_pks)
+        refs = iter(decision_pks)
         sampling.sample_batch([
-            (s.asker.tenant.pk, [sampling.DecisionRef(next(decision_pks), d.layer, d.disposition, d.intent) for d in ls])
+            (s.asker.tenant.pk, [sampling.DecisionRef(next(refs), d.layer, d.disposition, d.intent) for d in ls])
             for s, ls in zip(states, layers)
         ])
 
@@ -533,11 +535,29 @@ def embed_question(state: AskState):
 
 def retrieval_version() -> str:
     gen = active_generation_cached()
-    return digest({
-        "generation": gen.pk if gen else None, "model": gen.model_name if gen else "",
-        "version": gen.model_version if gen else "", "k": settings.RETRIEVAL_TOP_K,
-        "min_similarity": settings.RETRIEVAL_MIN_SIMILARITY, "chunk": settings.CHUNK_MAX_CHARS,
-    })[:16]
+    return _retrieval_version(gen.pk if gen else None, gen.model_name if gen else "", gen.model_version if gen else "",
+                              settings.RETRIEVAL_TOP_K, settings.RETRIEVAL_MIN_SIMILARITY, settings.CHUNK_MAX_CHARS)
+
+
+@functools.lru_cache(maxsize=64)
+def _retrieval_version(generation, model, version, k, min_similarity, chunk) -> str:
+    return digest({"generation": generation, "model": model, "version": version, "k": k,
+                   "min_similarity": min_similarity, "chunk": chunk})[:16]
+
+
+_prompt_versions: dict[tuple, str] = {}
+
+
+def tenant_prompt_version(tenant: Tenant) -> str:
+    """A hash of the tenant's static prompt text (its name, instructions and examples), computed
+    once per distinct text (a hit computes it on every request)."""
+    memo = (tenant.name, tenant.instructions, repr(tenant.few_shot))
+    version = _prompt_versions.get(memo)
+    if version is None:
+        if len(_prompt_versions) > 1024:
+            _prompt_versions.clear()
+        version = _prompt_versions[memo] = digest([tenant.name, tenant.instructions, tenant.few_shot])[:16]
+    return version
 
 
 def answer_spec(state: AskState) -> AnswerSpec:
@@ -546,7 +566,7 @@ def answer_spec(state: AskState) -> AnswerSpec:
     return AnswerSpec(
         question=state.normalized, tenant=tenant.slug, locale=state.asker.locale, model=backend.model_id,
         model_revision=backend.model_revision, prompt_version=PROMPT_VERSION,
-        tenant_prompt_version=digest([tenant.name, tenant.instructions, tenant.few_shot])[:16],
+        tenant_prompt_version=tenant_prompt_version(tenant),
         generation_params=generation_params(), retrieval_version=retrieval_version(),
         policy_version=tenant.policy_version,
     )

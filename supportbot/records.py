@@ -159,37 +159,42 @@ class HitRecordWriter:
 _STOP = object()
 
 
-def copy_insert(model, rows: list[dict]) -> list[int]:
-    """Insert rows (dicts of field attnames, e.g. ``tenant_id``) with one ``COPY``; their new
-    primary keys, in order.
+def pks_allocate(counts: list[tuple[type, int]]) -> list[list[int]]:
+    """New primary keys from each model's table sequence, ``[(model, how many), ...]``, in one query:
+    rows that refer to each other (decisions to their Ask) can then go in with ``copy_insert``."""
+    parts, params = [], []
+    for model, n in counts:
+        parts.append("ARRAY(SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s))")
+        params += [model._meta.db_table, model._meta.pk.column, n]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(parts), params)
+        return [list(pks) for pks in cursor.fetchone()]
 
-    The keys come from the table's sequence first (one query), so rows that refer to these
-    (decisions to their Ask) can go in the same batch. Unlike ``bulk_create`` this builds no
-    model instances and no SQL text: a missing field takes its default, ``auto_now_add`` the
-    batch's time, and a JSON field is serialised here (COPY's text format hands it to
-    PostgreSQL as text). Meant for the plain columns of record tables, not for every field type."""
+
+def copy_insert(model, rows: list[dict], pks: list[int]) -> None:
+    """Insert rows (dicts of field attnames, e.g. ``tenant_id``) under the given primary keys
+    (``pks_allocate``) with one ``COPY``.
+
+    Unlike ``bulk_create`` this builds no model instances and no SQL text: a missing field takes
+    its default, ``auto_now_add`` the batch's time, and a JSON field is serialised here (COPY's
+    text format hands it to PostgreSQL as text). Meant for the plain columns of record tables,
+    not for every field type."""
     if not rows:
-        return []
+        return
     meta, q = model._meta, connection.ops.quote_name
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     now = timezone.now()
-    defaults = {f.attname: now if getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False)
-                else f.get_default() for f in fields}
-    jsons = {f.attname for f in fields if isinstance(f, JSONField)}
-    names = [f.attname for f in fields]
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-                       [meta.db_table, meta.pk.column, len(rows)])
-        pks = [pk for (pk,) in cursor.fetchall()]
-        columns = ", ".join(q(c) for c in [meta.pk.column, *(f.column for f in fields)])
-        with cursor.copy(f"COPY {q(meta.db_table)} ({columns}) FROM STDIN") as copy:
-            for pk, row in zip(pks, rows):
-                values = [pk]
-                for name in names:
-                    value = row.get(name, defaults[name])
-                    values.append(json.dumps(value) if name in jsons and value is not None else value)
-                copy.write_row(values)
-    return pks
+    spec = [(f.attname, now if getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False) else f.get_default(),
+             isinstance(f, JSONField)) for f in fields]
+    columns = ", ".join(q(c) for c in [meta.pk.column, *(f.column for f in fields)])
+    dumps = json.dumps
+    with connection.cursor() as cursor, cursor.copy(f"COPY {q(meta.db_table)} ({columns}) FROM STDIN") as copy:
+        for pk, row in zip(pks, rows, strict=True):
+            values = [pk]
+            for name, default, is_json in spec:
+                value = row.get(name, default)
+                values.append(dumps(value) if is_json and value is not None else value)
+            copy.write_row(values)
 
 
 def _write_hits(states: list) -> None:
