@@ -200,12 +200,14 @@ def copy_insert(model, rows: list[dict], pks: list[int]) -> None:
 def _write_hits(states: list) -> None:
     from supportbot.pipeline import record_hits
 
-    with transaction.atomic():
-        # Records of hits already answered: a crash may lose the last moments of them, as it may
-        # lose this queue, so the commit need not wait for the WAL flush.
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
-        record_hits(states)
+    with connection.cursor() as cursor:
+        if getattr(connection, "_hit_records_async_commit", None) is not connection.connection:
+            # Records of hits already answered: a crash may lose the last moments of them, as it
+            # may lose this queue, so the writer's commits need not wait for the WAL flush. Set
+            # once per connection (this thread's own).
+            cursor.execute("SET synchronous_commit = off")
+            connection._hit_records_async_commit = connection.connection
+    record_hits(states)
 
 
 hit_records = HitRecordWriter(_write_hits)

@@ -197,7 +197,7 @@ SEMANTIC_ASSIST_MIN_SIMILARITY = env.float("SEMANTIC_ASSIST_MIN_SIMILARITY", def
 # in Redis (supportbot.localcache); no local copy is older than this, even if a bump was lost.
 LOCAL_CACHE_MAX_AGE_S = env.float("LOCAL_CACHE_MAX_AGE_S", default=30.0)
 # The web process writes the records of cache hits in batches; it waits this long for a batch to fill.
-RECORDS_LINGER_MS = env.float("RECORDS_LINGER_MS", default=50.0)
+RECORDS_LINGER_MS = env.float("RECORDS_LINGER_MS", default=100.0)
 
 # --------------------------------------------------------------------------- celery / jobs
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
