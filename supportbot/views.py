@@ -7,6 +7,8 @@ import itertools
 import json
 import logging
 import secrets
+import time
+import uuid
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -18,7 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from supportbot import auth, pipeline, ratelimit
-from supportbot.models import Tenant
+from supportbot.models import AskEvent, Tenant
 from supportbot.questions import AskRejected, clean_question
 from supportbot.localcache import MISSING
 from supportbot.selectors import tenant_cache, tenant_directory_get, tenant_directory_peek
@@ -334,14 +336,24 @@ def healthz(request):
 # --------------------------------------------------------------------------- customer feedback
 
 def _ask_of(t: Tenant, request_id):
-    from django.core.exceptions import ValidationError
+    """The tenant's Ask with this request id, or None.
 
-    from supportbot.models import AskEvent
+    The record of a cache hit is written a moment after its answer (``supportbot.records``):
+    feedback sent right away on an answer not recorded yet waits for it, once, for about
+    that moment."""
+    from supportbot.records import hit_records
 
     try:
-        return AskEvent.objects.get(tenant=t, request_id=request_id)
-    except (AskEvent.DoesNotExist, ValidationError, ValueError, TypeError):  # unknown or not a UUID
+        request_id = uuid.UUID(str(request_id))
+    except ValueError:
         return None
+    ask = AskEvent.objects.filter(tenant=t, request_id=request_id).first()
+    if ask is None and hit_records.flush(timeout_s=1.0):  # this process's own, if it answered
+        ask = AskEvent.objects.filter(tenant=t, request_id=request_id).first()
+    if ask is None:  # another process's batch
+        time.sleep(max(0.0, settings.RECORDS_LINGER_MS / 1000) * 2)
+        ask = AskEvent.objects.filter(tenant=t, request_id=request_id).first()
+    return ask
 
 
 @require_POST

@@ -106,13 +106,21 @@ class SemanticLayer(CacheLayer):
                 if source is not None:  # what the hit saved: the model call that wrote the entry
                     result.saved_tokens = source.prompt_tokens + source.completion_tokens
                     result.saved_ms = float(source.timings.get("generation", 0.0))
-                SemanticEntry.objects.filter(pk=row.pk).update(hit_count=F("hit_count") + 1,
-                                                               last_hit_at=timezone.now())
+                # the entry's hit count is written with the Ask's record (``count_hits``), off the hit's path
         elif mode == "assist" and similarity >= settings.SEMANTIC_ASSIST_MIN_SIMILARITY:
             result.disposition, result.value = "assist", _cached_answer(row)
             result.reason = f"assist: near hit given to the model as context ({judgement.reason})"
         result.lookup_ms = (time.perf_counter() - started) * 1000
         return result
+
+    def count_hits(self, hits: dict[int, int]) -> None:
+        """Add served hits to entries' counts, ``{entry pk: hits}`` (one UPDATE per distinct count)."""
+        by_count: dict[int, list[int]] = {}
+        for pk, n in hits.items():
+            by_count.setdefault(n, []).append(pk)
+        now = timezone.now()
+        for n, pks in by_count.items():
+            SemanticEntry.objects.filter(pk__in=pks).update(hit_count=F("hit_count") + n, last_hit_at=now)
 
     @transaction.atomic
     def store(self, scope: SemanticScope, *, question: str, normalized_question: str, vector: np.ndarray,

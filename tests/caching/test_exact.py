@@ -197,3 +197,43 @@ def test_in_a_web_request_hit_records_are_batched_by_the_writer(client, monkeypa
         assert event.serving_layer == "exact"
         assert list(event.decisions.order_by("pk").values_list("layer", "disposition")) == [
             ("eligibility", "miss"), ("exact", "hit")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_writer_batches_hits_that_arrive_together_and_feedback_waits_for_their_record(client, settings):
+    """Hits arriving within the linger go in one batch; feedback posted the moment an answer
+    arrives finds its Ask although the record was still queued; a semantic hit's count is
+    written with its record."""
+    from caching.models import SemanticEntry
+    from supportbot.records import hit_records
+    from tests import factories
+
+    settings.RECORDS_LINGER_MS = 300.0
+    tenant = factories.tenant("records-linger")
+    factories.article(tenant, "return-policy", "Unused items can be returned within 30 days of delivery.")
+    assert offer(asker(tenant), QUESTION).admitted
+    batches, write = [], hit_records._write
+
+    def spy(batch):
+        batches.append(len(batch))
+        write(batch)
+
+    hit_records._write = spy
+    try:
+        answers = []
+        for question in (QUESTION, QUESTION, "return policy details"):
+            response = client.post(f"/api/t/{tenant.slug}/ask", data=json.dumps({"question": question}),
+                                   content_type="application/json")
+            answers.append(response.json())
+        assert [a["cache"]["layer"] for a in answers] == ["exact", "exact", "semantic"]
+        feedback = client.post(f"/api/t/{tenant.slug}/feedback", content_type="application/json",
+                               data=json.dumps({"request_id": answers[0]["request_id"], "helpful": False}))
+        assert feedback.status_code == 200 and feedback.json()["recorded"] is True
+        assert hit_records.flush()
+    finally:
+        hit_records._write = write
+        hit_records.stop()
+    assert batches == [3]  # one transaction for the three hits
+    assert AskEvent.objects.filter(request_id__in=[a["request_id"] for a in answers]).count() == 3
+    entry = SemanticEntry.objects.get(tenant=tenant, status=SemanticEntry.Status.ACTIVE)
+    assert entry.hit_count == 1 and entry.last_hit_at is not None

@@ -147,3 +147,15 @@ def test_misses_and_fresh_answers_are_never_sampled(acme, sample_everything):
     offered_ask = AskEvent.objects.get(request_id=offered.request_id)
     assert not SampledHit.objects.filter(decision__ask=offered_ask).exists()
     assert SampledHit.objects.count() == 1
+
+
+def test_a_batch_of_hits_takes_the_daily_minimum_once(acme, settings, sample_nothing):
+    """The writer samples a batch of hits at once: the day's count is read once and the minimum
+    still holds across the batch and the batches after it."""
+    _, decision, _ = served_hit(acme, RETURN_Q, RETURN_Q)
+    settings.SAMPLE_MIN_PER_INTENT_DAY = 2
+    refs = [sampling.DecisionRef(_clone(decision).pk, "exact", "hit", decision.intent) for _ in range(4)]
+    picked = sampling.sample_batch([(acme.pk, refs[:3]), (acme.pk, refs[3:])])
+    assert [s.decision_id for s in picked] == [refs[0].pk, refs[1].pk]
+    assert sampling.sample_batch([(acme.pk, [sampling.DecisionRef(_clone(decision).pk, "exact", "hit",
+                                                                   decision.intent)])]) == []
