@@ -29,7 +29,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-GUARDS_VERSION = "1"
+GUARDS_VERSION = "2"
 
 # Answer types. howto/policy/availability are one family: a "can I", a "how do I" and an
 # "is it available" about the same thing are answered by the same help article.
@@ -584,10 +584,13 @@ def _numbers_and_money(tokens: list[str]) -> tuple[set, set, set, set, set]:
     return numbers, money, ids, sizes, times
 
 
+_WORD_OR_STOP = re.compile(r"[^\W\d_][\w'+-]*|[.?!]")  # letters of any script: "Rückgabe" is one word
+
+
 def _proper_nouns(question: str) -> set[str]:
     """Capitalised words that are not sentence-initial (product names, brands, places)."""
     out = set()
-    words = re.findall(r"[A-Za-z][A-Za-z0-9'+-]*|[.?!]", question)
+    words = _WORD_OR_STOP.findall(question)
     start = True
     for w in words:
         if w in ".?!":
