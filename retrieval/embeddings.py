@@ -88,12 +88,37 @@ class Embedder:
 
             # A question or two is fastest on one thread (no fan-out cost); batches use them all.
             torch.set_num_threads(1 if len(texts) <= 4 else max(1, os.cpu_count() or 1))
-            vectors = self.model.encode(
-                texts, batch_size=settings.EMBEDDING_BATCH_SIZE, normalize_embeddings=True,
-                convert_to_numpy=True, show_progress_bar=False,
-            )
+            if len(texts) <= 4 and self._plain_mean_pooling():
+                vectors = self._encode_direct(texts)
+            else:
+                with torch.inference_mode():
+                    vectors = self.model.encode(
+                        texts, batch_size=settings.EMBEDDING_BATCH_SIZE, normalize_embeddings=True,
+                        convert_to_numpy=True, show_progress_bar=False,
+                    )
         self.model_calls += len(texts)
         return vectors.astype(np.float32)
+
+    def _plain_mean_pooling(self) -> bool:
+        """Whether the model is a transformer, mean pooling and (optionally) normalisation, nothing else."""
+        names = [type(m).__name__ for m in self.model]
+        return names[:2] == ["Transformer", "Pooling"] and self.model[1].pooling_mode == "mean" and (
+            names[2:] in ([], ["Normalize"]))
+
+    def _encode_direct(self, texts: list[str]) -> np.ndarray:
+        """The model's own steps (tokenise, forward, mean-pool, normalise) without ``encode``'s
+        batching machinery, which costs a question a few milliseconds of its embedding; the
+        vectors equal ``encode``'s (a test compares them)."""
+        import torch
+
+        transformer = self.model[0]
+        with torch.inference_mode():
+            batch = transformer.tokenizer(texts, padding=True, truncation=True, max_length=transformer.max_seq_length,
+                                          return_tensors="pt")
+            hidden = transformer.auto_model(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2, dim=1).numpy()
 
     def cache_key(self, text: str) -> str:
         return f"emb:{self.name}:{self.version}:{text_hash(text)}"

@@ -12,6 +12,9 @@ MEANINGS = {
     "DJANGO_DEBUG": "Django debug pages (never in production)",
     "DJANGO_SECRET_KEY": "Django's signing key (required in production; also keys customer tokens)",
     "CACHE_SALT_SECRET": "secret from which each tenant's vLLM `cache_salt` is derived (required in production)",
+    "CUSTOMER_REF_SECRET": "key of the pseudonymous `customer_ref` recorded with a signed-in customer's Asks "
+                           "(HMAC of tenant and customer id; required in production; rotating it orphans older "
+                           "records from export and erasure)",
     "DJANGO_ALLOWED_HOSTS": "host names the web server answers to",
     "DJANGO_CSRF_TRUSTED_ORIGINS": "origins trusted for CSRF behind a proxy (`https://ask.example.com`)",
     "DATABASE_URL": "PostgreSQL with pgvector; unset = the embedded server under `var/pg`",
@@ -96,12 +99,12 @@ def rows() -> list[tuple[str, str, str]]:
             seen.add(name)
             default = DEFAULTS.get(name, (m.group(3) or "").strip())
             if default == "" and m.group(3) is None:
-                default = "(required)" if name in ("DJANGO_SECRET_KEY", "CACHE_SALT_SECRET", "DATABASE_URL", "REDIS_URL") else "(unset)"
+                default = "(required)" if name in ("DJANGO_SECRET_KEY", "CACHE_SALT_SECRET", "CUSTOMER_REF_SECRET", "DATABASE_URL", "REDIS_URL") else "(unset)"
             if name == "DATABASE_URL":
                 default = "embedded"
             if name == "REDIS_URL":
                 default = "embedded"
-            if name in ("DJANGO_SECRET_KEY", "CACHE_SALT_SECRET"):
+            if name in ("DJANGO_SECRET_KEY", "CACHE_SALT_SECRET", "CUSTOMER_REF_SECRET"):
                 default = "dev-only value; required in production"
             comment = []
             j = i - 1

@@ -11,6 +11,8 @@ the answer is recorded as interrupted and never admitted to a cache.
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import logging
 import time
 import uuid
@@ -22,7 +24,7 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from caching import admission, guards, sampling
-from caching.keys import AnswerSpec, digest, exact_key
+from caching.keys import AnswerSpec, canonical_json, digest, exact_key
 from caching.layers.base import CachedAnswer, LayerResult
 from caching.layers.exact import ExactLayer
 from caching.layers.search import SearchLayer, search_key
@@ -509,9 +511,12 @@ def unique_citations(citations) -> list[dict]:
 
 
 def customer_ref(asker: Asker) -> str:
+    """The pseudonym recorded for a signed-in customer: HMAC-SHA256 under ``CUSTOMER_REF_SECRET`` of
+    tenant and customer id, so records name no customer and one tenant's id never matches another's."""
     if not asker.customer:
         return ""
-    return digest({"tenant": asker.tenant.slug, "customer": asker.customer, "k": settings.SECRET_KEY[:8]})[:32]
+    message = canonical_json({"tenant": asker.tenant.slug, "customer": asker.customer}).encode("utf-8")
+    return hmac.new(settings.CUSTOMER_REF_SECRET.encode("utf-8"), message, hashlib.sha256).hexdigest()[:32]
 
 
 def tenant_prompt(tenant: Tenant) -> TenantPrompt:

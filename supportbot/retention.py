@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from caching.keys import KEY_VERSION
+from caching.keys import KEY_VERSION, digest
 from caching.models import CacheDecision, SemanticEntry
 from retrieval.embeddings import get_embedder
 from supportbot.models import AskEvent, Tenant
@@ -67,8 +67,16 @@ def records_purge_older_than(days: int | None = None, *, batch_size: int | None 
 
 def customer_asks(tenant: Tenant, customer: str):
     """The customer's Asks in ``tenant`` (the reference does not depend on the locale)."""
-    ref = customer_ref(Asker(tenant, tenant.default_locale, customer))
-    return AskEvent.objects.filter(tenant=tenant, customer_ref=ref).order_by("created_at")
+    asker = Asker(tenant, tenant.default_locale, customer)
+    refs = [customer_ref(asker), _customer_ref_before_its_own_key(asker)]
+    return AskEvent.objects.filter(tenant=tenant, customer_ref__in=refs).order_by("created_at")
+
+
+def _customer_ref_before_its_own_key(asker: Asker) -> str:
+    """The reference recorded before ``CUSTOMER_REF_SECRET`` existed (a hash keyed with part of
+    SECRET_KEY): records from then are still found. Remove once ``RECORD_RETENTION_DAYS`` have passed
+    since 2026-11-29."""
+    return digest({"tenant": asker.tenant.slug, "customer": asker.customer, "k": settings.SECRET_KEY[:8]})[:32]
 
 
 def customer_export(tenant: Tenant, customer: str) -> dict:

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
+from retrieval.services import SyncReport
 from supportbot.models import Tenant
 
 TENANT_FIELDS = ("name", "locales", "default_locale", "handoff_text", "instructions", "few_shot")
@@ -25,3 +27,23 @@ def tenants_load(path: Path) -> list[Tenant]:
 
 def demo_dir() -> Path:
     return Path(settings.KB_DEMO_DIR)
+
+
+@dataclass
+class DemoLoad:
+    tenants: dict[str, Tenant]
+    reports: dict  # slug -> ingestion.services.IngestReport (only for the tenants ingested)
+    sync: SyncReport
+
+
+def demo_load(*, skip_ingested: bool = False) -> DemoLoad:
+    """Create or update the demo tenants, ingest their knowledge base and index what changed
+    (idempotent). ``skip_ingested``: leave tenants that have articles as they are (test setup)."""
+    from ingestion.services import ingest_directory
+    from retrieval.services import index_sync
+
+    root = demo_dir()
+    tenants = {t.slug: t for t in tenants_load(root / "tenants.json")}
+    reports = {slug: ingest_directory(root / slug, t) for slug, t in tenants.items()
+               if not (skip_ingested and t.articles.exists())}
+    return DemoLoad(tenants, reports, index_sync())

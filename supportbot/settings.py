@@ -20,9 +20,11 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 if PRODUCTION:
     SECRET_KEY = env.str("DJANGO_SECRET_KEY")
     CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET")
+    CUSTOMER_REF_SECRET = env.str("CUSTOMER_REF_SECRET")
 else:
     SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="dev-only-insecure-key-not-for-production-use-0123456789")
     CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET", default="dev-only-cache-salt-secret")
+    CUSTOMER_REF_SECRET = env.str("CUSTOMER_REF_SECRET", default="dev-only-customer-ref-secret")
 
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])

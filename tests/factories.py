@@ -1,26 +1,16 @@
 """Test data in one place."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from django.conf import settings
-
 from ingestion.parsing import ParsedArticle
-from ingestion.services import article_upsert, ingest_directory
-from retrieval.services import index_sync
+from ingestion.services import article_upsert
+from supportbot import services
 from supportbot.models import Tenant
-from supportbot.services import tenants_load
 
 
 def demo_load() -> dict[str, Tenant]:
-    """Idempotent: creates the demo tenants, ingests their articles, indexes what changed."""
-    root = Path(settings.KB_DEMO_DIR)
-    tenants = {t.slug: t for t in tenants_load(root / "tenants.json")}
-    if not all(t.articles.exists() for t in tenants.values()):
-        for t in tenants.values():
-            ingest_directory(root / t.slug, t)
-    index_sync()
-    return {slug: Tenant.objects.get(pk=t.pk) for slug, t in tenants.items()}
+    """The demo tenants, ingested (once) and indexed."""
+    loaded = services.demo_load(skip_ingested=True)
+    return {slug: Tenant.objects.get(pk=t.pk) for slug, t in loaded.tenants.items()}
 
 
 def tenant(slug: str = "tenant-x", locales=("en",), **fields) -> Tenant:

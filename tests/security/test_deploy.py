@@ -46,7 +46,8 @@ def test_api_needs_no_csrf_because_it_never_reads_cookies(demo, dead_model):
 
 def test_check_deploy_is_clean_in_production(tmp_path):
     env = dict(os.environ, DJANGO_ENV="production", DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
-               CACHE_SALT_SECRET=secrets.token_urlsafe(32), DJANGO_ALLOWED_HOSTS="ask.example.com",
+               CACHE_SALT_SECRET=secrets.token_urlsafe(32), CUSTOMER_REF_SECRET=secrets.token_urlsafe(32),
+               DJANGO_ALLOWED_HOSTS="ask.example.com",
                DJANGO_SETTINGS_MODULE="supportbot.settings")
     result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
@@ -57,6 +58,11 @@ def test_check_deploy_is_clean_in_production(tmp_path):
     missing = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
                              text=True, timeout=240)
     assert missing.returncode != 0 and "DJANGO_SECRET_KEY" in missing.stderr
+    for name in ("CACHE_SALT_SECRET", "CUSTOMER_REF_SECRET"):
+        without = {k: v for k, v in env.items() if k != name} | {"DJANGO_SECRET_KEY": secrets.token_urlsafe(50)}
+        refused = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=without, capture_output=True,
+                                 text=True, timeout=240)
+        assert refused.returncode != 0 and name in refused.stderr
 
 
 def test_admin_is_staff_only(demo):
