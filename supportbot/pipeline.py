@@ -397,12 +397,12 @@ def record(state: AskState) -> None:
                 for d in state.layers + embedding_and_prefix_decisions(state)
             ])
             sampling.sample_decisions(event, decisions)
-            semantic_layer.count_hits(semantic_hits([state]))
     except DatabaseError:
         log.exception("could not record ask %s", state.request_id)
         if state.admitted:  # no answer in a cache without the record of where it came from
             exact_layer.delete(state.key)
         raise
+    count_semantic_hits([state])
 
 
 def record_hits(states: list[AskState]) -> None:
@@ -413,17 +413,22 @@ def record_hits(states: list[AskState]) -> None:
         copy_insert(AskEvent, [ask_event_fields(s) for s in states], ask_pks)
         copy_insert(CacheDecision, [{**d.record_fields(), "ask_id": ask_pk, "tenant_id": s.asker.tenant.pk}
                                     for s, ask_pk, ls in zip(states, ask_pks, layers) for d in ls], decision_pks)
-        semantic_layer.count_hits(semantic_hits(states))
         refs = iter(decision_pks)
         sampling.sample_batch([
             (s.asker.tenant.pk, [sampling.DecisionRef(next(refs), d.layer, d.disposition, d.intent) for d in ls])
             for s, ls in zip(states, layers)
         ])
+    count_semantic_hits(states)
 
 
-def semantic_hits(states: list[AskState]) -> Counter:
-    """{semantic entry pk: times served} over these Asks."""
-    return Counter(int(d.candidate) for s in states for d in s.layers if d.layer == "semantic" and d.hit)
+def count_semantic_hits(states: list[AskState]) -> None:
+    """Add the semantic hits of these Asks to their entries' counts, once their records are in:
+    a count that fails (a lock timeout, say) is logged and never costs a record."""
+    hits = Counter(int(d.candidate) for s in states for d in s.layers if d.layer == "semantic" and d.hit)
+    try:
+        semantic_layer.count_hits(hits)
+    except DatabaseError:
+        log.warning("could not count %d semantic hits", sum(hits.values()), exc_info=True)
 
 
 def ask_event(state: AskState) -> AskEvent:

@@ -21,12 +21,14 @@ docs/security.md.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
 from dataclasses import dataclass
 
 from django.conf import settings
+from redis.exceptions import NoScriptError
 
 from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
 
@@ -51,7 +53,7 @@ if t > tonumber(ARGV[3]) then
 end
 return {0, c, t, read}
 """
-_script = None
+_CHECK_SHA = hashlib.sha1(_CHECK.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -91,13 +93,13 @@ def check(tenant_slug: str, client: str, *, read: tuple[str, ...] = ()) -> Verdi
     now = time.time()
     slot = int(now // window)
     keys = [f"rl:c:{tenant_slug}:{client}:{slot}", f"rl:t:{tenant_slug}:{slot}", *read]
+    args = [window + 1, settings.RATELIMIT_CLIENT_REQUESTS, settings.RATELIMIT_TENANT_REQUESTS]
     try:
-        global _script
         r = get_redis()
-        if _script is None or _script.registered_client is not r:
-            _script = r.register_script(_CHECK)
-        refused, _count, _extra, values = _script(keys=keys, args=[window + 1, settings.RATELIMIT_CLIENT_REQUESTS,
-                                                                settings.RATELIMIT_TENANT_REQUESTS])
+        try:
+            refused, _count, _extra, values = r.evalsha(_CHECK_SHA, len(keys), *keys, *args)
+        except NoScriptError:  # a new or restarted server: send the script itself (Redis keeps it)
+            refused, _count, _extra, values = r.eval(_CHECK, len(keys), *keys, *args)
     except RedisUnavailable as exc:
         mark_redis_down()
         log.warning("rate limits skipped: redis unavailable (%s)", type(exc).__name__)

@@ -1,12 +1,19 @@
-"""One Redis connection pool per process, with short timeouts.
+"""A Redis client per thread, with short timeouts.
+
+Each thread gets its own single-connection client: a request's commands skip the pool's
+checkout (a lock, bookkeeping and a poll of the socket per command, which cost a cache hit
+more than the command itself). A forked child makes its own; ``reset_redis_state`` retires
+every thread's client (tests restart Redis on another port).
 
 Redis holds caches, never the only copy of anything: callers treat
 ``RedisUnavailable`` as a cache miss and carry on through the slow path.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
+import weakref
 
 import redis
 from django.conf import settings
@@ -14,25 +21,30 @@ from django.conf import settings
 RedisUnavailable = (redis.ConnectionError, redis.TimeoutError, OSError)
 
 _lock = threading.Lock()
-_client: redis.Redis | None = None
+_local = threading.local()
+_clients: weakref.WeakSet = weakref.WeakSet()  # every thread's client, to retire them all at a reset
+_generation = 0  # bumped by a reset: a client of an older generation is replaced on its next use
 _down_until = 0.0
 # After a failure, skip Redis for this long so a dead server costs nothing per request.
 DOWN_BACKOFF_S = 2.0
 
 
 def get_redis() -> redis.Redis:
-    global _client
-    if _client is None:
+    """This thread's client (made on first use in the thread, the process, or after a reset)."""
+    client = getattr(_local, "client", None)
+    if client is None or _local.pid != os.getpid() or _local.generation != _generation:
+        client = redis.Redis.from_url(
+            settings.REDIS_URL,
+            single_connection_client=True,
+            socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
+            socket_connect_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
+            health_check_interval=30,
+            retry_on_timeout=False,
+        )
+        _local.client, _local.pid, _local.generation = client, os.getpid(), _generation
         with _lock:
-            if _client is None:
-                _client = redis.Redis.from_url(
-                    settings.REDIS_URL,
-                    socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
-                    socket_connect_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
-                    health_check_interval=30,
-                    retry_on_timeout=False,
-                )
-    return _client
+            _clients.add(client)
+    return client
 
 
 def redis_available() -> bool:
@@ -46,10 +58,15 @@ def mark_redis_down() -> None:
 
 
 def reset_redis_state() -> None:
-    """Forget the cached client and backoff (tests restart Redis on another port)."""
-    global _client, _down_until
+    """Retire every thread's client and forget the backoff (tests restart Redis on another port)."""
+    global _generation, _down_until
     with _lock:
-        if _client is not None:
-            _client.close()
-        _client = None
+        _generation += 1
+        retired = list(_clients)
+        _clients.clear()
         _down_until = 0.0
+    for client in retired:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - a client of a dead server or another thread: nothing to keep
+            pass

@@ -145,8 +145,13 @@ class SemanticLayer(CacheLayer):
         result.lookup_ms = (time.perf_counter() - started) * 1000
         return result
 
+    @transaction.atomic
     def count_hits(self, hits: dict[int, int]) -> None:
-        """Add served hits to entries' counts, ``{entry pk: hits}`` (one UPDATE per distinct count)."""
+        """Add served hits to entries' counts, ``{entry pk: hits}``. The rows are locked in key
+        order first: two processes counting overlapping hits at once never deadlock."""
+        if not hits:
+            return
+        list(SemanticEntry.objects.select_for_update().filter(pk__in=list(hits)).order_by("pk").values_list("pk"))
         by_count: dict[int, list[int]] = {}
         for pk, n in hits.items():
             by_count.setdefault(n, []).append(pk)
