@@ -321,3 +321,41 @@ def test_the_threshold_of_the_intent_comes_from_the_newest_staff_setting(acme):
     assert served is None
     d = decision(state, "semantic")
     assert d.threshold == 0.995 and d.similarity < 0.995 and d.disposition == "miss"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writers_counting_the_same_entries_at_once_never_deadlock():
+    """Two web processes' record writers add hits to overlapping entries in opposite orders:
+    the rows are locked in key order, so both commit and every hit is counted."""
+    import threading
+
+    from django.db import connection
+
+    from tests import factories
+
+    tenant = factories.tenant("count-hits")
+    factories.article(tenant, "return-policy", "Unused items can be returned within 30 days of delivery.")
+    for q in ("What is your return policy?", "Can I return an item?", "How do returns work?",
+              "Do you accept returns?"):
+        offer(asker(tenant), q)
+    pks = list(SemanticEntry.objects.filter(tenant=tenant, status=SemanticEntry.Status.ACTIVE)
+               .order_by("pk").values_list("pk", flat=True))
+    assert len(pks) == 4
+    layer, errors, rounds = SemanticLayer(), [], 15
+
+    def writer(order):
+        try:
+            for _ in range(rounds):
+                layer.count_hits({pk: 1 for pk in order})
+        except Exception as exc:  # noqa: BLE001 - the assertion below reports it
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=writer, args=(order,)) for order in (pks, pks[::-1])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert set(SemanticEntry.objects.filter(pk__in=pks).values_list("hit_count", flat=True)) == {2 * rounds}
