@@ -411,7 +411,7 @@ def record_hits(states: list[AskState]) -> None:
     with transaction.atomic():
         ask_pks, decision_pks = pks_allocate([(AskEvent, len(states)), (CacheDecision, sum(map(len, layers)))])
         copy_insert(AskEvent, [ask_event_fields(s) for s in states], ask_pks)
-        copy_insert(CacheDecision, [{**d.record_fields(), "ask_id": ask_pk, "tenant_id": s.asker.tenant.pk}
+        copy_insert(CacheDecision, [d.record_fields(ask_id=ask_pk, tenant_id=s.asker.tenant.pk)
                                     for s, ask_pk, ls in zip(states, ask_pks, layers) for d in ls], decision_pks)
         refs = iter(decision_pks)
         sampling.sample_batch([

@@ -16,6 +16,7 @@ a process that dies loses at most the batch in flight, and the queue is flushed 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -181,20 +182,26 @@ def copy_insert(model, rows: list[dict], pks: list[int]) -> None:
     not for every field type."""
     if not rows:
         return
-    meta, q = model._meta, connection.ops.quote_name
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    statement, fields = _copy_spec(model)
     now = timezone.now()
-    spec = [(f.attname, now if getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False) else f.get_default(),
-             isinstance(f, JSONField)) for f in fields]
-    columns = ", ".join(q(c) for c in [meta.pk.column, *(f.column for f in fields)])
     dumps = json.dumps
-    with connection.cursor() as cursor, cursor.copy(f"COPY {q(meta.db_table)} ({columns}) FROM STDIN") as copy:
+    columns = [(f.attname, f.get_default(), isinstance(f, JSONField),
+                bool(getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False))) for f in fields]
+    with connection.cursor() as cursor, cursor.copy(statement) as copy:
+        write = copy.write_row
         for pk, row in zip(pks, rows, strict=True):
-            values = [pk]
-            for name, default, is_json in spec:
-                value = row.get(name, default)
-                values.append(dumps(value) if is_json and value is not None else value)
-            copy.write_row(values)
+            get = row.get
+            write([pk, *[now if auto else (dumps(v) if is_json and v is not None else v)
+                         for name, default, is_json, auto in columns for v in (get(name, default),)]])
+
+
+@functools.lru_cache(maxsize=None)
+def _copy_spec(model) -> tuple[str, tuple]:
+    """A model's COPY statement and its fields in the statement's column order (after the key)."""
+    meta, q = model._meta, connection.ops.quote_name
+    fields = tuple(f for f in meta.concrete_fields if not f.primary_key)
+    names = ", ".join(q(c) for c in [meta.pk.column, *(f.column for f in fields)])
+    return f"COPY {q(meta.db_table)} ({names}) FROM STDIN", fields
 
 
 def _write_hits(states: list) -> None:

@@ -49,8 +49,11 @@ class LayerResult:
     def hit(self) -> bool:
         return self.disposition == "hit"
 
-    def record_fields(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "value"}
+    def record_fields(self, **extra) -> dict:
+        """The decision's fields for its ``CacheDecision`` row (the served value is not recorded)."""
+        fields = {k: v for k, v in self.__dict__.items() if k != "value"}
+        fields.update(extra)
+        return fields
 
 
 class CacheLayer:
