@@ -3,7 +3,8 @@
 A cached answer is served only while every article version it cites is still the current
 version of an active article of the same tenant. The current versions of a tenant's
 articles are kept in each process (``supportbot.localcache``) under the tenant's
-``articles`` revision, which every article save or delete bumps (``caching.receivers``):
+``articles`` revision, which every article save or delete bumps (``article_saved``, connected
+in ``caching.apps``):
 the check on a cache hit reads Redis, not the database."""
 from __future__ import annotations
 

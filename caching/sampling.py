@@ -111,8 +111,9 @@ def _day_counts_add(day: str, taken: Counter) -> None:
     try:
         pipe = get_redis().pipeline(transaction=False)
         for (stratum, intent), n in taken.items():
-            pipe.incrby(_day_key(day, stratum, intent), n)
-            pipe.expire(_day_key(day, stratum, intent), 2 * 86400)
+            key = _day_key(day, stratum, intent)
+            pipe.incrby(key, n)
+            pipe.expire(key, 2 * 86400)
         pipe.execute()
     except RedisUnavailable:
         mark_redis_down()

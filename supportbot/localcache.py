@@ -64,7 +64,7 @@ class RevisionedCache(Generic[V]):
         elif isinstance(rev, bytes):
             rev = rev.decode()
         if rev is None:
-            rev = self._create_revision(scope)
+            rev = self.revision(scope, create=True)
         if rev is None:  # Redis unavailable: trust nothing local
             return load()
         entry = self._entries.get(scope)
@@ -85,25 +85,16 @@ class RevisionedCache(Generic[V]):
         entry = self._entries.get(scope)
         return entry[2] if entry is not None else MISSING
 
-    def revision(self, scope: Hashable) -> str | None:
-        """The scope's current revision; None when it has none or Redis is unavailable."""
+    def revision(self, scope: Hashable, *, create: bool = False) -> str | None:
+        """The scope's current revision; None when it has none or Redis is unavailable.
+        ``create``: give a scope without one a new revision first (SET NX)."""
         if not redis_available():
             return None
-        try:
-            value = get_redis().get(self.rev_key(scope))
-        except RedisUnavailable as exc:
-            mark_redis_down()
-            log.warning("%s cache: redis unavailable (%s), reading the database", self.name, type(exc).__name__)
-            return None
-        return value.decode() if value is not None else None
-
-    def _create_revision(self, scope: Hashable) -> str | None:
-        if not redis_available():
-            return None
+        key = self.rev_key(scope)
         try:
             r = get_redis()
-            key = self.rev_key(scope)
-            r.set(key, secrets.token_hex(8), nx=True, ex=REVISION_TTL_S)
+            if create:
+                r.set(key, secrets.token_hex(8), nx=True, ex=REVISION_TTL_S)
             value = r.get(key)
         except RedisUnavailable as exc:
             mark_redis_down()
@@ -113,7 +104,6 @@ class RevisionedCache(Generic[V]):
 
     def bump(self, scope: Hashable) -> None:
         """``scope`` changed: every process reloads it on its next read (now, and after the commit)."""
-        self.forget(scope)
         self._bump_now(scope)
         transaction.on_commit(lambda: self._bump_now(scope), robust=True)
 

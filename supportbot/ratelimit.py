@@ -84,7 +84,7 @@ def check(tenant_slug: str, client: str, *, read: tuple[str, ...] = ()) -> Verdi
     """Count one request of ``client`` against the client and tenant limits of the current window.
 
     ``read``: Redis keys whose values the request needs anyway (e.g. its tenant's revision),
-    read in the same round trip (``Verdict.read``, a Redis ``nil`` as a falsy value)."""
+    read in the same round trip (``Verdict.read``, None for a missing key)."""
     if not settings.RATELIMIT_ENABLED:
         return Verdict(True)
     if not redis_available():
@@ -104,7 +104,7 @@ def check(tenant_slug: str, client: str, *, read: tuple[str, ...] = ()) -> Verdi
         mark_redis_down()
         log.warning("rate limits skipped: redis unavailable (%s)", type(exc).__name__)
         return Verdict(True, scope="skipped")
-    values = tuple(v or None for v in values) + (None,) * (len(read) - len(values))  # Lua drops trailing nils
+    values = tuple(values)  # a missing key comes back as None (Lua false is a Redis nil)
     if not refused:
         return Verdict(True, read=values)
     scope = "client" if refused == 1 else "tenant"

@@ -55,11 +55,9 @@ def in_web_request() -> bool:
 class HitRecordWriter:
     """A queue and the thread that drains it into ``write(batch)`` (one transaction a batch)."""
 
-    def __init__(self, write: Callable[[list], None], *, max_batch: int = 500, max_queued: int = 10_000,
-                 linger_s: float | None = None):
+    def __init__(self, write: Callable[[list], None], *, max_batch: int = 500, max_queued: int = 10_000):
         self._write = write
         self._max_batch = max_batch
-        self._linger_s = linger_s
         self._queue: queue.Queue = queue.Queue(maxsize=max_queued)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -126,7 +124,7 @@ class HitRecordWriter:
         Once the first item is in, the writer lingers ``RECORDS_LINGER_MS`` for more: a batch
         of many hits costs the process and the database much less than many batches of one."""
         batch: list = []
-        linger = self._linger_s if self._linger_s is not None else settings.RECORDS_LINGER_MS / 1000
+        linger = settings.RECORDS_LINGER_MS / 1000
         try:
             item = self._queue.get(block=block)
             deadline = time.monotonic() + linger

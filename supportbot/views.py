@@ -201,18 +201,13 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
 
 def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=None):
     """The start of every API view: the tenant, the caller's API key (if any) and the rate limits.
-    Returns (tenant, key, None), or (None, None, an error response); with ``read_along``, a
-    fourth item: the values of the keys it named ({key: value}), or None when they were not read.
+    Returns (tenant, key, None, read), or (None, None, an error response, None); ``read`` holds
+    the values of the keys ``read_along`` named ({key: value}), None when they were not read.
 
     A process that has the tenant already works from its copy and reads the tenant's revision
     in the rate limiter's round trip; if the copy was stale, the key is checked again against
     the current row before anything else happens. ``read_along(record) -> keys``: Redis keys
     the view will read under that tenant copy, read in the same round trip."""
-    caller = _api_caller_checked(request, tenant, key_required, read_along)
-    return caller if read_along is not None else caller[:3]
-
-
-def _api_caller_checked(request, tenant: str, key_required: bool, read_along):
     copy = tenant_directory_peek(tenant)
     if copy is not None:
         key, refused = _api_key(request, copy, key_required)
@@ -310,7 +305,7 @@ def _api_stream(first, rest) -> StreamingHttpResponse:
 @require_http_methods(["POST"])
 def api_customer_token(request, tenant: str):
     """A tenant's backend exchanges its API key for a short-lived token naming one signed-in customer."""
-    t, key, refused = _api_caller(request, tenant, key_required=True)
+    t, key, refused, _ = _api_caller(request, tenant, key_required=True)
     if refused is not None:
         return refused
     try:
@@ -377,7 +372,7 @@ def api_feedback(request, tenant: str):
     """POST {"request_id": ..., "helpful": true|false, "comment": optional}: the customer's verdict on an answer."""
     from caching.review import feedback_record
 
-    t, key, refused = _api_caller(request, tenant)
+    t, key, refused, _ = _api_caller(request, tenant)
     if refused is not None:
         return refused
     try:

@@ -138,7 +138,7 @@ class SemanticLayer(CacheLayer):
                 # what the hit saved: the model call that wrote the entry
                 result.saved_tokens = row.source_tokens or 0
                 result.saved_ms = float(row.source_generation_ms or 0.0)
-                # the entry's hit count is written with the Ask's record (``count_hits``), off the hit's path
+                # the entry's hit count is added after the Ask's record is written (``count_hits``), off the hit's path
         elif mode == "assist" and similarity >= settings.SEMANTIC_ASSIST_MIN_SIMILARITY:
             result.disposition, result.value = "assist", _cached_answer(row)
             result.reason = f"assist: near hit given to the model as context ({judgement.reason})"
