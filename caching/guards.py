@@ -970,8 +970,10 @@ def _id_like(question: str) -> bool:
     return any(sum(ch.isdigit() for ch in m.group(0)) >= 4 for m in _RECORD_ID.finditer(question))
 
 
+@lru_cache(maxsize=8192)
 def classify(question: str) -> Eligibility:
-    """Is the question shareable across customers, and what kind of answer does it want?"""
+    """Is the question shareable across customers, and what kind of answer does it want?
+    (A pure function of the text, remembered: a repeated question is what the caches serve.)"""
     found = _analyse(question).eligibility
     if not found.eligible:
         return found

@@ -88,7 +88,11 @@ class CacheDecision(models.Model):
         REFUSED = "refused"
 
     ask = models.ForeignKey("supportbot.AskEvent", on_delete=models.CASCADE, related_name="decisions")
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    # The Ask's tenant, copied for filtering: the Ask's own key already ties the row to it, so the
+    # database checks no second key per row (decisions are written for every Ask, hits included),
+    # and (tenant, layer, created_at) serves the tenant.
+    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+", db_index=False,
+                               db_constraint=False)
     layer = models.CharField(max_length=12, choices=Layer.choices)
     disposition = models.CharField(max_length=12, choices=Disposition.choices)
     reason = models.CharField(max_length=300, blank=True)

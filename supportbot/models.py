@@ -52,10 +52,12 @@ class AskEvent(models.Model):
         NONE = "none"
 
     request_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="asks")
+    # Record tables take a row per Ask under load: no index that another one already covers
+    # (tenant + created_at serves the tenant), and the customer index holds signed-in Asks only.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="asks", db_index=False)
     locale = models.CharField(max_length=10)
     scope = models.CharField(max_length=20, default="anonymous", help_text="anonymous or customer")
-    customer_ref = models.CharField(max_length=128, blank=True, db_index=True)
+    customer_ref = models.CharField(max_length=128, blank=True)
     question = models.TextField()
     normalized_question = models.TextField(blank=True)
     answer = models.TextField(blank=True)
@@ -81,7 +83,12 @@ class AskEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["tenant", "created_at"]), models.Index(fields=["serving_layer", "created_at"])]
+        indexes = [
+            models.Index(fields=["tenant", "created_at"]),
+            models.Index(fields=["serving_layer", "created_at"]),
+            models.Index(fields=["tenant", "customer_ref"], condition=~models.Q(customer_ref=""),
+                         name="askevent_customer_idx"),  # export and erasure (supportbot.retention)
+        ]
 
     def __str__(self):
         return f"{self.tenant_id}:{self.request_id}"

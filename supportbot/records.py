@@ -16,11 +16,11 @@ a process that dies loses at most the batch in flight, and the queue is flushed 
 from __future__ import annotations
 
 import atexit
+import collections
 import functools
 import json
 import logging
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +28,6 @@ from collections.abc import Callable
 from django.conf import settings
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections, connection, transaction
-from django.db.models import JSONField
 from django.utils import timezone
 
 log = logging.getLogger(__name__)
@@ -53,44 +52,60 @@ def in_web_request() -> bool:
 
 
 class HitRecordWriter:
-    """A queue and the thread that drains it into ``write(batch)`` (one transaction a batch)."""
+    """A queue and the thread that drains it into ``write(batch)`` (one transaction a batch).
+
+    Submitting a record appends it to a deque and wakes nobody, except the first of a batch:
+    the writer sleeps through the linger, then takes everything queued. (A ``queue.Queue``
+    woke the writer on every record, a thread switch and a hand-over of the interpreter lock
+    for each request the process served.)"""
 
     def __init__(self, write: Callable[[list], None], *, max_batch: int = 500, max_queued: int = 10_000):
         self._write = write
         self._max_batch = max_batch
-        self._queue: queue.Queue = queue.Queue(maxsize=max_queued)
+        self._max_queued = max_queued
         self._lock = threading.Lock()
+        self._reset()
         self._thread: threading.Thread | None = None
         self._pid = 0
+
+    def _reset(self) -> None:
+        self._items: collections.deque = collections.deque()
+        self._queued = threading.Event()  # set when records wait and the writer may be asleep
+        self._hurry = threading.Event()  # cuts the linger short (flush, stop)
+        self._busy = False  # the writer holds a batch it has not finished writing
+        self._stopping = False
 
     def submit(self, item) -> bool:
         """Queue a hit's record; False when the caller must write it itself."""
         if not in_web_request() or transaction.get_connection().in_atomic_block:
             return False
         self._ensure_running()
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:  # the database is not keeping up: the request pays, nothing is lost
+        if len(self._items) >= self._max_queued:  # the database is not keeping up: the request pays
             return False
+        self._items.append(item)
+        if not self._queued.is_set():
+            self._queued.set()
         return True
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until every queued record is written (True), or the timeout passes (False)."""
         deadline = time.monotonic() + timeout_s
-        while self._queue.unfinished_tasks:
+        while self._items or self._busy:
             if not self._running():  # no writer here (exiting, or a forked child): write them now
-                batch, _ = self._take(block=False)
-                self._write_batch(batch)
+                self._write_batch(self._take())
                 continue
+            self._hurry.set()
             if time.monotonic() > deadline:
                 return False
-            time.sleep(0.005)
+            time.sleep(0.002)
         return True
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Write what is queued, then end the thread (it closes its database connection)."""
         if self._running():
-            self._queue.put(_STOP)
+            self._stopping = True
+            self._hurry.set()
+            self._queued.set()
             self._thread.join(timeout_s)
         self.flush(timeout_s)
 
@@ -104,58 +119,52 @@ class HitRecordWriter:
             if self._running():
                 return
             if self._pid != os.getpid():  # first use in this process (gunicorn forks its workers)
-                self._queue = queue.Queue(maxsize=self._queue.maxsize)
+                self._reset()
                 atexit.register(self.stop)
+            self._stopping = False
             self._pid = os.getpid()
             self._thread = threading.Thread(target=self._run, name="hit-record-writer", daemon=True)
             self._thread.start()
 
     def _run(self) -> None:
+        """Wait for a first record, linger ``RECORDS_LINGER_MS`` for more, write them all, repeat:
+        a batch of many hits costs the process and the database much less than many batches of one."""
         while True:
-            batch, stopping = self._take(block=True)
-            self._write_batch(batch)
-            if stopping:
+            self._queued.wait()
+            if not self._stopping and len(self._items) < self._max_batch:  # no backlog: let a batch gather
+                self._hurry.wait(settings.RECORDS_LINGER_MS / 1000)
+            self._queued.clear()  # before taking: a record queued after this wakes the next round
+            self._hurry.clear()
+            self._write_batch(self._take())
+            if self._items:  # more than a batch was waiting
+                self._queued.set()
+            elif self._stopping:
                 connection.close()
                 return
 
-    def _take(self, *, block: bool) -> tuple[list, bool]:
-        """What is queued (waiting for the first item if ``block``), up to a batch.
-
-        Once the first item is in, the writer lingers ``RECORDS_LINGER_MS`` for more: a batch
-        of many hits costs the process and the database much less than many batches of one."""
-        batch: list = []
-        linger = settings.RECORDS_LINGER_MS / 1000
+    def _take(self) -> list:
+        """Up to a batch of the queued records, oldest first; the writer is busy until it wrote them."""
+        self._busy = True
+        batch, items = [], self._items
         try:
-            item = self._queue.get(block=block)
-            deadline = time.monotonic() + linger
-            while True:
-                if item is _STOP:
-                    self._queue.task_done()
-                    return batch, True
-                batch.append(item)
-                if len(batch) >= self._max_batch:
-                    break
-                wait = deadline - time.monotonic() if block else 0
-                item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
-        except queue.Empty:
+            while items and len(batch) < self._max_batch:
+                batch.append(items.popleft())
+        except IndexError:  # another taker emptied it first (flush in a process without a writer)
             pass
-        return batch, False
+        return batch
 
     def _write_batch(self, batch: list) -> None:
-        if not batch:
-            return
         try:
-            close_old_connections()
-            self._write(batch)
+            if batch:
+                close_old_connections()
+                self._write(batch)
         except Exception:  # noqa: BLE001 - the writer must outlive a bad batch or a database outage
             log.exception("could not record %d cache hits", len(batch))
             connection.close()  # a broken connection is reopened for the next batch
         finally:
-            for _ in batch:
-                self._queue.task_done()
+            self._busy = False
 
 
-_STOP = object()
 
 
 def pks_allocate(counts: list[tuple[type, int]]) -> list[list[int]]:
@@ -174,32 +183,74 @@ def copy_insert(model, rows: list[dict], pks: list[int]) -> None:
     """Insert rows (dicts of field attnames, e.g. ``tenant_id``) under the given primary keys
     (``pks_allocate``) with one ``COPY``.
 
-    Unlike ``bulk_create`` this builds no model instances and no SQL text: a missing field takes
-    its default, ``auto_now_add`` the batch's time, and a JSON field is serialised here (COPY's
-    text format hands it to PostgreSQL as text). Meant for the plain columns of record tables,
-    not for every field type."""
+    Unlike ``bulk_create`` this builds no model instances and no SQL text, and the rows are
+    written in COPY's text format here, one converter a column, chosen once per model: a
+    missing field takes its default, ``auto_now_add`` the batch's time, a JSON field is
+    serialised. Meant for the plain columns of record tables: a model with a field of any other
+    type is refused."""
     if not rows:
         return
-    statement, fields = _copy_spec(model)
-    now = timezone.now()
-    dumps = json.dumps
-    columns = [(f.attname, f.get_default(), isinstance(f, JSONField),
-                bool(getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False))) for f in fields]
+    statement, columns = _copy_spec(model)
+    now = _copy_datetime(timezone.now())
+    lines = []
+    for pk, row in zip(pks, rows, strict=True):
+        values = [str(int(pk))]
+        for name, default, convert, auto in columns:
+            if auto:
+                values.append(now)
+                continue
+            v = row.get(name, _ABSENT)
+            if v is _ABSENT:
+                v = default() if callable(default) else default
+            values.append(_COPY_NULL if v is None else convert(v))
+        lines.append("\t".join(values))
     with connection.cursor() as cursor, cursor.copy(statement) as copy:
-        write = copy.write_row
-        for pk, row in zip(pks, rows, strict=True):
-            get = row.get
-            write([pk, *[now if auto else (dumps(v) if is_json and v is not None else v)
-                         for name, default, is_json, auto in columns for v in (get(name, default),)]])
+        copy.write("\n".join(lines) + "\n")
+
+
+_ABSENT = object()
+_COPY_NULL = "\\N"
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _copy_text(value) -> str:
+    return (value if type(value) is str else str(value)).translate(_COPY_ESCAPES)
+
+
+def _copy_datetime(value) -> str:
+    if timezone.is_naive(value):
+        raise ValueError("a record's time must be timezone-aware")
+    return value.isoformat()
+
+
+_COPY_CONVERTERS: dict[str, Callable] = {
+    **dict.fromkeys(("CharField", "TextField", "UUIDField", "SlugField", "URLField"), _copy_text),
+    **dict.fromkeys(("IntegerField", "PositiveIntegerField", "PositiveSmallIntegerField", "SmallIntegerField",
+                     "BigIntegerField", "PositiveBigIntegerField", "ForeignKey", "OneToOneField"),
+                    lambda v: str(int(v))),
+    "FloatField": lambda v: repr(float(v)),
+    "BooleanField": lambda v: "t" if v else "f",
+    "DateTimeField": _copy_datetime,
+    "JSONField": lambda v: json.dumps(v).translate(_COPY_ESCAPES),
+}
 
 
 @functools.lru_cache(maxsize=None)
 def _copy_spec(model) -> tuple[str, tuple]:
-    """A model's COPY statement and its fields in the statement's column order (after the key)."""
+    """A model's COPY statement and, in its column order after the key, each column's
+    (attname, default, converter, set to the batch's time)."""
     meta, q = model._meta, connection.ops.quote_name
     fields = tuple(f for f in meta.concrete_fields if not f.primary_key)
+    columns = []
+    for f in fields:
+        kind = f.get_internal_type()
+        if kind not in _COPY_CONVERTERS:
+            raise TypeError(f"copy_insert cannot write {model.__name__}.{f.name} ({kind})")
+        default = f.default if f.has_default() else (None if f.null else f.get_default())
+        columns.append((f.attname, default, _COPY_CONVERTERS[kind],
+                        bool(getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False))))
     names = ", ".join(q(c) for c in [meta.pk.column, *(f.column for f in fields)])
-    return f"COPY {q(meta.db_table)} ({names}) FROM STDIN", fields
+    return f"COPY {q(meta.db_table)} ({names}) FROM STDIN", tuple(columns)
 
 
 def _write_hits(states: list) -> None:
