@@ -36,8 +36,41 @@ class AnswerSpec:
 
     def as_dict(self) -> dict:
         # shallow: the values are serialised right away (asdict's deep copy was a tenth of an exact hit)
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {name: getattr(self, name) for name in _SPEC_FIELDS}
+
+
+_SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(AnswerSpec))
 
 
 def exact_key(spec: AnswerSpec) -> str:
-    return f"ans:{KEY_VERSION}:{spec.tenant}:{digest(spec.as_dict())}"
+    """``ans:<key version>:<tenant>:<sha256 of the spec's canonical JSON>``, remembered per spec
+    (every hit computes the key of a question asked before, and the JSON is most of its cost)."""
+    fields = spec.as_dict()
+    try:
+        memo = tuple(v if type(v) is str else _frozen(v) for v in fields.values())  # strings stand for themselves
+    except TypeError:  # a value the memo cannot tell apart from others: computed each time
+        return f"ans:{KEY_VERSION}:{spec.tenant}:{digest(fields)}"
+    key = _exact_keys.get(memo)
+    if key is None:
+        if len(_exact_keys) >= 4096:
+            _exact_keys.clear()
+        key = _exact_keys[memo] = f"ans:{KEY_VERSION}:{spec.tenant}:{digest(fields)}"
+    return key
+
+
+_exact_keys: dict[tuple, str] = {}
+
+
+def _frozen(value):
+    """A hashable stand-in for a JSON value that equals another only if their JSON is equal:
+    typed, so 1, 1.0 and True stay apart, and floats by repr, so 0.0 and -0.0 do too."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return kind, value
+    if kind is float:
+        return kind, repr(value)
+    if kind is list or kind is tuple:
+        return list, tuple(_frozen(v) for v in value)
+    if kind is dict:
+        return dict, tuple(sorted((_frozen(k), _frozen(v)) for k, v in value.items()))
+    raise TypeError(f"no stand-in for {kind.__name__}")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from redis.exceptions import NoScriptError
 
-from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
+from supportbot.redis_client import RedisUnavailable, call, mark_redis_down, redis_available
 
 log = logging.getLogger(__name__)
 
@@ -95,11 +95,10 @@ def check(tenant_slug: str, client: str, *, read: tuple[str, ...] = ()) -> Verdi
     keys = [f"rl:c:{tenant_slug}:{client}:{slot}", f"rl:t:{tenant_slug}:{slot}", *read]
     args = [window + 1, settings.RATELIMIT_CLIENT_REQUESTS, settings.RATELIMIT_TENANT_REQUESTS]
     try:
-        r = get_redis()
         try:
-            refused, _count, _extra, values = r.evalsha(_CHECK_SHA, len(keys), *keys, *args)
+            refused, _count, _extra, values = call("EVALSHA", _CHECK_SHA, len(keys), *keys, *args)
         except NoScriptError:  # a new or restarted server: send the script itself (Redis keeps it)
-            refused, _count, _extra, values = r.eval(_CHECK, len(keys), *keys, *args)
+            refused, _count, _extra, values = call("EVAL", _CHECK, len(keys), *keys, *args)
     except RedisUnavailable as exc:
         mark_redis_down()
         log.warning("rate limits skipped: redis unavailable (%s)", type(exc).__name__)

@@ -21,6 +21,7 @@ import functools
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -210,11 +211,14 @@ def copy_insert(model, rows: list[dict], pks: list[int]) -> None:
 
 _ABSENT = object()
 _COPY_NULL = "\\N"
+_COPY_SPECIAL = re.compile(r"[\\\t\n\r]")
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 def _copy_text(value) -> str:
-    return (value if type(value) is str else str(value)).translate(_COPY_ESCAPES)
+    text = value if type(value) is str else str(value)
+    # most text has nothing to escape; translate() with a table costs a lookup a character
+    return text.translate(_COPY_ESCAPES) if _COPY_SPECIAL.search(text) else text
 
 
 def _copy_datetime(value) -> str:
@@ -231,7 +235,7 @@ _COPY_CONVERTERS: dict[str, Callable] = {
     "FloatField": lambda v: repr(float(v)),
     "BooleanField": lambda v: "t" if v else "f",
     "DateTimeField": _copy_datetime,
-    "JSONField": lambda v: json.dumps(v).translate(_COPY_ESCAPES),
+    "JSONField": lambda v: _copy_text(json.dumps(v)),
 }
 
 

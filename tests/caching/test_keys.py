@@ -45,6 +45,22 @@ def test_equal_specs_have_equal_keys(spec):
     assert exact_key(spec).startswith(f"ans:a1:{spec.tenant}:")
 
 
+@given(spec=specs())
+def test_a_remembered_key_is_the_key_computed_afresh(spec):
+    from caching.keys import KEY_VERSION, digest
+
+    fresh = f"ans:{KEY_VERSION}:{spec.tenant}:{digest(spec.as_dict())}"
+    assert exact_key(spec) == fresh and exact_key(spec) == fresh  # the second one from the memo
+
+
+def test_values_python_calls_equal_but_json_does_not_keep_their_own_keys():
+    base = dict(question="q", tenant="t", locale="en", model="m", model_revision="r", prompt_version="p",
+                tenant_prompt_version="tp", retrieval_version="rv", policy_version=1)
+    keys = [exact_key(AnswerSpec(**base, generation_params={"temperature": value}))
+            for value in (1, 1.0, True, 0, 0.0, -0.0, False, None, "1", [1], (1,))]
+    assert len(set(keys)) == len(keys) - 1  # only [1] and (1,) are the same JSON
+
+
 @given(words=st.lists(st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=8), min_size=1, max_size=8),
        spaces=st.lists(st.sampled_from([" ", "  ", "\t", "\u00a0", "\n"]), min_size=8, max_size=8),
        tail=st.sampled_from(["", "?", "?!", " ?", "...", "\uff1f", "\u3002"]), upper=st.booleans())

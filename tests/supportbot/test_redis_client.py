@@ -16,3 +16,26 @@ def test_each_thread_has_its_own_client_and_a_reset_retires_them_all():
     fresh = get_redis()
     assert fresh is not mine and fresh.ping()
     assert mine.connection is None  # closed by the reset
+
+
+def test_a_call_that_fails_midway_never_leaves_its_reply_for_the_next_one(settings):
+    """``call`` skips the client's retry wrapper: an error reply leaves the connection in step,
+    and a timeout drops it, so the late reply can never answer the next command."""
+    import pytest
+    import redis
+
+    from supportbot.redis_client import call
+
+    settings.REDIS_SOCKET_TIMEOUT_S = 0.3
+    reset_redis_state()  # clients made under the short timeout
+    try:
+        call("SET", "call:test", "value")
+        with pytest.raises(redis.ResponseError):
+            call("INCR", "call:test")  # not an integer: an error reply
+        assert call("GET", "call:test") == b"value"
+        with pytest.raises(redis.TimeoutError):
+            call("BLPOP", "call:empty-list", 1)  # blocks past the socket timeout; its nil reply comes later
+        assert get_redis().connection._sock is None  # dropped
+        assert call("GET", "call:test") == b"value"  # a new connection, not the BLPOP's late nil
+    finally:
+        reset_redis_state()
