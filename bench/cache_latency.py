@@ -80,8 +80,12 @@ def wsgi_application():
     from django.core.wsgi import get_wsgi_application
     from django.test.utils import override_settings
 
+    from supportbot.warmup import warm_up
+
     override_settings(ROOT_URLCONF=__name__).enable()
-    return get_wsgi_application()
+    application = get_wsgi_application()
+    warm_up()  # as supportbot.wsgi does in every worker
+    return application
 
 
 def free_port() -> int:

@@ -1,0 +1,45 @@
+"""A web process starts warm, and its long-lived objects leave the garbage collector's scans.
+
+A web worker holds a large graph of objects that live as long as it does: Django, the app, and
+the embedding model (torch and transformers, hundreds of thousands of objects). CPython's full
+collection walks all of them; it runs every few thousand requests, because the records of
+cache hits wait a moment in the writer's queue and so reach the oldest generation, and under
+load it cost an exact hit about 50 µs on average (a quarter-second pause every ~5,000 requests).
+``gc.freeze()`` moves everything alive at that point to a permanent generation that collections
+skip, so it is called once the process has loaded what it keeps: after the WSGI application and
+the query embedder (a semantic lookup needs it anyway; loading it here also spares the first
+customer the seconds it takes).
+
+Called by ``supportbot.wsgi`` in every gunicorn worker; nothing else depends on it.
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import time
+
+log = logging.getLogger(__name__)
+
+
+def warm_up() -> dict:
+    """Load the query embedder, then freeze what is alive. Never fails the process: without a
+    database (not migrated yet, unreachable) the embedder loads on first use instead."""
+    from django.db import DatabaseError, connections
+
+    from supportbot.pipeline import query_embedder
+
+    started = time.perf_counter()
+    loaded = False
+    try:
+        query_embedder().model  # noqa: B018 - loads the weights
+        loaded = True
+    except (DatabaseError, OSError) as exc:
+        log.warning("web warm-up: the query embedder loads on first use (%s)", exc)
+    finally:
+        connections.close_all()  # this thread serves no request: its connection would sit idle
+    gc.collect()  # what start-up left behind goes now, not into the frozen generation
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    log.info("web warm-up: embedder %s, %d objects frozen in %.1f s", "loaded" if loaded else "deferred", frozen,
+             time.perf_counter() - started)
+    return {"embedder_loaded": loaded, "frozen": frozen}

@@ -1,0 +1,39 @@
+"""A web worker starts with the query embedder loaded and its start-up objects out of the
+collector's scans; without a database it still starts."""
+from __future__ import annotations
+
+import gc
+
+import pytest
+from django.db import DatabaseError, connection
+
+
+@pytest.fixture
+def unfreeze():
+    yield
+    gc.unfreeze()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_warm_up_loads_the_query_embedder_then_freezes(unfreeze):
+    from supportbot.pipeline import query_embedder
+    from supportbot.warmup import warm_up
+
+    gc.unfreeze()
+    done = warm_up()
+    assert done["embedder_loaded"] and query_embedder()._model is not None
+    assert done["frozen"] == gc.get_freeze_count() > 10_000  # Django, the app and the model
+    assert connection.connection is None  # this thread serves no request: nothing left open
+
+
+def test_without_a_database_the_worker_still_starts(monkeypatch, unfreeze, caplog):
+    from supportbot import pipeline
+    from supportbot.warmup import warm_up
+
+    def unreachable():
+        raise DatabaseError("connection refused")
+
+    monkeypatch.setattr(pipeline, "query_embedder", unreachable)
+    done = warm_up()
+    assert not done["embedder_loaded"] and done["frozen"] > 0
+    assert "loads on first use" in caplog.text
