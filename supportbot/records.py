@@ -166,8 +166,6 @@ class HitRecordWriter:
             self._busy = False
 
 
-
-
 def pks_allocate(counts: list[tuple[type, int]]) -> list[list[int]]:
     """New primary keys from each model's table sequence, ``[(model, how many), ...]``, in one query:
     rows that refer to each other (decisions to their Ask) can then go in with ``copy_insert``."""

@@ -50,17 +50,23 @@ def get_redis() -> redis.Redis:
 def call(*args):
     """One command on this thread's client, straight on its connection: without the client's
     lock and retry wrapper, a third of the cost of the one command of an exact hit (the rate
-    limiter's). No retry, as with the client (``retry_on_timeout=False``); any failure but an
-    error reply drops the connection, since a reply left unread would answer the next command."""
+    limiter's). Like the client, it tries once more on a new connection when the server closed
+    this one (a restart, an idle timeout) and never after a timeout; any failure but an error
+    reply drops the connection, since a reply left unread would answer the next command."""
     conn = get_redis().connection
-    try:
-        conn.send_command(*args)
-        return conn.read_response()
-    except redis.ResponseError:  # a whole reply was read: the connection is in step
-        raise
-    except BaseException:
-        conn.disconnect()
-        raise
+    for attempt in (1, 2):
+        try:
+            conn.send_command(*args)
+            return conn.read_response()
+        except redis.ResponseError:  # a whole reply was read: the connection is in step
+            raise
+        except redis.ConnectionError:
+            conn.disconnect()
+            if attempt == 2:
+                raise
+        except BaseException:
+            conn.disconnect()
+            raise
 
 
 def redis_available() -> bool:

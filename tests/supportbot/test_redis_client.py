@@ -39,3 +39,21 @@ def test_a_call_that_fails_midway_never_leaves_its_reply_for_the_next_one(settin
         assert call("GET", "call:test") == b"value"  # a new connection, not the BLPOP's late nil
     finally:
         reset_redis_state()
+
+
+def test_a_connection_the_server_closed_is_replaced_without_an_error():
+    """A restarted server or a proxy's idle timeout closes the thread's connection: the next
+    ``call`` goes through on a new one, as the client's own retry did."""
+    import redis
+
+    from supportbot.redis_client import call
+
+    mine = call("CLIENT", "ID")
+    conn = get_redis().connection
+    other = redis.Redis(host=conn.host, port=conn.port, db=conn.db)
+    try:
+        assert other.execute_command("CLIENT", "KILL", "ID", mine) == 1
+    finally:
+        other.close()
+    assert call("PING") == b"PONG"
+    assert call("CLIENT", "ID") != mine  # a new connection
