@@ -33,8 +33,10 @@ def warm_up() -> dict:
     try:
         query_embedder().model  # noqa: B018 - loads the weights
         loaded = True
-    except (DatabaseError, OSError) as exc:
+    except (DatabaseError, OSError) as exc:  # not migrated yet, unreachable: expected at times
         log.warning("web warm-up: the query embedder loads on first use (%s)", exc)
+    except Exception:  # noqa: BLE001 - a model that cannot load fails its lookups loudly later, not the worker
+        log.exception("web warm-up: the query embedder did not load; it is tried again on first use")
     finally:
         connections.close_all()  # this thread serves no request: its connection would sit idle
     gc.collect()  # what start-up left behind goes now, not into the frozen generation

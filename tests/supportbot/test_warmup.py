@@ -37,3 +37,17 @@ def test_without_a_database_the_worker_still_starts(monkeypatch, unfreeze, caplo
     done = warm_up()
     assert not done["embedder_loaded"] and done["frozen"] > 0
     assert "loads on first use" in caplog.text
+
+
+def test_a_model_that_cannot_load_is_logged_and_the_worker_still_starts(monkeypatch, unfreeze, caplog):
+    from supportbot import pipeline
+    from supportbot.warmup import warm_up
+
+    class Broken:
+        @property
+        def model(self):
+            raise RuntimeError("weights are corrupt")
+
+    monkeypatch.setattr(pipeline, "query_embedder", lambda: Broken())
+    assert not warm_up()["embedder_loaded"]
+    assert "did not load" in caplog.text and "weights are corrupt" in caplog.text
