@@ -22,7 +22,8 @@ def test_warm_up_loads_the_query_embedder_then_freezes(unfreeze):
     gc.unfreeze()
     done = warm_up()
     assert done["embedder_loaded"] and query_embedder()._model is not None
-    assert done["frozen"] == gc.get_freeze_count() > 10_000  # Django, the app and the model
+    # Django, the app and the model (a frozen object freed since then leaves the count)
+    assert done["frozen"] > 10_000 and gc.get_freeze_count() > 10_000
     assert connection.connection is None  # this thread serves no request: nothing left open
 
 
