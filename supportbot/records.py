@@ -132,10 +132,12 @@ class HitRecordWriter:
         a batch of many hits costs the process and the database much less than many batches of one."""
         while True:
             self._queued.wait()
+            # a hurry left over from the last flush would cut this linger short; a flush waiting
+            # now sets it again within milliseconds
+            self._hurry.clear()
             if not self._stopping and len(self._items) < self._max_batch:  # no backlog: let a batch gather
                 self._hurry.wait(settings.RECORDS_LINGER_MS / 1000)
             self._queued.clear()  # before taking: a record queued after this wakes the next round
-            self._hurry.clear()
             self._write_batch(self._take())
             if self._items:  # more than a batch was waiting
                 self._queued.set()
