@@ -10,7 +10,8 @@ skip, so it is called once the process has loaded what it keeps: after the WSGI 
 the query embedder (a semantic lookup needs it anyway; loading it here also spares the first
 customer the seconds it takes).
 
-Called by ``supportbot.wsgi`` in every gunicorn worker; nothing else depends on it.
+Called by ``supportbot.wsgi`` in every gunicorn worker (and by ``bench.cache_latency``'s app, as a
+worker would); nothing depends on it having run.
 """
 from __future__ import annotations
 

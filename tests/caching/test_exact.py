@@ -158,8 +158,28 @@ def test_inside_a_transaction_a_hit_is_recorded_by_the_caller(acme):
     assert AskEvent.objects.filter(request_id=state.request_id).exists()
 
 
+@pytest.fixture
+def writer_batches(monkeypatch):
+    """The sizes of the batches the hit-record writer writes, and a list of errors the next
+    batches raise instead of being written. The writer is stopped at the end: its thread closes
+    its connection, so the test database can be dropped."""
+    from supportbot.records import hit_records
+
+    batches, failures, write = [], [], hit_records._write
+
+    def spy(batch):
+        batches.append(len(batch))
+        if failures:
+            raise failures.pop(0)
+        write(batch)
+
+    monkeypatch.setattr(hit_records, "_write", spy)
+    yield batches, failures
+    hit_records.stop()
+
+
 @pytest.mark.django_db(transaction=True)
-def test_in_a_web_request_hit_records_are_batched_by_the_writer(client, monkeypatch, caplog):
+def test_in_a_web_request_hit_records_are_batched_by_the_writer(client, writer_batches, caplog):
     """Outside a transaction (as in production) the hit's record is written by the background
     writer, several hits a transaction; a failing batch is logged and the next ones still go in."""
     from django.db import OperationalError
@@ -170,25 +190,15 @@ def test_in_a_web_request_hit_records_are_batched_by_the_writer(client, monkeypa
     tenant = factories.tenant("records-writer")
     factories.article(tenant, "return-policy", "Unused items can be returned within 30 days of delivery.")
     assert offer(asker(tenant), QUESTION).admitted
-    batches, write = [], hit_records._write
-
-    def spy(batch):
-        batches.append(len(batch))
-        if len(batches) == 1:
-            raise OperationalError("the database went away")
-        write(batch)
-
-    monkeypatch.setattr(hit_records, "_write", spy)
-    try:
-        ids = []
-        for _ in range(6):
-            response = client.post(f"/api/t/{tenant.slug}/ask", data=json.dumps({"question": QUESTION}),
-                                   content_type="application/json")
-            assert response.status_code == 200 and response.json()["cache"]["layer"] == "exact"
-            ids.append(response.json()["request_id"])
-        assert hit_records.flush()
-    finally:
-        hit_records.stop()  # the thread closes its connection: the test database can be dropped
+    batches, failures = writer_batches
+    failures.append(OperationalError("the database went away"))
+    ids = []
+    for _ in range(6):
+        response = client.post(f"/api/t/{tenant.slug}/ask", data=json.dumps({"question": QUESTION}),
+                               content_type="application/json")
+        assert response.status_code == 200 and response.json()["cache"]["layer"] == "exact"
+        ids.append(response.json()["request_id"])
+    assert hit_records.flush()
     assert sum(batches) == 6
     assert "could not record" in caplog.text
     written = AskEvent.objects.filter(request_id__in=ids)
@@ -200,7 +210,8 @@ def test_in_a_web_request_hit_records_are_batched_by_the_writer(client, monkeypa
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_writer_batches_hits_that_arrive_together_and_feedback_waits_for_their_record(client, settings):
+def test_the_writer_batches_hits_that_arrive_together_and_feedback_waits_for_their_record(client, settings,
+                                                                                          writer_batches):
     """Hits arriving within the linger go in one batch; feedback posted the moment an answer
     arrives finds its Ask although the record was still queued; a semantic hit's count is
     written with its record."""
@@ -212,27 +223,17 @@ def test_the_writer_batches_hits_that_arrive_together_and_feedback_waits_for_the
     tenant = factories.tenant("records-linger")
     factories.article(tenant, "return-policy", "Unused items can be returned within 30 days of delivery.")
     assert offer(asker(tenant), QUESTION).admitted
-    batches, write = [], hit_records._write
-
-    def spy(batch):
-        batches.append(len(batch))
-        write(batch)
-
-    hit_records._write = spy
-    try:
-        answers = []
-        for question in (QUESTION, QUESTION, "return policy details"):
-            response = client.post(f"/api/t/{tenant.slug}/ask", data=json.dumps({"question": question}),
-                                   content_type="application/json")
-            answers.append(response.json())
-        assert [a["cache"]["layer"] for a in answers] == ["exact", "exact", "semantic"]
-        feedback = client.post(f"/api/t/{tenant.slug}/feedback", content_type="application/json",
-                               data=json.dumps({"request_id": answers[0]["request_id"], "helpful": False}))
-        assert feedback.status_code == 200 and feedback.json()["recorded"] is True
-        assert hit_records.flush()
-    finally:
-        hit_records._write = write
-        hit_records.stop()
+    batches, _ = writer_batches
+    answers = []
+    for question in (QUESTION, QUESTION, "return policy details"):
+        response = client.post(f"/api/t/{tenant.slug}/ask", data=json.dumps({"question": question}),
+                               content_type="application/json")
+        answers.append(response.json())
+    assert [a["cache"]["layer"] for a in answers] == ["exact", "exact", "semantic"]
+    feedback = client.post(f"/api/t/{tenant.slug}/feedback", content_type="application/json",
+                           data=json.dumps({"request_id": answers[0]["request_id"], "helpful": False}))
+    assert feedback.status_code == 200 and feedback.json()["recorded"] is True
+    assert hit_records.flush()
     assert batches == [3]  # one transaction for the three hits
     assert AskEvent.objects.filter(request_id__in=[a["request_id"] for a in answers]).count() == 3
     entry = SemanticEntry.objects.get(tenant=tenant, status=SemanticEntry.Status.ACTIVE)
