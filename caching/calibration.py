@@ -29,6 +29,7 @@ from caching import guards
 from caching.evaluation import read_pairs
 from caching.models import LabeledPair, ThresholdSetting
 from caching.review import audit
+from caching.rollups import tenant_lookup
 from caching.stats import wilson
 from caching.thresholds import current_thresholds, invalidate_thresholds
 from retrieval.embeddings import embed_texts, get_embedder
@@ -89,9 +90,10 @@ def similarities(texts_a: list[str], texts_b: list[str]) -> list[float]:
     return [float(vectors[a] @ vectors[b]) for a, b in zip(texts_a, texts_b)]
 
 
-def pairs_from_db(tenant_id: int | None = None) -> list[Pair]:
-    """Labelled pairs from review and labelling; similarities of another embedding version are redone."""
-    rows = list(LabeledPair.objects.all() if tenant_id is None else LabeledPair.objects.filter(tenant_id=tenant_id))
+def pairs_from_db(tenant_id=None) -> list[Pair]:
+    """Labelled pairs from review and labelling; similarities of another embedding version are redone.
+    ``tenant_id``: one tenant, a collection of tenants or None for all (``rollups.tenant_lookup``)."""
+    rows = list(LabeledPair.objects.filter(**tenant_lookup(tenant_id)))
     version = get_embedder().version
     stale = [r for r in rows if r.similarity is None or r.embedding_version != version]
     if stale:

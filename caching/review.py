@@ -24,6 +24,7 @@ from caching.layers.exact import ExactLayer
 from caching.layers.semantic import SemanticLayer
 from caching.models import (AuditLog, CacheDecision, Feedback, Label, LabeledPair, ReasonCode, ReviewItem, SampledHit,
                             SemanticEntry)
+from caching.rollups import tenant_lookup
 from supportbot.models import AskEvent
 from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down
 
@@ -149,9 +150,10 @@ def label_sample(sample: SampledHit, verdict: str, reason: str, user) -> Label:
     return label
 
 
-def next_sample(exclude_ids=()) -> SampledHit | None:
-    """The oldest unlabelled sampled hit, skipping the ones this labeller passed on."""
-    return (SampledHit.objects.filter(labeled=False).exclude(pk__in=list(exclude_ids))
+def next_sample(exclude_ids=(), tenant_id=None) -> SampledHit | None:
+    """The oldest unlabelled sampled hit, skipping the ones this labeller passed on; ``tenant_id``:
+    one tenant, a collection of tenants or None for all (``rollups.tenant_lookup``)."""
+    return (SampledHit.objects.filter(labeled=False, **tenant_lookup(tenant_id)).exclude(pk__in=list(exclude_ids))
             .select_related("decision__ask", "tenant").order_by("created_at", "pk").first())
 
 
