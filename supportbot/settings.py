@@ -263,9 +263,11 @@ CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
 
 # --------------------------------------------------------------------------- isolation and limits
 # Customer identity (supportbot/auth.py). Customer tokens are signed per tenant with a key derived
-# from SECRET_KEY; a token lives this long unless its issuer asks for less (never more).
-CUSTOMER_TOKEN_TTL_S = env.int("CUSTOMER_TOKEN_TTL_S", default=3600)
-CUSTOMER_TOKEN_MAX_TTL_S = env.int("CUSTOMER_TOKEN_MAX_TTL_S", default=86400)
+# from SECRET_KEY; a token lives this long unless its issuer asks for less (never more). A chat
+# page signed in with a token keeps the customer this long.
+CUSTOMER_TOKEN_TTL_S = env.int("CUSTOMER_TOKEN_TTL_S", default=300)
+CUSTOMER_TOKEN_MAX_TTL_S = env.int("CUSTOMER_TOKEN_MAX_TTL_S", default=3600)
+CUSTOMER_SESSION_TTL_S = env.int("CUSTOMER_SESSION_TTL_S", default=3600)
 # Rate limits (supportbot/ratelimit.py): fixed windows in Redis, per client (API key, else IP) and
 # per tenant. Fail open while Redis is unavailable (answers matter more than limits; see docs/security.md).
 RATELIMIT_ENABLED = env.bool("RATELIMIT_ENABLED", default=True)

@@ -16,7 +16,8 @@ from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirec
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils.html import escape
-from django.views.decorators.csrf import csrf_exempt
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from supportbot import auth, pipeline, ratelimit
@@ -91,21 +92,48 @@ def chat_page(request, tenant: str):
         locale = _locale(t, request.GET.get("locale"))
     except AskRejected:
         locale = t.default_locale
-    token = request.GET.get("customer_token")
-    if token is not None:
-        try:
-            auth.session_sign_in(request, t, token)
-        except auth.AuthError as exc:
-            request.session.pop(PENDING_KEY, None)
-            return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale, "error": exc.message,
-                                                            "max_chars": settings.ASK_MAX_QUESTION_CHARS}, status=401)
-        request.session.pop(PENDING_KEY, None)
-        # Drop the token from the address bar (and from later Referer headers and access logs).
-        query = request.GET.copy()
-        del query["customer_token"]
-        return HttpResponseRedirect(request.path + (f"?{query.urlencode()}" if query else ""))
+    if "customer_token" in request.GET:
+        # A link must never sign a browser in (anyone could sign a victim in as themselves), and an
+        # address ends up in logs and Referer headers: refused, the session untouched.
+        response = render(request, "supportbot/chat.html", {
+            "tenant": t, "locale": locale, "max_chars": settings.ASK_MAX_QUESTION_CHARS,
+            "error": "Customer tokens are not accepted in the address; the shop's page posts them to sign you in."},
+            status=400)
+        response["Referrer-Policy"] = "no-referrer"  # the token stays out of this page's requests
+        return response
     return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale,
                                                     "max_chars": settings.ASK_MAX_QUESTION_CHARS})
+
+
+@csrf_exempt  # checked below: the tenant's own site (Origin) or our own form (CSRF token)
+@require_POST
+def chat_sign_in(request, tenant: str):
+    """Sign the chat page in as a customer: the tenant's page posts the token its backend minted
+    (``customer_token``, optionally ``locale``); the customer is kept in the session and the
+    browser is sent to the chat page. From any other site the post is refused like a forged form."""
+    t = _tenant(tenant)
+    if not auth.embed_origin_allowed(request, t):
+        return csrf_protect(_chat_sign_in)(request, t)
+    return _chat_sign_in(request, t)
+
+
+def _chat_sign_in(request, t: Tenant):
+    try:
+        locale = _locale(t, request.POST.get("locale"))
+    except AskRejected:
+        locale = t.default_locale
+    limited = _rate_limited(request, t, ratelimit.client_key(request), api=False)
+    if limited is not None:
+        return limited
+    request.session.pop(PENDING_KEY, None)
+    try:
+        auth.session_sign_in(request, t, request.POST.get("customer_token", ""))
+    except auth.AuthError as exc:
+        return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale, "error": exc.message,
+                                                        "max_chars": settings.ASK_MAX_QUESTION_CHARS},
+                      status=exc.status)
+    page = reverse("chat", args=[t.slug]) + (f"?locale={locale}" if locale != t.default_locale else "")
+    return HttpResponseRedirect(page, status=303)
 
 
 @require_POST
@@ -309,15 +337,18 @@ def api_customer_token(request, tenant: str):
     if refused is not None:
         return refused
     try:
-        body = _parse_json_object(request)
+        body = _parse_json_object(request, allowed={"customer", "ttl_s", "single_use"})
         ttl = body.get("ttl_s")
         if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 1):
             raise AskRejected("invalid_ttl", "ttl_s must be a positive integer")
-        token = auth.customer_token_issue(t, body.get("customer"), ttl)
+        single_use = body.get("single_use", False)
+        if not isinstance(single_use, bool):
+            raise AskRejected("invalid_single_use", "single_use must be true or false")
+        token = auth.customer_token_issue(t, body.get("customer"), ttl, single_use=single_use)
         _, expires = auth.customer_token_check(t, token)
     except (AskRejected, auth.AuthError) as exc:
         return _api_error(exc.code, exc.message, exc.status)
-    return JsonResponse({"token": token, "expires_at": expires})
+    return JsonResponse({"token": token, "expires_at": expires, "single_use": single_use})
 
 
 def openapi_schema(request):
