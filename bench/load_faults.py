@@ -170,7 +170,7 @@ def start_gunicorn(port: int, redis_url: str, model_port: int, workers: int, thr
     # DATABASE_URL is in the environment by now (settings set it when they started the embedded one)
     env = dict(os.environ, REDIS_URL=redis_url, EMBEDDED_MODEL_PORT=str(model_port), GENERATION_TIMEOUT_S="15",
                GENERATION_MAX_RETRIES="1", GENERATION_BREAKER_RESET_S="5", RATELIMIT_CLIENT_REQUESTS="1000000",
-               RATELIMIT_TENANT_REQUESTS="1000000", LOG_LEVEL="WARNING")
+               RATELIMIT_TENANT_REQUESTS="1000000", RATELIMIT_API_KEY_REQUESTS="1000000", LOG_LEVEL="WARNING")
     log = open(log_path, "ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "supportbot.wsgi", "--bind", f"{HOST}:{port}", "--worker-class",

@@ -6,6 +6,6 @@ class SupportbotConfig(AppConfig):
     verbose_name = "Ask"
 
     def ready(self):
-        from supportbot import receivers
+        from supportbot import checks, receivers  # noqa: F401 - checks register themselves
 
         receivers.connect()

@@ -120,6 +120,12 @@ def ensure_postgres() -> str:
     return url
 
 
+def is_embedded_database(db: dict) -> bool:
+    """True when Django's database settings ``db`` name the embedded database of this checkout."""
+    host = (db.get("OPTIONS") or {}).get("host") or db.get("HOST") or ""
+    return db.get("NAME") == DATABASE_NAME and host.startswith("/") and Path(host).resolve() == (VAR / "pg").resolve()
+
+
 # --------------------------------------------------------------------------- Redis
 
 def _free_port() -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import environ
 
-from supportbot import embedded
+from supportbot import embedded, safety
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -21,10 +21,10 @@ if PRODUCTION:
     SECRET_KEY = env.str("DJANGO_SECRET_KEY")
     CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET")
     CUSTOMER_REF_SECRET = env.str("CUSTOMER_REF_SECRET")
-else:
-    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="dev-only-insecure-key-not-for-production-use-0123456789")
-    CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET", default="dev-only-cache-salt-secret")
-    CUSTOMER_REF_SECRET = env.str("CUSTOMER_REF_SECRET", default="dev-only-customer-ref-secret")
+else:  # public development values: never served beyond loopback (supportbot/safety.py)
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=safety.DEV_SECRETS["DJANGO_SECRET_KEY"])
+    CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET", default=safety.DEV_SECRETS["CACHE_SALT_SECRET"])
+    CUSTOMER_REF_SECRET = env.str("CUSTOMER_REF_SECRET", default=safety.DEV_SECRETS["CUSTOMER_REF_SECRET"])
 
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
@@ -268,12 +268,15 @@ CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
 CUSTOMER_TOKEN_TTL_S = env.int("CUSTOMER_TOKEN_TTL_S", default=300)
 CUSTOMER_TOKEN_MAX_TTL_S = env.int("CUSTOMER_TOKEN_MAX_TTL_S", default=3600)
 CUSTOMER_SESSION_TTL_S = env.int("CUSTOMER_SESSION_TTL_S", default=3600)
-# Rate limits (supportbot/ratelimit.py): fixed windows in Redis, per client (API key, else IP) and
-# per tenant. Fail open while Redis is unavailable (answers matter more than limits; see docs/security.md).
+# Rate limits (supportbot/ratelimit.py): fixed windows in Redis, per client (API key, signed-in
+# customer, else IP or IPv6 /64) under a per-tenant ceiling for public traffic; an API key has its own
+# budget. Fail open while Redis is unavailable (answers matter more than limits; see docs/security.md).
 RATELIMIT_ENABLED = env.bool("RATELIMIT_ENABLED", default=True)
 RATELIMIT_WINDOW_S = env.int("RATELIMIT_WINDOW_S", default=60)
 RATELIMIT_CLIENT_REQUESTS = env.int("RATELIMIT_CLIENT_REQUESTS", default=60)
 RATELIMIT_TENANT_REQUESTS = env.int("RATELIMIT_TENANT_REQUESTS", default=1200)
+RATELIMIT_API_KEY_REQUESTS = env.int("RATELIMIT_API_KEY_REQUESTS", default=1200)
+RATELIMIT_FEEDBACK_REQUESTS = env.int("RATELIMIT_FEEDBACK_REQUESTS", default=10)
 # Reverse proxies in front of the web processes that append to X-Forwarded-For (0: use REMOTE_ADDR).
 RATELIMIT_TRUSTED_PROXY_HOPS = env.int("RATELIMIT_TRUSTED_PROXY_HOPS", default=0)
 # Retention (supportbot/retention.py): Ask and decision records older than this are purged nightly.

@@ -50,9 +50,22 @@ def _api_error(code: str, message: str, status: int, **extra) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
 
 
-def _rate_limited(request, tenant: Tenant, client: str, *, api: bool):
+def _rate_limited(request, tenant: Tenant, client: str, *, api: bool, action: str = "ask"):
     """None when the request may go on; else the 429 to send (JSON for the API, a page or partial for the chat)."""
-    return _rate_limit_response(request, tenant, ratelimit.check(tenant.slug, client), api=api)
+    return _rate_limit_response(request, tenant, ratelimit.check(tenant.slug, client, action=action), api=api)
+
+
+def _api_rate_client(request, tenant: Tenant, key) -> str:
+    """The API caller as the rate limiter counts it: the key, else the customer of a valid token
+    (checked again, and redeemed, once the request is let through), else the address."""
+    token = request.META.get("HTTP_X_CUSTOMER_TOKEN") if key is None else None
+    customer = None
+    if token:
+        try:
+            customer = auth.customer_token_check(tenant, token)[0]
+        except auth.AuthError:
+            pass  # refused after the limiter, counted against the address
+    return ratelimit.client_key(request, key, customer=customer)
 
 
 def _rate_limit_response(request, tenant: Tenant, verdict: ratelimit.Verdict, *, api: bool):
@@ -140,10 +153,10 @@ def _chat_sign_in(request, t: Tenant):
 def chat_submit(request, tenant: str):
     """Validate the question; htmx gets a bubble that streams the answer, a plain form post a full page."""
     t = _tenant(tenant)
-    limited = _rate_limited(request, t, ratelimit.client_key(request), api=False)
+    customer = auth.session_customer(request, t)
+    limited = _rate_limited(request, t, ratelimit.client_key(request, customer=customer), api=False)
     if limited is not None:
         return limited
-    customer = auth.session_customer(request, t)
     try:
         locale = _locale(t, request.POST.get("locale"))
         question = clean_question(request.POST.get("question", ""))
@@ -227,7 +240,7 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
     return body
 
 
-def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=None):
+def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=None, action: str = "ask"):
     """The start of every API view: the tenant, the caller's API key (if any) and the rate limits.
     Returns (tenant, key, None, read), or (None, None, an error response, None); ``read`` holds
     the values of the keys ``read_along`` named ({key: value}), None when they were not read.
@@ -241,7 +254,7 @@ def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=
         key, refused = _api_key(request, copy, key_required)
         if refused is None:
             extra = tuple(read_along(copy)) if read_along is not None else ()
-            verdict = ratelimit.check(copy.tenant.slug, ratelimit.client_key(request, key),
+            verdict = ratelimit.check(copy.tenant.slug, _api_rate_client(request, copy.tenant, key), action=action,
                                       read=(tenant_cache.rev_key(copy.tenant.slug), *extra))
             current = tenant_directory_get(tenant, rev=verdict.read[0] if verdict.read is not None else MISSING)
             if current is copy:
@@ -254,7 +267,7 @@ def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=
             key, refused = _api_key(request, current, key_required)  # counted once already
             if refused is None:
                 return current.tenant, key, None, None
-            limited = _rate_limited(request, current.tenant, ratelimit.client_key(request), api=True)
+            limited = _rate_limited(request, current.tenant, ratelimit.client_key(request), api=True, action=action)
             return None, None, limited or _api_error(refused.code, refused.message, refused.status), None
     # no copy here, or the copy refused the key: decide on the current row
     record = tenant_directory_get(tenant)
@@ -262,9 +275,10 @@ def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=
         return None, None, _api_error("unknown_tenant", "no such tenant", 404), None
     key, refused = _api_key(request, record, key_required)
     if refused is not None:  # failed attempts count against the address
-        limited = _rate_limited(request, record.tenant, ratelimit.client_key(request), api=True)
+        limited = _rate_limited(request, record.tenant, ratelimit.client_key(request), api=True, action=action)
         return None, None, limited or _api_error(refused.code, refused.message, refused.status), None
-    limited = _rate_limited(request, record.tenant, ratelimit.client_key(request, key), api=True)
+    limited = _rate_limited(request, record.tenant, _api_rate_client(request, record.tenant, key), api=True,
+                            action=action)
     return record.tenant, key, limited, None
 
 
@@ -388,6 +402,10 @@ def chat_feedback(request, tenant: str, request_id):
     from caching.review import feedback_record
 
     t = _tenant(tenant)
+    client = ratelimit.client_key(request, customer=auth.session_customer(request, t))
+    limited = _rate_limited(request, t, client, api=False, action="feedback")
+    if limited is not None:
+        return limited
     ask = _ask_of(t, request_id)
     helpful = {"yes": True, "no": False}.get(request.POST.get("helpful", ""))
     if ask is None or helpful is None:
@@ -403,7 +421,7 @@ def api_feedback(request, tenant: str):
     """POST {"request_id": ..., "helpful": true|false, "comment": optional}: the customer's verdict on an answer."""
     from caching.review import feedback_record
 
-    t, key, refused, _ = _api_caller(request, tenant)
+    t, key, refused, _ = _api_caller(request, tenant, action="feedback")
     if refused is not None:
         return refused
     try:
