@@ -1,4 +1,6 @@
 from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
 
 from caching.review import audit
 from supportbot.auth import api_key_revoke
@@ -75,3 +77,31 @@ class StaffMembershipAdmin(AllTenantsOnlyAdmin):
     list_filter = ("tenant",)
     search_fields = ("user__username", "tenant__slug")
     list_select_related = ("user", "tenant")
+
+
+class StaffMembershipInline(admin.TabularInline):
+    """A staff user's tenants, set where the user is created (platform staff only)."""
+
+    model = StaffMembership
+    extra = 1
+    fields = ("tenant",)
+
+    def has_view_permission(self, request, obj=None):
+        return tenant_scope(request.user).all and super().has_view_permission(request, obj)
+
+    def has_add_permission(self, request, obj=None):
+        return tenant_scope(request.user).all and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return tenant_scope(request.user).all and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return tenant_scope(request.user).all and super().has_delete_permission(request, obj)
+
+
+class UserWithTenantsAdmin(UserAdmin):
+    inlines = [*UserAdmin.inlines, StaffMembershipInline]
+
+
+admin.site.unregister(User)
+admin.site.register(User, UserWithTenantsAdmin)

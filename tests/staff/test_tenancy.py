@@ -233,3 +233,23 @@ def test_records_of_both_tenants_exist(two_tenants, acme, initech):
                         (TenantApiKey, "tenant"), (PurgeRecord, "tenant"), (HourlyRollup, "tenant"),
                         (Article, "tenant"), (Chunk, "article__tenant")):
         assert model.objects.filter(**{path: initech.pk}).exists(), model
+
+
+def test_a_new_agents_tenants_are_set_on_the_user_page(acme):
+    from django.contrib.auth.models import User
+
+    root = User.objects.create_superuser("root", "r@example.com", "pw-123-root-long")
+    agent = _user("new-agent", SUPPORT_AGENTS, tenants=[])
+    c = _login(root)
+    page = c.get(reverse("admin:auth_user_change", args=[agent.pk]))
+    assert page.status_code == 200 and "tenant_memberships-TOTAL_FORMS" in page.content.decode()
+    form = page.context["adminform"].form
+    data = {k: v for k, v in form.initial.items() if v is not None and k not in ("groups", "user_permissions",
+                                                                                 "password", "last_login")}
+    data.update({"groups": [g.pk for g in agent.groups.all()], "date_joined_0": "2026-01-01",
+                 "date_joined_1": "00:00:00", "tenant_memberships-TOTAL_FORMS": "1",
+                 "tenant_memberships-INITIAL_FORMS": "0", "tenant_memberships-0-tenant": str(acme.pk),
+                 "is_staff": "on", "is_active": "on"})
+    response = c.post(reverse("admin:auth_user_change", args=[agent.pk]), data)
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert staff_tenant_ids(User.objects.get(pk=agent.pk)) == frozenset({acme.pk})
