@@ -93,16 +93,19 @@ def client_address(request) -> str:
     return _network(address)
 
 
+_V6_NETWORK_MASK = ~((1 << 64) - 1)
+
+
 def _network(address: str) -> str:
-    try:
-        ip = ipaddress.ip_address(address.strip("[]"))
-    except ValueError:
+    if ":" not in address:  # IPv4 (from the server or a trusted proxy), the common case: as it is
         return address[:64] or "unknown"
-    if ip.version == 6:
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-    return str(ip)
+    try:
+        ip = ipaddress.IPv6Address(address.strip("[]"))
+    except ValueError:
+        return address[:64]
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return f"{ipaddress.IPv6Address(int(ip) & _V6_NETWORK_MASK)}/64"
 
 
 def _customer_id(customer: str) -> str:
