@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib import admin
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -56,8 +56,6 @@ def two_tenants(acme, initech, sample_everything, settings):
 def acme_agent(acme, initech):
     """Both roles' permissions (so only the tenant check can refuse), bound to acme alone."""
     user = _user("acme-agent", SUPPORT_AGENTS, tenants=[acme])
-    from django.contrib.auth.models import Group
-
     user.groups.add(Group.objects.get(name=CACHE_ADMINS))
     for codename in ("view_tenantapikey", "change_tenantapikey", "view_purgerecord", "view_article",
                      "change_article", "view_chunk", "view_jobrun", "view_hourlyrollup"):
@@ -88,8 +86,6 @@ def test_scope_selector(acme, initech, acme_agent):
     assert staff_tenant_ids(nobody) == frozenset()  # fail closed
     platform = _user("platform", SUPPORT_AGENTS, tenants=[], all_tenants=True)
     assert staff_tenant_ids(platform) is None
-    from django.contrib.auth.models import User
-
     root = User.objects.create_superuser("root", "r@example.com", "pw-123-root-long")
     assert staff_tenant_ids(root) is None
     assert staff_tenant_ids(_user("not-staff", SUPPORT_AGENTS, staff=False, tenants=[acme])) == frozenset()
@@ -218,8 +214,6 @@ def test_revoking_a_key_needs_the_change_permission_is_audited_and_cannot_be_und
 
 def test_memberships_are_managed_by_platform_staff_only(acme, acme_agent):
     assert _login(acme_agent).get(reverse("admin:supportbot_staffmembership_changelist")).status_code == 403
-    from django.contrib.auth.models import User
-
     root = User.objects.create_superuser("root", "r@example.com", "pw-123-root-long")
     listing = _login(root).get(reverse("admin:supportbot_staffmembership_changelist"))
     assert listing.status_code == 200 and StaffMembership.objects.filter(user=acme_agent).exists()
@@ -236,8 +230,6 @@ def test_records_of_both_tenants_exist(two_tenants, acme, initech):
 
 
 def test_a_new_agents_tenants_are_set_on_the_user_page(acme):
-    from django.contrib.auth.models import User
-
     root = User.objects.create_superuser("root", "r@example.com", "pw-123-root-long")
     agent = _user("new-agent", SUPPORT_AGENTS, tenants=[])
     c = _login(root)
