@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from redis.exceptions import NoScriptError
 
-from supportbot.redis_client import RedisUnavailable, call, mark_redis_down, redis_available
+from supportbot.redis_client import RedisUnavailable, call, redis_available, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def check(tenant_slug: str, client: str, *, read: tuple[str, ...] = ()) -> Verdi
         except NoScriptError:  # a new or restarted server: send the script itself (Redis keeps it)
             refused, _count, _extra, values = call("EVAL", _CHECK, len(keys), *keys, *args)
     except RedisUnavailable as exc:
-        mark_redis_down()
+        redis_failed(exc)
         log.warning("rate limits skipped: redis unavailable (%s)", type(exc).__name__)
         return Verdict(True, scope="skipped")
     values = tuple(values)  # a missing key comes back as None (Lua false is a Redis nil)
