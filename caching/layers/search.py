@@ -85,4 +85,11 @@ class SearchLayer(CacheLayer):
         r = get_redis()
         doomed = [k for k in r.scan_iter(match=f"srch:{int(tenant_id)}:*", count=1000)
                   if k.split(b":")[2] in wanted]
-        return sum(r.delete(*doomed[i:i + 500]) for i in range(0, len(doomed), 500))
+        if not doomed:
+            return 0
+        pipe = r.pipeline(transaction=False)
+        for cite in r.scan_iter(match=_cite_key("*"), count=1000):  # the reverse index names them too
+            pipe.srem(cite, *doomed)
+        for i in range(0, len(doomed), 500):
+            pipe.delete(*doomed[i:i + 500])
+        return sum(pipe.execute()[-((len(doomed) + 499) // 500):])
