@@ -92,7 +92,7 @@ def redis_failed(exc: BaseException) -> None:
 def redis_error_text(exc: BaseException) -> str:
     """What a decision records about a Redis failure: the error class, and an error reply's first words."""
     if isinstance(exc, redis.ResponseError):
-        return f"redis error: {str(exc).split(chr(10))[0][:80]}"
+        return f"redis error: {type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''}"
     return f"redis unavailable: {type(exc).__name__}"
 
 

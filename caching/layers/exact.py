@@ -23,28 +23,15 @@ def _index_key(key: str) -> str:
     return "ans-idx:" + key.split(":", 1)[1].rsplit(":", 1)[0]
 
 
-# One round trip: forget index members whose lifetime ended (expiries), write the entry, its
-# citations and its index member, then evict the tenant's entries nearest their expiry beyond the
-# cap. Returns {expired, evicted}. KEYS: entry, index, cite keys; ARGV: value, ttl, now, cap, cite ttl.
-# The evicted entries' keys are read from the index (one Redis, not a cluster).
-_STORE = """
-local expired = redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-redis.call('ZADD', KEYS[2], tonumber(ARGV[3]) + tonumber(ARGV[2]), KEYS[1])
-redis.call('EXPIRE', KEYS[2], ARGV[2])
-for i = 3, #KEYS do
-  redis.call('SADD', KEYS[i], KEYS[1])
-  redis.call('EXPIRE', KEYS[i], ARGV[5])
-end
+# Past the cap, the tenant's entries nearest their expiry go: popped from the index and deleted in
+# one step (KEYS: index; ARGV: how many). The entries' keys come from the index (one Redis, not a cluster).
+_EVICT = """
 local evicted = 0
-local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
-if over > 0 then
-  local oldest = redis.call('ZPOPMIN', KEYS[2], over)
-  for i = 1, #oldest, 2 do
-    evicted = evicted + redis.call('DEL', oldest[i])
-  end
+local oldest = redis.call('ZPOPMIN', KEYS[1], ARGV[1])
+for i = 1, #oldest, 2 do
+  evicted = evicted + redis.call('DEL', oldest[i])
 end
-return {expired, evicted}
+return evicted
 """
 
 
@@ -107,11 +94,23 @@ class ExactLayer(CacheLayer):
             result.disposition, result.reason = "skipped", "redis unavailable (backing off)"
             return result
         ttl = settings.EXACT_CACHE_TTL_S
-        cites = [_cite_key(c["article_pk"]) for c in cached.citations]
+        index, now = _index_key(key), time.time()
         try:
-            expired, evicted = get_redis().eval(
-                _STORE, 2 + len(cites), key, _index_key(key), *cites, json.dumps(cached.__dict__), ttl,
-                int(time.time()), settings.EXACT_CACHE_MAX_KEYS_PER_TENANT, ttl + 3600)
+            # One transaction, refused whole by a full server under noeviction: forget index members
+            # whose lifetime ended (the expiries), write the entry, its index member and citations.
+            pipe = get_redis().pipeline(transaction=True)
+            pipe.zremrangebyscore(index, "-inf", now)
+            pipe.set(key, json.dumps(cached.__dict__), ex=ttl)
+            pipe.zadd(index, {key: now + ttl})
+            pipe.expire(index, ttl + 3600)
+            for c in cached.citations:
+                pipe.sadd(_cite_key(c["article_pk"]), key)
+                pipe.expire(_cite_key(c["article_pk"]), ttl + 3600)
+            pipe.zcard(index)
+            replies = pipe.execute()
+            expired, size = replies[0], replies[-1]
+            over = size - settings.EXACT_CACHE_MAX_KEYS_PER_TENANT
+            evicted = get_redis().eval(_EVICT, 1, index, over) if over > 0 else 0
         except RedisUnavailable as exc:
             redis_failed(exc)
             result.disposition, result.reason = "skipped", redis_error_text(exc)

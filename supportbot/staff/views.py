@@ -141,6 +141,7 @@ def dashboard(request):
         "can_switch_mode": request.user.has_perm("supportbot.change_semantic_mode"),
         "open_items": ReviewItem.objects.filter(status=ReviewItem.Status.OPEN).count(),
         "to_label": SampledHit.objects.filter(labeled=False).count(),
+        "sizes": stats.cache_sizes(period["start"], period["end"], [tenant] if tenant else tenants),
     }, "Cache dashboard")
 
 
