@@ -161,7 +161,8 @@ def purge_sweep(*, task_id: str = "", attempt: int = 1):
 
 def semantic_expired_cleanup(*, task_id: str = "", attempt: int = 1):
     """Retire active semantic entries past their expiry; delete entries that stopped serving long ago
-    (quarantined ones are evidence for staff review and stay)."""
+    (quarantined ones are evidence for staff review and stay, until ``supportbot.retention`` deletes
+    them with the records after ``RECORD_RETENTION_DAYS``)."""
     with job_run("semantic_expired_cleanup", task_id=task_id, attempt=attempt) as ctx:
         now = timezone.now()
         expiring = list(SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE, expires_at__lte=now)

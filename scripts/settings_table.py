@@ -84,6 +84,8 @@ MEANINGS = {
     "RATELIMIT_WINDOW_S": "rate-limit window",
     "RATELIMIT_CLIENT_REQUESTS": "requests per window per client (API key, else IP)",
     "RATELIMIT_TENANT_REQUESTS": "requests per window per tenant",
+    "REDIS_MAXMEMORY": "memory limit of the embedded cache Redis (`0`: none); set `maxmemory` on your own Redis "
+                       "(`docs/operations.md`, \"Redis memory\")",
     "RECORD_RETENTION_DAYS": "Ask and decision records older than this are purged nightly",
     "RECORD_PURGE_BATCH_SIZE": "rows deleted per batch by the retention purge",
 }

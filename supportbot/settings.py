@@ -237,7 +237,8 @@ JOBS_LOCK_TTL_S = env.int("JOBS_LOCK_TTL_S", default=900)
 # After a generation switch, the old vectors are dropped this much later: web processes re-read the
 # active generation every few seconds and must not search an emptied one meanwhile.
 GENERATION_DROP_GRACE_S = env.int("GENERATION_DROP_GRACE_S", default=120)
-# Purged/retired semantic entries are deleted this long after they stopped serving (quarantined ones are kept).
+# Purged/retired semantic entries are deleted this long after they stopped serving (quarantined ones are kept
+# until the record retention purge, RECORD_RETENTION_DAYS).
 SEMANTIC_CACHE_RETENTION_DAYS = env.int("SEMANTIC_CACHE_RETENTION_DAYS", default=30)
 # Re-index a changed article's tenant right after the change (the nightly job is the safety net).
 JOBS_INDEX_ON_CHANGE = env.bool("JOBS_INDEX_ON_CHANGE", default=True)
@@ -284,7 +285,9 @@ RECORD_RETENTION_DAYS = env.int("RECORD_RETENTION_DAYS", default=90)
 RECORD_PURGE_BATCH_SIZE = env.int("RECORD_PURGE_BATCH_SIZE", default=2000)
 
 # (issue 7 settings go here)
-# Per-tenant cache sizes: past these, a tenant's oldest exact entries are deleted and its least recently
-# used semantic entries retired (counted as evictions on the staff dashboard).
+
+# Per-tenant cache sizes (docs/operations.md, "Redis memory"): past this, a tenant's exact entries nearest
+# their expiry are deleted (counted as evictions on the staff dashboard).
 EXACT_CACHE_MAX_KEYS_PER_TENANT = env.int("EXACT_CACHE_MAX_KEYS_PER_TENANT", default=100_000)
+# Past this, a tenant's least recently used active semantic entries are retired (counted as evictions).
 SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT = env.int("SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT", default=50_000)
