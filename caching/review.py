@@ -26,7 +26,7 @@ from caching.models import (AuditLog, CacheDecision, Feedback, Label, LabeledPai
                             SemanticEntry)
 from caching.rollups import tenant_lookup
 from supportbot.models import AskEvent
-from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down
+from supportbot.redis_client import RedisUnavailable, get_redis, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,8 @@ def exact_keys_of(decision: CacheDecision, entry: SemanticEntry | None) -> list[
         try:
             keys.update(k.decode() if isinstance(k, bytes) else k
                         for k in get_redis().scan_iter(match=pattern, count=1000))
-        except RedisUnavailable:
-            mark_redis_down()
+        except RedisUnavailable as exc:
+            redis_failed(exc)
             raise ReviewError("Redis is unavailable: the exact cache cannot be cleared now, try again") from None
     return sorted(keys)
 
@@ -264,7 +264,7 @@ def answer_scope(tenant, locale: str, question: str):
 
 
 def staff_answer_store(ask: AskEvent, answer: str, citations: list[dict]) -> SemanticEntry:
-    from retrieval.embeddings import embed_query
+    from retrieval.embeddings import embed_query, question_scope
     from supportbot import pipeline
 
     state = answer_scope(ask.tenant, ask.locale, ask.question)
@@ -275,10 +275,11 @@ def staff_answer_store(ask: AskEvent, answer: str, citations: list[dict]) -> Sem
                           model=state.spec.model, prompt_version=state.spec.prompt_version,
                           source_request=str(ask.request_id), question=ask.question)
     entry = SemanticLayer().store(pipeline.semantic_scope(state), question=ask.question,
-                                  normalized_question=state.normalized, vector=embed_query(ask.question),
+                                  normalized_question=state.normalized,
+                                  vector=embed_query(ask.question, cache=question_scope(ask.tenant_id)),
                                   answer=cached, exact_key=state.key, source=SemanticEntry.Source.STAFF,
                                   source_ask=ask)
-    ExactLayer().store(state.key, cached)
+    ExactLayer().store(state.key, cached, ask.tenant_id)
     return entry
 
 

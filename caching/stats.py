@@ -311,3 +311,22 @@ def tenant_layer_rates(start, end, groups=None) -> dict[int, dict[str, dict]]:
             t["hit_rate"] = _rate(t["hits"], t["lookups"])
             t["shadow_rate"] = _rate(t["shadow_hits"], t["lookups"])
     return out
+
+
+# --------------------------------------------------------------------------- cache sizes and churn
+
+def cache_sizes(start: datetime, end: datetime, tenants) -> dict:
+    """Per tenant: live exact and semantic entries against their caps, and the entries evicted by a
+    cap or expired in [start, end); with the cache Redis's own memory, policy and counters."""
+    from caching.churn import churn_totals, redis_memory
+    from caching.layers.exact import ExactLayer
+    from caching.layers.semantic import SemanticLayer
+
+    exact, semantic = ExactLayer(), SemanticLayer()
+    churn = churn_totals(start, end, [t.pk for t in tenants])
+    rows = [{"tenant": t, "exact": exact.tenant_size(t.slug), "semantic": semantic.tenant_size(t.pk),
+             **{f"{layer}_{kind}": churn.get((t.pk, layer, kind), 0)
+                for layer in ANSWER_LAYERS for kind in ("evicted", "expired")}}
+            for t in tenants]
+    return {"rows": rows, "exact_cap": settings.EXACT_CACHE_MAX_KEYS_PER_TENANT,
+            "semantic_cap": settings.SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT, "redis": redis_memory()}

@@ -25,7 +25,8 @@ MEANINGS = {
     "DATABASE_CONNECT_TIMEOUT_S": "connect timeout to PostgreSQL",
     "DATABASE_TEST_NAME": "name of the database the test suite creates",
     "HNSW_EF_SEARCH": "pgvector `hnsw.ef_search` (recall vs speed of vector search)",
-    "REDIS_URL": "Redis for caches, rate limits and the broker; unset = an embedded redis-server",
+    "REDIS_URL": "Redis for caches and rate limits (and the broker unless `CELERY_BROKER_URL` is set); unset = an "
+                 "embedded redis-server with `REDIS_MAXMEMORY` and `REDIS_MAXMEMORY_POLICY`",
     "REDIS_SOCKET_TIMEOUT_S": "Redis connect/read timeout; past it the request carries on without the cache",
     "DATA_UPLOAD_MAX_MEMORY_SIZE": "largest accepted request body in bytes (larger: 413)",
     "LOG_LEVEL": "root log level",
@@ -63,8 +64,9 @@ MEANINGS = {
     "SEARCH_CACHE_TTL_S": "lifetime of a cached search result",
     "EXACT_CACHE_TTL_S": "lifetime of an exact-cache answer",
     "SEMANTIC_CACHE_TTL_S": "lifetime of a semantic-cache entry",
-    "CELERY_BROKER_URL": "Celery broker (default: REDIS_URL)",
-    "CELERY_RESULT_BACKEND": "Celery result backend (default: REDIS_URL)",
+    "CELERY_BROKER_URL": "Celery broker; a Redis that never evicts (`noeviction`), not the cache Redis. Default: "
+                         "REDIS_URL; with REDIS_URL unset, an embedded Redis of its own",
+    "CELERY_RESULT_BACKEND": "Celery result backend (default: CELERY_BROKER_URL)",
     "CELERY_WORKER_QUEUES": "queues the `make run` worker consumes",
     "CELERY_VISIBILITY_TIMEOUT_S": "redelivery delay of an unacknowledged task (longer than the longest job)",
     "CELERY_RESULT_EXPIRES_S": "lifetime of task results",
@@ -87,6 +89,8 @@ MEANINGS = {
     "RATELIMIT_TENANT_REQUESTS": "requests per window per tenant from all public clients together (API keys apart)",
     "RATELIMIT_API_KEY_REQUESTS": "requests per window per API key: its own budget, not shared with public traffic",
     "RATELIMIT_FEEDBACK_REQUESTS": "feedback posts per window per public client (apart from its questions)",
+    "REDIS_MAXMEMORY": "memory limit of the embedded cache Redis (`0`: none); set `maxmemory` on your own Redis "
+                       "(`docs/operations.md`, \"Redis memory\")",
     "RECORD_RETENTION_DAYS": "Ask and decision records older than this are purged nightly",
     "RECORD_PURGE_BATCH_SIZE": "rows deleted per batch by the retention purge",
 }

@@ -84,11 +84,13 @@ def key_hash(raw_key: str) -> str:
 
 
 @transaction.atomic
-def api_key_create(tenant: Tenant, name: str) -> tuple[TenantApiKey, str]:
-    """A new key for ``tenant``; the raw key is returned once and never stored."""
+def api_key_create(tenant: Tenant, name: str, *, timing_breakdown: bool = False) -> tuple[TenantApiKey, str]:
+    """A new key for ``tenant``; the raw key is returned once and never stored. ``timing_breakdown``:
+    answers to this key carry the per-step timings (staff tooling only)."""
     prefix = secrets.token_hex(6)  # 12 hex chars: unique index, shown in the admin
     raw = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
-    row = TenantApiKey.objects.create(tenant=tenant, name=name[:100], prefix=prefix, key_hash=key_hash(raw))
+    row = TenantApiKey.objects.create(tenant=tenant, name=name[:100], prefix=prefix, key_hash=key_hash(raw),
+                                      timing_breakdown=timing_breakdown)
     return row, raw
 
 

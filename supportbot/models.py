@@ -121,6 +121,9 @@ class TenantApiKey(models.Model):
     key_hash = models.CharField(max_length=64, editable=False, help_text="sha256 of the whole key, hex")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    timing_breakdown = models.BooleanField(
+        default=False, help_text="Answers to this key carry the per-step timings (which caches answered), "
+                                 "not only the total. For the tenant's own diagnostics; grant it to staff tools only.")
 
     class Meta:
         ordering = ["tenant", "-created_at"]

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from redis.exceptions import NoScriptError
 
-from supportbot.redis_client import RedisUnavailable, call, mark_redis_down, redis_available
+from supportbot.redis_client import RedisUnavailable, call, redis_available, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ def check(tenant_slug: str, client: str, *, action: str = "ask", read: tuple[str
         except NoScriptError:  # a new or restarted server: send the script itself (Redis keeps it)
             refused, values = call("EVAL", _CHECK, len(keys), *keys, *args)
     except RedisUnavailable as exc:
-        mark_redis_down()
+        redis_failed(exc)
         log.warning("rate limits skipped: redis unavailable (%s)", type(exc).__name__)
         return Verdict(True, scope="skipped")
     values = tuple(values)  # a missing key comes back as None (Lua false is a Redis nil)

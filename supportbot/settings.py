@@ -30,7 +30,11 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 # Embedded PostgreSQL / Redis start only when the URLs are unset (see supportbot/embedded.py).
-embedded.ensure_environment()
+# Memory limit of the embedded cache Redis ("0": none); set maxmemory on your own Redis (docs/operations.md).
+REDIS_MAXMEMORY = env.str("REDIS_MAXMEMORY", default="256mb")
+# What the embedded cache Redis does when full: evict the least recently used keys (the broker has its own).
+REDIS_MAXMEMORY_POLICY = env.str("REDIS_MAXMEMORY_POLICY", default="allkeys-lru")
+embedded.ensure_environment(redis_maxmemory=REDIS_MAXMEMORY, redis_policy=REDIS_MAXMEMORY_POLICY)
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -202,8 +206,9 @@ LOCAL_CACHE_MAX_AGE_S = env.float("LOCAL_CACHE_MAX_AGE_S", default=30.0)
 RECORDS_LINGER_MS = env.float("RECORDS_LINGER_MS", default=100.0)
 
 # --------------------------------------------------------------------------- celery / jobs
+# The broker must not share an evicting Redis (docs/operations.md, "Redis memory"); embedded: its own.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
-CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL)
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
@@ -232,7 +237,8 @@ JOBS_LOCK_TTL_S = env.int("JOBS_LOCK_TTL_S", default=900)
 # After a generation switch, the old vectors are dropped this much later: web processes re-read the
 # active generation every few seconds and must not search an emptied one meanwhile.
 GENERATION_DROP_GRACE_S = env.int("GENERATION_DROP_GRACE_S", default=120)
-# Purged/retired semantic entries are deleted this long after they stopped serving (quarantined ones are kept).
+# Purged/retired semantic entries are deleted this long after they stopped serving (quarantined ones are kept
+# until the record retention purge, RECORD_RETENTION_DAYS).
 SEMANTIC_CACHE_RETENTION_DAYS = env.int("SEMANTIC_CACHE_RETENTION_DAYS", default=30)
 # Re-index a changed article's tenant right after the change (the nightly job is the safety net).
 JOBS_INDEX_ON_CHANGE = env.bool("JOBS_INDEX_ON_CHANGE", default=True)
@@ -284,3 +290,9 @@ RECORD_RETENTION_DAYS = env.int("RECORD_RETENTION_DAYS", default=90)
 RECORD_PURGE_BATCH_SIZE = env.int("RECORD_PURGE_BATCH_SIZE", default=2000)
 
 # (issue 7 settings go here)
+
+# Per-tenant cache sizes (docs/operations.md, "Redis memory"): past this, a tenant's exact entries nearest
+# their expiry are deleted (counted as evictions on the staff dashboard).
+EXACT_CACHE_MAX_KEYS_PER_TENANT = env.int("EXACT_CACHE_MAX_KEYS_PER_TENANT", default=100_000)
+# Past this, a tenant's least recently used active semantic entries are retired (counted as evictions).
+SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT = env.int("SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT", default=50_000)

@@ -316,29 +316,30 @@ def api_ask(request, tenant: str):
         body = ahead.get("body") or _parse_ask_body(request)
         caller = auth.api_caller(request, t, key, body.get("customer"))
         asker = pipeline.Asker(t, _locale(t, body.get("locale")), caller.customer)
+        breakdown = key is not None and key.timing_breakdown
         prepared = ahead.get("state") if prefetched is not None else None
         if body.get("stream"):
             state_events = pipeline.ask_events(asker, body["question"], streamed=True, prepared=prepared,
                                                prefetched=prefetched)
             first = next(state_events)  # validation happens before the first event
-            return _api_stream(first, state_events)
+            return _api_stream(first, state_events, breakdown)
         result = pipeline.ask(asker, body["question"], prepared=prepared, prefetched=prefetched)
     except (AskRejected, auth.AuthError) as exc:
         return _api_error(exc.code, exc.message, exc.status)
-    payload = result.to_api()
+    payload = result.to_api(timing_breakdown=breakdown)
     if result.status == "unavailable":
         payload["error"] = {"code": "unavailable", "message": result.answer}
         return JsonResponse(payload, status=503)
     return JsonResponse(payload)
 
 
-def _api_stream(first, rest) -> StreamingHttpResponse:
+def _api_stream(first, rest, breakdown: bool) -> StreamingHttpResponse:
     def events():
         for kind, value in itertools.chain([first], rest):
             if kind == "delta":
                 yield _sse("delta", json.dumps({"delta": value}))
             else:
-                yield _sse("done", json.dumps(value.to_api()))
+                yield _sse("done", json.dumps(value.to_api(timing_breakdown=breakdown)))
 
     return _sse_response(events())
 

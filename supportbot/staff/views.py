@@ -146,6 +146,7 @@ def dashboard(request):
         "can_switch_mode": request.user.has_perm("supportbot.change_semantic_mode"),
         "open_items": scope.filter(ReviewItem.objects.filter(status=ReviewItem.Status.OPEN)).count(),
         "to_label": scope.filter(SampledHit.objects.filter(labeled=False)).count(),
+        "sizes": stats.cache_sizes(period["start"], period["end"], [tenant] if tenant else tenants),
     }, "Cache dashboard")
 
 
