@@ -46,7 +46,7 @@ QUESTIONS = ROOT / "kb" / "questions.jsonl"
 
 def normalise(text: str) -> str:
     text = text.casefold().replace("**", "")
-    text = re.sub(r"\s*[–—]\s*", "-", text)
+    text = re.sub(r"\s*[-–—]\s*", "-", text)
     text = re.sub(r"(?<=\d)\s*-\s*(?=\d)", "-", text)
     return re.sub(r"\s+", " ", text)
 

@@ -24,7 +24,9 @@ from caching.layers.base import LayerResult
 MAX_ANSWER_CHARS = 4000
 _REFUSAL = re.compile(
     r"\b(i\s*(?:'m| am)\s*sorry|i\s*can(?:no|')t\s+(?:help|answer|assist)|as an ai|i do not have|i don't have|"
-    r"not (?:able|allowed) to|unable to (?:help|answer)|NOT_COVERED)\b", re.I)
+    r"not (?:able|allowed) to|unable to (?:help|answer)|NOT_COVERED|"
+    r"(?:not|n't)\s+(?:available|mentioned|provided|given|specified|listed|stated|included|found)\s+(?:in|on)\s+"
+    r"(?:the|this|our)\s+(?:passages?|context|text|articles?|help\s*cent(?:re|er)))\b", re.I)
 _INJECTION = re.compile(
     r"(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+|your\s+)?(previous|prior|above|earlier)?\s*"
     r"(instructions|rules|prompts?)|system prompt|you are now|act as|jailbreak|developer mode|"

@@ -25,16 +25,28 @@ import numpy as np
 from django.conf import settings
 
 from caching.answer_checks import text as words
+from caching.answer_checks.facts import quantities
 from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from supportbot.answerers.base import Answer, Answerer, AnswererSpec, AnswerRequest
 from supportbot.generation.base import GenerationResult, Passage
 
-MARGIN = 0.08  # a unit this much less similar than the best one still answers the question
-MAX_UNITS = 5
+MARGIN = 0.15  # a unit this much less similar than the best one still answers the question
+MAX_UNITS = 6
 # Weight of the question's words found in a unit (or its section), rarer words weighing more: the
 # embedding model is English, and "Kanada" in a German question must find the sentence naming it.
 LEXICAL_WEIGHT = 0.3
+# A unit holding what the question asks for (a duration for "how long", an amount for "how much",
+# a time of day for "when ... open") gains this much.
+ANSWER_TYPE_WEIGHT = 0.1
+ANSWER_TYPES = (
+    ("duration", re.compile(r"\bhow long\b|\bhow soon\b|\bwie lange\b|\bbis wann\b|\bwie schnell\b", re.I)),
+    ("amount", re.compile(r"\bhow much\b|\bcosts?\b|\bprice\b|\bfees?\b|\bsurcharge\b|\bkostet\b|\bkosten\b|"
+                          r"\bpreis|\bgebühr", re.I)),
+    ("clock", re.compile(r"\bhours\b|\bopen\b|\bwhen can i (?:call|reach)\b|\berreichbar\b|öffnungszeit", re.I)),
+    ("count", re.compile(r"\bhow many\b|\bwie viele\b", re.I)),
+)
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -157,6 +169,10 @@ class ExtractiveAnswerer(Answerer):
         scores = vectors @ np.asarray(question, dtype=np.float32)
         scores = scores + LEXICAL_WEIGHT * lexical_overlap(request.question,
                                                            [f"{section_of(p)} {u.text}" for p, u in candidates])
+        wanted = answer_types(request.question)
+        if wanted:
+            scores = scores + ANSWER_TYPE_WEIGHT * np.array([bool(wanted & types_in(u.text)) for _, u in candidates],
+                                                            dtype=np.float32)
         ranked = sorted((Candidate(p, u, float(s)) for (p, u), s in zip(candidates, scores)),
                         key=lambda c: -c.score)
         best = ranked[0].score
@@ -172,6 +188,12 @@ class ExtractiveAnswerer(Answerer):
                 continue
             kept.append(c)
             used += size
+        for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
+            if c.unit.text.endswith(":"):
+                for u in list_after(c.passage, c.unit):
+                    if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
+                        kept.append(Candidate(c.passage, u, c.score))
+                        used += len(u.text) + 4
         return group(kept)
 
     @staticmethod
@@ -179,6 +201,36 @@ class ExtractiveAnswerer(Answerer):
         elapsed = round((time.perf_counter() - started) * 1000, 2)
         return GenerationResult(text=text, finish_reason="stop", model=MODEL_NAME, prompt_tokens=0,
                                 completion_tokens=0, cached_tokens=None, ttft_ms=elapsed, total_ms=elapsed)
+
+
+def answer_types(question: str) -> set[str]:
+    return {name for name, pattern in ANSWER_TYPES if pattern.search(question)}
+
+
+def types_in(text: str) -> set[str]:
+    """The kinds of answer a unit holds: "duration", "amount", "clock", "count"."""
+    numbers, measures, amounts = quantities(text)
+    found = set()
+    if any(unit not in ("percent",) for _, unit in measures):
+        found.add("duration")
+    if amounts or any(unit == "percent" for _, unit in measures):
+        found.add("amount")
+    if _CLOCK.search(text):
+        found.add("clock")
+    if numbers:
+        found.add("count")
+    return found
+
+
+def list_after(passage: Passage, unit: Unit) -> list[Unit]:
+    """The list items right after a unit of a passage."""
+    units = split_units(passage.text)
+    out = []
+    for u in units[unit.position + 1:]:
+        if u.kind != "item":
+            break
+        out.append(u)
+    return out
 
 
 def lexical_overlap(question: str, texts: list[str]) -> np.ndarray:
@@ -225,5 +277,5 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
     return lines
 
 
-RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, words.VERSION, _ITEM.pattern, _ROW.pattern,
+RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, ANSWER_TYPE_WEIGHT, [p.pattern for _, p in ANSWER_TYPES], words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "v1"])[:16]
