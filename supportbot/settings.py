@@ -193,7 +193,8 @@ if ASK_ANSWERER not in ("", "extractive", "model"):
     raise ImproperlyConfigured(f"ASK_ANSWERER must be 'extractive' or 'model', not {ASK_ANSWERER!r}")
 # Longest extractive answer in characters (its best sentence is always kept).
 ASK_EXTRACT_MAX_CHARS = env.int("ASK_EXTRACT_MAX_CHARS", default=600)
-# Below this cosine similarity to the question no sentence of the passages answers it: "not covered".
+# Below this score (cosine similarity to the question, plus its words found and the answer-type bonus)
+# no sentence of the passages answers the question: "not covered".
 ASK_EXTRACT_MIN_SIMILARITY = env.float("ASK_EXTRACT_MIN_SIMILARITY", default=0.35)
 # Admission: below this cosine similarity between question and answer, the answer is to another question.
 ADMISSION_MIN_RELEVANCE = env.float("ADMISSION_MIN_RELEVANCE", default=0.25)
