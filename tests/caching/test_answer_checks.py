@@ -5,6 +5,7 @@ reason, recorded, counted on the dashboard and stored nowhere. The answers are t
 examples of what the embedded model wrote."""
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -15,7 +16,7 @@ from caching.answer_checks import Evidence
 from caching.answer_checks.facts import FactsCheck
 from caching.answer_checks.polarity import PolarityCheck
 from supportbot import pipeline
-from tests.caching.helpers import offer
+from tests.caching.helpers import offer, prompt_of, scripted_model
 from tests.caching.test_admission import assert_stored_nowhere, refusal
 
 
@@ -106,3 +107,26 @@ def test_the_dashboard_counts_admissions_and_refusals_by_reason(acme):
     totals = stats.admission_totals(now - timedelta(hours=1), now + timedelta(minutes=1), acme.pk)
     assert (totals["offered"], totals["stored"]) == (4, 1) and totals["rate"] == pytest.approx(0.25)
     assert dict(totals["refused"]) == {"repeated_sentence": 1, "loop": 1, "ungrounded_facts": 1}
+
+
+def completion(text: str) -> tuple:
+    """A non-streamed OpenAI chat completion, as vLLM sends it."""
+    body = {"id": "c1", "object": "chat.completion", "model": "scripted-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 300, "completion_tokens": 1}}
+    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+@pytest.mark.parametrize("verdict, admitted", [("SUPPORTED", True), ("UNSUPPORTED", False)])
+def test_with_the_model_check_on_the_model_reads_the_answer_before_admission(acme, settings, verdict, admitted):
+    settings.ADMISSION_MODEL_CHECK = True
+    question = "How long do I have to return an item?"
+    with scripted_model("You can send it back within 30 days of delivery [1].", completion(verdict)) as server:
+        outcome = pipeline.ask(asker(acme), question)
+    assert outcome.answerer == "model" and len(server.requests) == 2
+    check = prompt_of(server, 1)
+    assert "30 days of delivery" in check and question in check and server.requests[1]["body"]["stream"] is False
+    admission = next(d for d in outcome.decisions if d["layer"] == "admission")
+    assert (admission["disposition"] == "stored") is admitted
+    if not admitted:
+        assert admission["reason"] == "model_check: the model says UNSUPPORTED"
