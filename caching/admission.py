@@ -64,8 +64,10 @@ def evidence_of(state) -> Evidence:
                     known_names=state.asker.tenant.name, tenant_slug=state.asker.tenant.slug)
 
 
-def check(state, model_check: Callable[[Evidence], Refusal | None] | None = None) -> LayerResult:
-    """Admit or refuse ``state``'s answer; ``model_check`` is a further check by a model, run last."""
+def check(state, model_check: Callable[[Evidence], Refusal | None] | None = None,
+          content_checks: bool = True) -> LayerResult:
+    """Admit or refuse ``state``'s answer; ``model_check`` is a further check by a model, run last.
+    ``content_checks=False`` (placeholder text in tests of other layers) skips ``CHECKS`` and the model."""
     def refuse(reason: str) -> LayerResult:
         return LayerResult("admission", "refused", reason=reason,
                            intent=state.eligibility.intent if state.eligibility else "")
@@ -94,7 +96,8 @@ def check(state, model_check: Callable[[Evidence], Refusal | None] | None = None
     if extra:
         return refuse("ungrounded facts: " + ", ".join(sorted(extra))[:200])
     evidence = evidence_of(state)
-    for answer_check in (*CHECKS, *([model_check] if model_check is not None else [])):
+    checks = (*CHECKS, *([model_check] if model_check is not None else [])) if content_checks else ()
+    for answer_check in checks:
         refusal = answer_check.refusal(evidence) if hasattr(answer_check, "refusal") else answer_check(evidence)
         if refusal is not None:
             return refuse(str(refusal))

@@ -196,9 +196,11 @@ def lookup(state: AskState, prefetched: dict | None = None) -> CachedAnswer | No
 
 
 def offer_answer(asker: Asker, raw_question, answer: str, passages: list[Passage], article_pks: dict[int, int],
-                 completion_tokens: int = 50) -> AskState:
+                 completion_tokens: int = 50, checks: bool = True) -> AskState:
     """Admit an answer written elsewhere (evaluation) through the normal guards and admission,
-    as if the model had just answered it completely and cited every passage."""
+    as if the model had just answered it completely and cited every passage. ``checks=False``
+    leaves out admission's content checks (``caching.answer_checks``: facts, yes/no, wording,
+    relevance), for tests of other layers that offer placeholder text rather than answers."""
     state = start(asker, raw_question, streamed=False)
     check_eligibility(state)
     state.passages, state.article_pks = passages, article_pks
@@ -209,7 +211,7 @@ def offer_answer(asker: Asker, raw_question, answer: str, passages: list[Passage
     state.citations = unique_citations(citation(p, article_pks[p.chunk_id]) for p in passages)
     if state.vector is None and state.eligibility.eligible:
         state.vector = embed_question(state)
-    admit(state)
+    admit(state, checks=checks)
     record(state)
     return state
 
@@ -360,11 +362,11 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
     state.cited_explicitly = answer.cited_explicitly
 
 
-def admit(state: AskState) -> None:
+def admit(state: AskState, checks: bool = True) -> None:
     """Only verified answers enter the shared caches."""
     answerer = get_answerer()
     model_check = answerer.verify if settings.ADMISSION_MODEL_CHECK and hasattr(answerer, "verify") else None
-    decision = admission.check(state, model_check=model_check)
+    decision = admission.check(state, model_check=model_check, content_checks=checks)
     state.layers.append(decision)
     if decision.disposition != "stored":
         return

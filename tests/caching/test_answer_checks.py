@@ -48,7 +48,7 @@ REFUSED = [
 
 @pytest.mark.parametrize("question, article, containing, answer, code", REFUSED)
 def test_a_bad_answer_is_refused_with_its_reason_and_stored_nowhere(acme, question, article, containing, answer, code):
-    state = offer(asker(acme), question, answer, article=article, containing=containing)
+    state = offer(asker(acme), question, answer, article=article, containing=containing, checks=True)
     assert_stored_nowhere(state)
     assert refusal(state).startswith(code), refusal(state)
 
@@ -60,7 +60,7 @@ def test_a_bad_answer_is_refused_with_its_reason_and_stored_nowhere(acme, questi
      "Standard shipping to the UK takes 4–7 business days and costs £5.95 [1]."),
 ])
 def test_the_same_questions_answered_right_are_admitted(acme, question, article, containing, answer):
-    state = offer(asker(acme), question, answer, article=article, containing=containing)
+    state = offer(asker(acme), question, answer, article=article, containing=containing, checks=True)
     assert state.admitted, refusal(state)
 
 
@@ -68,7 +68,7 @@ def test_the_other_tenants_no_is_right_for_it_and_its_yes_is_refused(initech):
     no = offer(asker(initech), "Do you ship to Canada?", "No, we don't ship to Canada [1].",
                article="shipping-countries", containing="Canada")
     yes = offer(asker(initech), "Can you deliver to Canada?", "Yes, we ship to Canada [1].",
-                article="shipping-countries", containing="Canada")
+                article="shipping-countries", containing="Canada", checks=True)
     assert no.admitted
     assert_stored_nowhere(yes)
     assert refusal(yes) == "polarity: says yes, the passages say no"
@@ -77,7 +77,7 @@ def test_the_other_tenants_no_is_right_for_it_and_its_yes_is_refused(initech):
 def test_a_number_from_the_question_is_not_evidence():
     evidence = Evidence("Hello, 12, how long does shipping to the UK take?", "It takes 12 days.",
                         "Standard (4–7 business days): £5.95", "en")
-    assert str(FactsCheck().refusal(evidence)) == "ungrounded_facts: 12, 12 day"
+    assert str(FactsCheck().refusal(evidence)) == "ungrounded_facts: 12"
 
 
 @pytest.mark.parametrize("answer, source, refused", [
@@ -100,9 +100,10 @@ def test_a_yes_or_no_with_nothing_to_check_it_against_is_refused():
 
 
 def test_the_dashboard_counts_admissions_and_refusals_by_reason(acme):
-    offer(asker(acme), "How long do I have to return an item?", "You can send it back within 30 days of delivery [1].")
+    offer(asker(acme), "How long do I have to return an item?", "You can send it back within 30 days of delivery [1].",
+          checks=True)
     for question, article, containing, answer, code in REFUSED[:3]:
-        offer(asker(acme), question, answer, article=article, containing=containing)
+        offer(asker(acme), question, answer, article=article, containing=containing, checks=True)
     now = timezone.now()
     totals = stats.admission_totals(now - timedelta(hours=1), now + timedelta(minutes=1), acme.pk)
     assert (totals["offered"], totals["stored"]) == (4, 1) and totals["rate"] == pytest.approx(0.25)
