@@ -78,7 +78,8 @@ def seed(scratch, label: str, seeds: dict[str, list[str]]) -> tuple[object, dict
     for category, questions in seeds.items():
         admitted = 0
         for q in questions:
-            state = pipeline.offer_answer(asker, q, answer_for(category), [passage], {passage.chunk_id: article.pk})
+            state = pipeline.offer_answer(asker, q, answer_for(category), [passage], {passage.chunk_id: article.pk},
+                                          checks=False)  # placeholder text: the guards are measured
             admitted += state.admitted
         stats["offered"] += len(questions)
         stats["admitted"] += admitted

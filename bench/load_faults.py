@@ -159,7 +159,8 @@ def offer_hits(tenants) -> dict[str, str]:
                               top[0].text, top[0].similarity)
             offered = pipeline.offer_answer(pipeline.Asker(tenant, "en"), question,
                                             f"{tenant.name} answer: see our help centre, scope-answer {marker} [1].",
-                                            [passage], {passage.chunk_id: state.article_pks[passage.chunk_id]})
+                                            [passage], {passage.chunk_id: state.article_pks[passage.chunk_id]},
+                                            checks=False)  # placeholder text
             if not offered.admitted:
                 raise SystemExit(f"the synthetic answer for {question!r} was not admitted: {offered.layers}")
             owners[marker] = slug

@@ -3,20 +3,30 @@
 An answer is stored only if it is complete (finish reason ``stop``, not cut off,
 not interrupted), cited (at least one citation resolved to a passage it was
 given), eligible (a general question, not personal, action or time-dependent),
-grounded (its facts come from the passages: no URL, e-mail, phone number or
-amount that the passages lack) and not a refusal or fallback. Customer input
-alone can never place text in a shared cache: the stored text is the model's,
-checked against the knowledge base."""
+grounded (its facts come from the passages it cites: no URL, e-mail, phone
+number, number, duration, amount, percentage or name that they lack), not a
+refusal or fallback, not degenerate (loops, repeated sentences, the prompt's
+scaffolding), agreeing with the passages on yes or no, and about the question
+asked (``caching.answer_checks``); with ``ADMISSION_MODEL_CHECK`` the model is
+asked too. How often a question was asked plays no part: a popular wrong answer
+is still wrong. Customer input alone can never place text in a shared cache: the
+stored text is the answerer's, checked against the knowledge base. A refusal's
+reason starts with its code ("polarity: ...") and is recorded as the admission
+decision; the staff dashboard counts them by code (``refusal_code``)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+from caching.answer_checks import CHECKS, Evidence, Refusal
 from caching.layers.base import LayerResult
 
 MAX_ANSWER_CHARS = 4000
 _REFUSAL = re.compile(
     r"\b(i\s*(?:'m| am)\s*sorry|i\s*can(?:no|')t\s+(?:help|answer|assist)|as an ai|i do not have|i don't have|"
-    r"not (?:able|allowed) to|unable to (?:help|answer)|NOT_COVERED)\b", re.I)
+    r"not (?:able|allowed) to|unable to (?:help|answer)|NOT_COVERED|"
+    r"(?:not|n't)\s+(?:available|mentioned|provided|given|specified|listed|stated|included|found)\s+(?:in|on)\s+"
+    r"(?:the|this|our)\s+(?:passages?|context|text|articles?|help\s*cent(?:re|er)))\b", re.I)
 _INJECTION = re.compile(
     r"(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+|your\s+)?(previous|prior|above|earlier)?\s*"
     r"(instructions|rules|prompts?)|system prompt|you are now|act as|jailbreak|developer mode|"
@@ -40,7 +50,24 @@ def looks_like_injection(question: str) -> bool:
     return bool(_INJECTION.search(question))
 
 
-def check(state) -> LayerResult:
+def refusal_code(reason: str) -> str:
+    """The stable code of a refusal reason ("polarity: says no, ..." -> "polarity")."""
+    return re.split(r"[:(]", reason, maxsplit=1)[0].strip().replace(" ", "_") or "other"
+
+
+def evidence_of(state) -> Evidence:
+    """What the answer is checked against: the passages it cites (title, section and text)."""
+    cited = {c["article_pk"] for c in state.citations}
+    passages = [p for p in state.passages if state.article_pks.get(p.chunk_id) in cited] or state.passages
+    return Evidence(question=state.question, answer=state.answer, locale=state.asker.locale,
+                    passages_text="\n".join(f"{p.title}\n{p.heading}\n{p.text}" for p in passages),
+                    known_names=state.asker.tenant.name, tenant_slug=state.asker.tenant.slug)
+
+
+def check(state, model_check: Callable[[Evidence], Refusal | None] | None = None,
+          content_checks: bool = True) -> LayerResult:
+    """Admit or refuse ``state``'s answer; ``model_check`` is a further check by a model, run last.
+    ``content_checks=False`` (placeholder text in tests of other layers) skips ``CHECKS`` and the model."""
     def refuse(reason: str) -> LayerResult:
         return LayerResult("admission", "refused", reason=reason,
                            intent=state.eligibility.intent if state.eligibility else "")
@@ -68,5 +95,11 @@ def check(state) -> LayerResult:
     extra = ungrounded_facts(answer, passages_text)
     if extra:
         return refuse("ungrounded facts: " + ", ".join(sorted(extra))[:200])
-    return LayerResult("admission", "stored", reason="verified: complete, cited, eligible, grounded",
+    evidence = evidence_of(state)
+    checks = (*CHECKS, *([model_check] if model_check is not None else [])) if content_checks else ()
+    for answer_check in checks:
+        refusal = answer_check.refusal(evidence) if hasattr(answer_check, "refusal") else answer_check(evidence)
+        if refusal is not None:
+            return refuse(str(refusal))
+    return LayerResult("admission", "stored", reason="verified: complete, cited, eligible, grounded, checked",
                        intent=state.eligibility.intent)

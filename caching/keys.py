@@ -26,6 +26,7 @@ class AnswerSpec:
     question: str  # normalised (NFKC, case-folded, whitespace and trailing punctuation collapsed)
     tenant: str
     locale: str
+    answerer: str  # "extractive" | "model": who writes the answer
     model: str
     model_revision: str
     prompt_version: str  # hash of the template texts

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import OuterRef, Subquery
+from django.db.models import CharField, Count, F, Func, OuterRef, Subquery, Value
 
-from caching.models import Label, SampledHit
+from caching.admission import refusal_code
+from caching.models import CacheDecision, Label, SampledHit
 from caching.rollups import GENERATION, rollup_groups, tenant_lookup
 
 # The layers on the dashboard, in the order a request meets them, and what counts as a lookup.
@@ -276,6 +277,27 @@ def money_saved(layers: dict[str, dict], econ: list[Economics], intents: dict[st
     return out
 
 
+def admission_totals(start, end, tenant_id=None) -> dict:
+    """Fresh answers offered to admission, the share admitted, and refusals by reason code
+    ("polarity", "ungrounded_facts", "loop", ...), most frequent first."""
+    rows = CacheDecision.objects.filter(layer="admission", created_at__gte=start, created_at__lt=end)
+    if tenant_id is not None:
+        rows = rows.filter(tenant_id=tenant_id)
+    grouped = (rows.annotate(code=Func(F("reason"), Value(":"), Value(1), function="split_part",
+                                      output_field=CharField()))
+               .values("disposition", "code").annotate(n=Count("id")))
+    stored, refused = 0, {}
+    for row in grouped:
+        if row["disposition"] == "stored":
+            stored += row["n"]
+        else:
+            code = refusal_code(row["code"])
+            refused[code] = refused.get(code, 0) + row["n"]
+    offered = stored + sum(refused.values())
+    return {"offered": offered, "stored": stored, "rate": _rate(stored, offered),
+            "refused": sorted(refused.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
 def dashboard(start, end, tenant_id=None, bucket="hour") -> dict:
     """Everything the dashboard shows, from two reads of the roll-ups (and labels). ``tenant_id``: one
     tenant, a collection of tenants (a staff user's, with per-tenant rows) or None for all."""
@@ -292,6 +314,7 @@ def dashboard(start, end, tenant_id=None, bucket="hour") -> dict:
         "economics": econ,
         "money": money_saved(layers, econ, intents),
         "prices": prices(),
+        "admission": admission_totals(start, end, tenant_id),
     }
 
 

@@ -34,9 +34,9 @@ from retrieval.embeddings import EmbedStats, embed_texts, get_embedder, question
 from retrieval.generations import GenerationMismatch, embedder_for
 from retrieval.search import SearchHit, index_version, search_chunks
 from retrieval.services import active_generation
-from supportbot.generation.base import GenerationError, GenerationResult, Passage, get_backend
-from supportbot.generation.citations import parse_answer
-from supportbot.generation.prompt import NOT_COVERED, PROMPT_VERSION, TenantPrompt, build_chat_request, generation_params
+from supportbot.answerers import Answer, AnswerRequest, get_answerer
+from supportbot.generation.base import GenerationError, GenerationResult, Passage
+from supportbot.generation.prompt import NOT_COVERED, TenantPrompt
 from supportbot.models import AskEvent, Tenant
 from supportbot.questions import AskRejected, clean_question, normalize_question
 from supportbot.records import copy_insert, hit_records, pks_allocate
@@ -72,6 +72,7 @@ class AskOutcome:
     timings_ms: dict
     handoff: str = ""
     decisions: list[dict] = field(default_factory=list)
+    answerer: str = ""  # "extractive" (quoted help-centre text) | "model"
 
     def to_api(self, *, timing_breakdown: bool = False) -> dict:
         """What the caller sees: the served layer only, never a decision's reason (a guard's reason
@@ -84,6 +85,7 @@ class AskOutcome:
             "status": self.status,
             "cache": {"layer": self.layer},
             "model": self.model,
+            "answerer": self.answerer,
             "handoff": self.handoff,
             "timings_ms": self.timings_ms if timing_breakdown else {"total": self.timings_ms.get("total")},
         }
@@ -197,9 +199,11 @@ def lookup(state: AskState, prefetched: dict | None = None) -> CachedAnswer | No
 
 
 def offer_answer(asker: Asker, raw_question, answer: str, passages: list[Passage], article_pks: dict[int, int],
-                 completion_tokens: int = 50) -> AskState:
+                 completion_tokens: int = 50, checks: bool = True) -> AskState:
     """Admit an answer written elsewhere (evaluation) through the normal guards and admission,
-    as if the model had just answered it completely and cited every passage."""
+    as if the model had just answered it completely and cited every passage. ``checks=False``
+    leaves out admission's content checks (``caching.answer_checks``: facts, yes/no, wording,
+    relevance), for tests of other layers that offer placeholder text rather than answers."""
     state = start(asker, raw_question, streamed=False)
     check_eligibility(state)
     state.passages, state.article_pks = passages, article_pks
@@ -210,7 +214,7 @@ def offer_answer(asker: Asker, raw_question, answer: str, passages: list[Passage
     state.citations = unique_citations(citation(p, article_pks[p.chunk_id]) for p in passages)
     if state.vector is None and state.eligibility.eligible:
         state.vector = embed_question(state)
-    admit(state)
+    admit(state, checks=checks)
     record(state)
     return state
 
@@ -304,7 +308,7 @@ def retrieve(state: AskState) -> None:
     usable = [h for h in hits if h.similarity >= settings.RETRIEVAL_MIN_SIMILARITY]
     state.passages = [
         Passage(number=i, chunk_id=h.chunk_id, article_id=h.article_id, title=h.title, url=h.url,
-                version=h.version, text=h.text, similarity=h.similarity)
+                version=h.version, text=h.text, similarity=h.similarity, heading=h.heading)
         for i, h in enumerate(usable, start=1)
     ]
     state.article_pks = {h.chunk_id: h.article_pk for h in usable}
@@ -325,17 +329,22 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
         yield "delta", state.answer
         return
     tenant = state.asker.tenant
-    request = build_chat_request(
-        tenant.slug, tenant_prompt(tenant), state.passages, state.question,
+    if state.vector is None:  # a search-cache hit with the semantic cache off: the answerer may need it
+        state.vector = embed_question(state)
+    embedder = query_embedder()
+    request = AnswerRequest(
+        tenant_slug=tenant.slug, tenant_prompt=tenant_prompt(tenant), passages=state.passages,
+        question=state.question, question_vector=state.vector,
+        embed=lambda texts: embed_texts(texts, embedder=embedder),
         assist_answer=state.assist.answer if state.assist else None,
     )
-    assert request.params == state.spec.generation_params, "the key must hash the params the model receives"
     t = time.perf_counter()
     pieces: list[str] = []
+    answer: Answer | None = None
     try:
-        for item in get_backend().stream(request):
-            if isinstance(item, GenerationResult):
-                state.result = item
+        for item in get_answerer().stream(request):
+            if isinstance(item, Answer):
+                answer = item
             elif item:
                 pieces.append(item)
                 if "ttft" not in state.timings:
@@ -354,21 +363,20 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
             yield "delta", state.answer
         return
     state.lap("generation", t)
-    parsed = parse_answer(state.result.text, state.passages)
-    if parsed.not_covered:
-        not_covered(state, "the model found no answer in the passages")
+    state.result = answer.result
+    if answer.not_covered:
+        not_covered(state, answer.reason)
         return
-    if not parsed.citations:  # nothing in the answer comes from a passage: it is not ours to give
-        not_covered(state, "the answer cites no passage")
-        return
-    state.answer = parsed.text
-    state.citations = unique_citations(citation(p, state.article_pks[p.chunk_id]) for p in parsed.citations)
-    state.cited_explicitly = parsed.cited_explicitly
+    state.answer = answer.text
+    state.citations = unique_citations(citation(p, state.article_pks[p.chunk_id]) for p in answer.citations)
+    state.cited_explicitly = answer.cited_explicitly
 
 
-def admit(state: AskState) -> None:
+def admit(state: AskState, checks: bool = True) -> None:
     """Only verified answers enter the shared caches."""
-    decision = admission.check(state)
+    answerer = get_answerer()
+    model_check = answerer.verify if settings.ADMISSION_MODEL_CHECK and hasattr(answerer, "verify") else None
+    decision = admission.check(state, model_check=model_check, content_checks=checks)
     state.layers.append(decision)
     if decision.disposition != "stored":
         return
@@ -473,6 +481,7 @@ def outcome(state: AskState) -> AskOutcome:
         request_id=state.request_id, status=state.status, answer=state.answer, citations=state.citations,
         layer=state.layer, reason=state.reason or cache_reason(state),
         model=(state.served.model if state.served else state.spec.model) if state.spec else "",
+        answerer=state.spec.answerer if state.spec else "",
         timings_ms=state.timings, handoff=handoff(state),
         decisions=[{"layer": d.layer, "disposition": d.disposition, "reason": d.reason} for d in state.layers],
     )
@@ -592,13 +601,14 @@ def tenant_prompt_version(tenant: Tenant) -> str:
 
 
 def answer_spec(state: AskState) -> AnswerSpec:
-    backend = get_backend()
+    answerer = get_answerer()
+    writer = answerer.spec()
     tenant = state.asker.tenant
     return AnswerSpec(
-        question=state.normalized, tenant=tenant.slug, locale=state.asker.locale, model=backend.model_id,
-        model_revision=backend.model_revision, prompt_version=PROMPT_VERSION,
+        question=state.normalized, tenant=tenant.slug, locale=state.asker.locale, answerer=answerer.name,
+        model=writer.model, model_revision=writer.model_revision, prompt_version=writer.prompt_version,
         tenant_prompt_version=tenant_prompt_version(tenant),
-        generation_params=generation_params(), retrieval_version=retrieval_version(),
+        generation_params=writer.params, retrieval_version=retrieval_version(),
         policy_version=tenant.policy_version,
     )
 
@@ -606,7 +616,7 @@ def answer_spec(state: AskState) -> AnswerSpec:
 def semantic_scope(state: AskState) -> SemanticScope:
     spec, embedder = state.spec, query_embedder()
     return SemanticScope(
-        tenant_id=state.asker.tenant.pk, locale=spec.locale, prompt_version=digest([spec.prompt_version,
+        tenant_id=state.asker.tenant.pk, locale=spec.locale, prompt_version=digest([spec.answerer, spec.prompt_version,
         spec.tenant_prompt_version, spec.generation_params])[:16], model=spec.model,
         model_revision=spec.model_revision, policy_version=spec.policy_version,
         retrieval_version=spec.retrieval_version, embedding_model=embedder.name, embedding_version=embedder.version,

@@ -2,8 +2,8 @@
 
 Starts (or reuses) PostgreSQL and Redis unless DATABASE_URL / REDIS_URL are set,
 migrates, loads the demo knowledge base, then runs the web server (gunicorn),
-a Celery worker, Celery beat and, unless VLLM_BASE_URL is set, the embedded
-model server. Children get the service URLs in their environment, so they
+a Celery worker, Celery beat and, when the model answers (``ASK_ANSWERER=model``)
+and VLLM_BASE_URL is unset, the embedded model server. It prints which answerer runs. Children get the service URLs in their environment, so they
 reuse this process's services; when this process exits they are stopped."""
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ def main() -> int:
     from supportbot.safety import refuse_public_bind
 
     refuse_public_bind(settings.WEB_HOST)  # before anything starts: one line, exit 1
+    from supportbot.answerers import answerer_name
 
     call_command("migrate", interactive=False, verbosity=0)
     call_command("load_demo")
@@ -60,7 +61,8 @@ def main() -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
-        if not settings.VLLM_BASE_URL:
+        answerer = answerer_name()
+        if answerer == "model" and not settings.VLLM_BASE_URL:
             procs["model"] = _spawn("embedded model server", [
                 py, "-m", "supportbot.modelserver", "--host", settings.EMBEDDED_MODEL_HOST,
                 "--port", str(settings.EMBEDDED_MODEL_PORT)], env)
@@ -79,7 +81,15 @@ def main() -> int:
             "--threads", str(settings.WEB_THREADS), "--timeout", "180", "--graceful-timeout", "10",
             "--access-logfile", "-"], env)
         base = f"http://{settings.WEB_HOST}:{settings.WEB_PORT}"
+        if answerer == "extractive":
+            writer = "extractive: quotes the help centre's own sentences (ASK_ANSWERER=model to generate answers)"
+        else:
+            from supportbot.modelserver import SERVED_MODEL_NAME
+
+            writer = (f"model: {settings.VLLM_MODEL} at {settings.VLLM_BASE_URL}" if settings.VLLM_BASE_URL
+                      else f"model: {SERVED_MODEL_NAME} on the embedded model server")
         print(f"\n  Ask is running. Chat page: {base}/t/acme/  (also {base}/t/initech/, admin: {base}/admin/)\n"
+              f"  Answerer: {writer}\n"
               f"  Create a staff login with: .venv/bin/python manage.py createsuperuser\n"
               f"  Ctrl-C stops everything.\n", flush=True)
         while not stopping:

@@ -6,6 +6,7 @@ turns on the secure defaults and makes secrets mandatory (no fallbacks).
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 from supportbot import embedded, safety
 
@@ -189,6 +190,20 @@ GENERATION_MAX_RETRIES = env.int("GENERATION_MAX_RETRIES", default=2)
 GENERATION_RETRY_BACKOFF_S = env.float("GENERATION_RETRY_BACKOFF_S", default=0.25)
 GENERATION_BREAKER_FAILURES = env.int("GENERATION_BREAKER_FAILURES", default=5)
 GENERATION_BREAKER_RESET_S = env.float("GENERATION_BREAKER_RESET_S", default=30.0)
+# Who writes the answer: "extractive" quotes the help centre's sentences (no model), "model" generates
+# one; empty = "model" when VLLM_BASE_URL is set, else "extractive" (supportbot/answerers/).
+ASK_ANSWERER = env.str("ASK_ANSWERER", default="")
+if ASK_ANSWERER not in ("", "extractive", "model"):
+    raise ImproperlyConfigured(f"ASK_ANSWERER must be 'extractive' or 'model', not {ASK_ANSWERER!r}")
+# Longest extractive answer in characters (its best sentence is always kept).
+ASK_EXTRACT_MAX_CHARS = env.int("ASK_EXTRACT_MAX_CHARS", default=600)
+# Below this score (cosine similarity to the question, plus its words found and the answer-type bonus)
+# no sentence of the passages answers the question: "not covered".
+ASK_EXTRACT_MIN_SIMILARITY = env.float("ASK_EXTRACT_MIN_SIMILARITY", default=0.35)
+# Admission: below this cosine similarity between question and answer, the answer is to another question.
+ADMISSION_MIN_RELEVANCE = env.float("ADMISSION_MIN_RELEVANCE", default=0.25)
+# Admission: ask the model whether the passages support a generated answer before caching it (vLLM).
+ADMISSION_MODEL_CHECK = env.bool("ADMISSION_MODEL_CHECK", default=False)
 
 # --------------------------------------------------------------------------- caches
 EMBEDDING_CACHE_TTL_S = env.int("EMBEDDING_CACHE_TTL_S", default=30 * 86400)

@@ -72,3 +72,15 @@ def model_server():
     from supportbot.generation.embedded import ensure_model_server
 
     return ensure_model_server()
+
+
+@pytest.fixture(autouse=True)
+def _model_answerer_with_the_model_server(request):
+    """A test that starts the embedded model server means the generative path: the model answerer
+    (without VLLM_BASE_URL the default answerer is the extractive one)."""
+    if "model_server" not in request.fixturenames:
+        yield
+        return
+    settings = request.getfixturevalue("settings")
+    settings.ASK_ANSWERER = "model"
+    yield

@@ -32,6 +32,7 @@ class Passage:
     version: int  # article version number
     text: str
     similarity: float
+    heading: str = ""  # the chunk's section ("Shipping times and costs — United Kingdom")
 
 
 @dataclass(frozen=True)

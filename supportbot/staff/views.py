@@ -142,6 +142,7 @@ def dashboard(request):
         "shadow_wrong": wrong["by_layer"].get("shadow"),
         "wrong_by_intent": [{"stratum": s, "intent": i, "rate": r} for (s, i), r in wrong["by_intent"].items()],
         "economics": data["economics"], "prices": data["prices"], "rate_chart": rate_chart,
+        "admission": data["admission"],
         "volume_chart": volume_chart, "ranges": list(RANGES) + ["custom"], "modes": Tenant.SemanticMode.choices,
         "can_switch_mode": request.user.has_perm("supportbot.change_semantic_mode"),
         "open_items": scope.filter(ReviewItem.objects.filter(status=ReviewItem.Status.OPEN)).count(),

@@ -27,11 +27,13 @@ def cited_passage(tenant, external_id: str = "return-policy", locale: str = "en"
 
 
 def offer(asker: pipeline.Asker, question: str, answer: str | None = None, *, article: str = "return-policy",
-          containing: str = "", **kwargs) -> pipeline.AskState:
-    """Offer a synthetic complete answer citing ``article`` to the normal admission."""
+          containing: str = "", checks: bool = False, **kwargs) -> pipeline.AskState:
+    """Offer a synthetic complete answer citing ``article`` to the normal admission (its content
+    checks only with ``checks=True``: elsewhere the text is a placeholder, not an answer)."""
     passage, article_pk = cited_passage(asker.tenant, article, asker.locale, containing)
     text = answer if answer is not None else f"Synthetic verified answer to: {question} [1]"
-    return pipeline.offer_answer(asker, question, text, [passage], {passage.chunk_id: article_pk}, **kwargs)
+    return pipeline.offer_answer(asker, question, text, [passage], {passage.chunk_id: article_pk}, checks=checks,
+                                 **kwargs)
 
 
 def cached_lookup(asker: pipeline.Asker, question: str) -> tuple[pipeline.AskState, object]:

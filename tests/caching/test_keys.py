@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from caching.keys import AnswerSpec, exact_key
 from supportbot import pipeline
+from supportbot.generation import prompt
 from supportbot.models import Tenant
 from supportbot.questions import normalize_question
 from tests.caching.helpers import cached_lookup, decision, offer, scripted_model
@@ -54,7 +55,7 @@ def test_a_remembered_key_is_the_key_computed_afresh(spec):
 
 
 def test_values_python_calls_equal_but_json_does_not_keep_their_own_keys():
-    base = dict(question="q", tenant="t", locale="en", model="m", model_revision="r", prompt_version="p",
+    base = dict(question="q", tenant="t", locale="en", answerer="a", model="m", model_revision="r", prompt_version="p",
                 tenant_prompt_version="tp", retrieval_version="rv", policy_version=1)
     keys = [exact_key(AnswerSpec(**base, generation_params={"temperature": value}))
             for value in (1, 1.0, True, 0, 0.0, -0.0, False, None, "1", [1], (1,))]
@@ -107,14 +108,17 @@ CHANGES = {
     "min similarity": ("retrieval_version", _settings(RETRIEVAL_MIN_SIMILARITY=0.45)),
     "chunk size": ("retrieval_version", _settings(CHUNK_MAX_CHARS=400)),
     "prompt templates": ("prompt_version",
-                         lambda tenant, mp: mp.setattr(pipeline, "PROMPT_VERSION", "0123456789abcdef")),
+                         lambda tenant, mp: mp.setattr(prompt, "PROMPT_VERSION", "0123456789abcdef")),
+    "answerer": ("answerer", _settings(ASK_ANSWERER="extractive")),
+    "extract budget": ("generation_params", _settings(ASK_ANSWERER="extractive", ASK_EXTRACT_MAX_CHARS=123)),
     "model revision": ("model_revision", _settings(VLLM_BASE_URL="http://127.0.0.1:9", VLLM_MODEL="m",
                                                     VLLM_MODEL_REVISION="rev-b")),
 }
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
-def test_every_input_the_pipeline_hashes_changes_the_key_and_hides_older_answers(acme, monkeypatch, change):
+def test_every_input_the_pipeline_hashes_changes_the_key_and_hides_older_answers(acme, monkeypatch, settings, change):
+    settings.ASK_ANSWERER = "model"  # the generative path's inputs; "answerer" switches to the extractive one
     field, apply = CHANGES[change]
     acme.semantic_mode = Tenant.SemanticMode.OFF  # a hit can only be exact
     acme.save(update_fields=["semantic_mode"])

@@ -90,3 +90,20 @@ def test_customer_says_no_and_an_agent_labels_and_quarantines(live_server, acme,
     page.locator(f'#review-{item.pk}[data-status="confirmed_wrong"]').wait_for()
     assert SemanticEntry.objects.get(question=QUESTION, tenant=acme).status == "quarantined"
     assert not pipeline.exact_layer.lookup(offered.key, acme.pk).hit
+
+
+def test_a_first_question_gets_a_cited_answer_quoted_from_the_help_centre(live_server, acme, browser_page, settings):
+    """The default install (no VLLM_BASE_URL): the extractive answerer quotes the article that
+    says Acme delivers to Canada, cites it, and the page says where the answer comes from."""
+    settings.VLLM_BASE_URL, settings.ASK_ANSWERER = "", ""
+    page = browser_page
+    page.goto(f"{live_server.url}/t/{acme.slug}/")
+    page.fill("#question", "Do you ship to Canada?")
+    page.click("form.ask-form button[type=submit]")
+    footer = page.locator(".answer-footer").first
+    footer.get_by_text("Did this answer your question?").wait_for()
+
+    answer = page.locator(".answer-text").first.inner_text()
+    assert "Canada" in answer and "not ship to Canada" not in answer and "[1]" in answer
+    assert "From the help centre" in footer.inner_text() and "Answered by" not in footer.inner_text()
+    assert "Countries we ship to" in footer.locator("ol.citations").inner_text()

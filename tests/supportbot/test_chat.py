@@ -13,7 +13,8 @@ def seed_answer(tenant, question, answer="You can return items within 30 days [1
     art = tenant.articles.get(external_id="return-policy", locale="en")
     chunk = art.chunks.filter(is_current=True).first()
     passage = Passage(1, chunk.pk, art.external_id, art.title, art.url, art.version, chunk.text, 0.9)
-    state = pipeline.offer_answer(pipeline.Asker(tenant, "en"), question, answer, [passage], {chunk.pk: art.pk})
+    state = pipeline.offer_answer(pipeline.Asker(tenant, "en"), question, answer, [passage], {chunk.pk: art.pk},
+                                  checks=False)
     assert state.admitted, state.layers
     return art
 

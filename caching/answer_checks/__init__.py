@@ -1,0 +1,18 @@
+"""Checks an answer must pass before admission puts it in a shared cache.
+
+Each check is one small class (``base.AnswerCheck``) in its own module, refusing with a reason
+code and a detail, or passing: ``facts`` (every number, duration, amount, percentage and name
+is in the cited passages), ``polarity`` (a yes or no agrees with the passages), ``degenerate``
+(loops, repeated sentences, prompt scaffolding) and ``relevance`` (the answer is to this
+question). ``text`` holds the word and sentence helpers they share with the extractive answerer.
+"""
+from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
+from caching.answer_checks.degenerate import DegenerateCheck
+from caching.answer_checks.facts import FactsCheck
+from caching.answer_checks.polarity import PolarityCheck
+from caching.answer_checks.relevance import RelevanceCheck
+
+# Cheapest first: the relevance check embeds the answer.
+CHECKS: tuple[AnswerCheck, ...] = (DegenerateCheck(), FactsCheck(), PolarityCheck(), RelevanceCheck())
+
+__all__ = ["AnswerCheck", "CHECKS", "Evidence", "Refusal"]

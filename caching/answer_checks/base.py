@@ -1,0 +1,32 @@
+"""The answer-check interface: ``refusal(evidence)`` returns why the answer may not be cached, or None."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Evidence:
+    question: str
+    answer: str  # the answer as the customer reads it (citation markers included)
+    passages_text: str  # title, section and text of every passage the answer cites
+    locale: str
+    known_names: str = ""  # names the answer may use without a passage: the tenant's own name
+    tenant_slug: str = ""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    code: str  # stable reason code, counted on the dashboard: "ungrounded_facts", "polarity", ...
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}" if self.detail else self.code
+
+
+class AnswerCheck(ABC):
+    code: str
+
+    @abstractmethod
+    def refusal(self, evidence: Evidence) -> Refusal | None:
+        """Why this answer must not enter a shared cache, or None if it passes."""

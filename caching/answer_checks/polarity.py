@@ -1,0 +1,63 @@
+"""Yes/no polarity: an answer that says yes (or no) to a yes/no question must agree with the
+passage sentence that speaks to the question ("Do you ship to Canada?" "No" is refused when that
+sentence is "Canada: all provinces and territories"). An answer saying yes or no with no such
+sentence to check it against is refused too: it cannot be verified."""
+from __future__ import annotations
+
+import re
+
+from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
+from caching.answer_checks.text import CITATION_MARKER, name_terms, negated, sentences_of, terms
+
+_YES_NO_QUESTION = re.compile(
+    r"^\s*(?:(?:hi|hello|hallo)\b[\s,!.]*)?(?:do|does|did|can|could|is|are|was|were|will|would|should|shall|may|might|"
+    r"have|has|am|kann|können|kannst|darf|dürfen|gibt|ist|sind|muss|müssen|habe|haben|hat|wird|werden|liefern|"
+    r"liefert|bieten|bietet|akzeptieren|akzeptiert|nehmen|nehmt|verschicken|versendet|versenden|erstatten|"
+    r"erstattet|zahle|zahlen)\b", re.IGNORECASE)
+_YES = re.compile(r"^\s*(?:yes|yeah|yep|sure|of course|absolutely|certainly|ja|jawohl|natürlich|klar)\b", re.I)
+_NO = re.compile(r"^\s*(?:no|nope|unfortunately|sorry|nein|leider)\b", re.I)
+MIN_OVERLAP = 0.5  # the passage sentence must share this share of the question's words (weighted)
+NAME_WEIGHT = 2.0  # a name in the question (Canada, Premier, Apple Pay) weighs double
+
+
+def answer_polarity(answer: str) -> str | None:
+    """"yes", "no", or None for an answer that says neither."""
+    first = (sentences_of(answer) or [""])[0]
+    if _YES.match(first):
+        return "yes"
+    if _NO.match(first) or negated(first):
+        return "no"
+    return None
+
+
+def evidence_polarity(question: str, passages_text: str) -> str | None:
+    """The polarity of the passage sentences that share most of the question's words (None: none does)."""
+    wanted = terms(question)
+    if not wanted:
+        return None
+    names = name_terms(question)
+    weight = {w: NAME_WEIGHT if w in names else 1.0 for w in wanted}
+    total = sum(weight.values())
+    scored = [(sum(weight[w] for w in wanted & terms(s)) / total, s) for s in sentences_of(passages_text)]
+    best = max((score for score, _ in scored), default=0.0)
+    if best < MIN_OVERLAP:
+        return None
+    polarities = {"no" if negated(s) else "yes" for score, s in scored if score == best}
+    return polarities.pop() if len(polarities) == 1 else "mixed"
+
+
+class PolarityCheck(AnswerCheck):
+    code = "polarity"
+
+    def refusal(self, evidence: Evidence) -> Refusal | None:
+        if not _YES_NO_QUESTION.match(evidence.question):
+            return None
+        said = answer_polarity(CITATION_MARKER.sub("", evidence.answer))
+        if said is None:
+            return None
+        found = evidence_polarity(evidence.question, evidence.passages_text)
+        if found is None:
+            return Refusal(self.code, f"says {said}, but no passage sentence speaks to the question")
+        if found != said:
+            return Refusal(self.code, f"says {said}, the passages say {found}")
+        return None

@@ -1,0 +1,281 @@
+"""The extractive answerer: the help centre's own words, never a model's.
+
+The retrieved passages are cut into units: the sentences of their paragraphs, their list
+items and their table rows. Each unit is embedded with its section ("United Kingdom:
+Standard (4-7 business days): ...") by the query embedder, through the embedding cache, so
+a unit is computed once per model and then read back. The units most similar to the
+question are kept: the best one, and the others within ``MARGIN`` of it, while they fit the
+length budget. They are shown in document order, grouped by article (the most relevant
+article first), each group ending with its citation marker, and streamed a line at a time.
+With no unit at least ``ASK_EXTRACT_MIN_SIMILARITY`` similar to the question, the passages
+do not answer it and the answer is "not covered".
+
+Nothing here can state a fact the help centre does not: the answer is quoted text of the
+tenant's own articles in the asked locale (retrieval filters both).
+"""
+from __future__ import annotations
+
+import functools
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+
+from caching.answer_checks import text as words
+from caching.answer_checks.facts import quantities
+from caching.answer_checks.text import split_sentences, terms
+from caching.keys import digest
+from supportbot.answerers.base import Answer, Answerer, AnswererSpec, AnswerRequest
+from supportbot.generation.base import GenerationResult, Passage
+
+MARGIN = 0.15  # a unit this much less similar than the best one still answers the question
+MAX_UNITS = 6
+# Weight of the question's words found in a unit (or its section), rarer words weighing more: the
+# embedding model is English, and "Kanada" in a German question must find the sentence naming it.
+LEXICAL_WEIGHT = 0.3
+# A unit holding what the question asks for (a duration for "how long", an amount for "how much",
+# a time of day for "when ... open") gains this much.
+ANSWER_TYPE_WEIGHT = 0.1
+ANSWER_TYPES = (
+    ("duration", re.compile(r"\bhow long\b|\bhow soon\b|\bwie lange\b|\bbis wann\b|\bwie schnell\b", re.I)),
+    ("amount", re.compile(r"\bhow much\b|\bcosts?\b|\bprice\b|\bfees?\b|\bsurcharge\b|\bkostet\b|\bkosten\b|"
+                          r"\bpreis|\bgebühr", re.I)),
+    ("clock", re.compile(r"\bhours\b|\bopen\b|\bwhen can i (?:call|reach)\b|\berreichbar\b|öffnungszeit", re.I)),
+    ("count", re.compile(r"\bhow many\b|\bwie viele\b", re.I)),
+)
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
+MODEL_NAME = "extractive"
+
+_ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
+_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+_RULE_ROW = re.compile(r"^[\s|:-]+$")
+_MARKUP = ((re.compile(r"\*\*|__|`"), ""), (re.compile(r"\[([^\]]+)\]\((?:[^)]+)\)"), r"\1"),
+           (re.compile(r"[ \t]+"), " "))
+
+
+@dataclass(frozen=True)
+class Unit:
+    kind: str  # "sentence" | "item" | "row"
+    text: str  # as shown: markup removed
+    position: int  # order within the passage
+    marker: str = ""  # "1." for a numbered list item, "" otherwise
+    paragraph: int = 0  # sentences of one paragraph share a number
+
+
+def clean_markup(text: str) -> str:
+    for pattern, repl in _MARKUP:
+        text = pattern.sub(repl, text)
+    return text.strip()
+
+
+@functools.lru_cache(maxsize=4096)
+def split_units(text: str) -> tuple[Unit, ...]:
+    """A passage's units in document order: sentences of paragraphs, list items, table rows."""
+    units: list[Unit] = []
+    paragraph: list[str] = []
+    header: list[str] | None = None
+    para_no = 0
+
+    def flush() -> None:
+        nonlocal para_no
+        if paragraph:
+            para_no += 1
+            for sentence in split_sentences(clean_markup(" ".join(paragraph))):
+                units.append(Unit("sentence", sentence, len(units), paragraph=para_no))
+            paragraph.clear()
+
+    for line in text.split("\n"):
+        row = _ROW.match(line)
+        item = _ITEM.match(line)
+        if not line.strip():
+            flush()
+            header = None
+        elif row:
+            flush()
+            cells = [clean_markup(c) for c in row.group(1).split("|")]
+            if _RULE_ROW.match(line):
+                continue
+            if header is None:
+                header = cells
+                continue
+            shown = " · ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells) if c)
+            units.append(Unit("row", shown, len(units)))
+        elif item:
+            flush()
+            units.append(Unit("item", clean_markup(item.group(2)), len(units),
+                              marker=f"{item.group(1)}." if item.group(1) else ""))
+        elif units and units[-1].kind == "item" and line.startswith((" ", "\t")) and not paragraph:
+            last = units[-1]  # an item's continuation line
+            units[-1] = Unit("item", clean_markup(f"{last.text} {line}"), last.position, last.marker)
+        else:
+            paragraph.append(line.strip())
+    flush()
+    return tuple(units)
+
+
+def section_of(passage: Passage) -> str:
+    """The passage's section heading ("United Kingdom"), or its article's title."""
+    return passage.heading.split(" — ")[-1].strip() if passage.heading else passage.title
+
+
+@dataclass(frozen=True)
+class Candidate:
+    passage: Passage
+    unit: Unit
+    score: float
+
+
+class ExtractiveAnswerer(Answerer):
+    name = "extractive"
+
+    def spec(self) -> AnswererSpec:
+        params = {"max_chars": settings.ASK_EXTRACT_MAX_CHARS, "min_similarity": settings.ASK_EXTRACT_MIN_SIMILARITY,
+                  "margin": MARGIN, "max_units": MAX_UNITS}
+        return AnswererSpec(model=MODEL_NAME, model_revision="", prompt_version=RULES_VERSION, params=params)
+
+    def stream(self, request: AnswerRequest) -> Iterator[str | Answer]:
+        started = time.perf_counter()
+        chosen = self.select(request)
+        if not chosen:
+            yield Answer(text="", result=self._result("", started), not_covered=True,
+                         reason="no sentence of the passages answers the question")
+            return
+        lines, cited = [], []
+        for passage, units in chosen:
+            if passage.article_id not in [p.article_id for p in cited]:
+                cited.append(passage)
+            number = [p.article_id for p in cited].index(passage.article_id) + 1
+            lines.extend(render(passage, units, number))
+        pieces = []
+        for i, line in enumerate(lines):
+            piece = ("\n" if i else "") + line
+            pieces.append(piece)
+            yield piece
+        text = "".join(pieces)
+        yield Answer(text=text, citations=[p for p, _ in chosen], result=self._result(text, started),
+                     cited_explicitly=True)
+
+    def select(self, request: AnswerRequest) -> list[tuple[Passage, list[Unit]]]:
+        """The chosen units, grouped by passage: articles by relevance, then document order."""
+        candidates = [(p, u) for p in request.passages for u in split_units(p.text)]
+        if not candidates:
+            return []
+        embed = request.embed
+        question = request.question_vector if request.question_vector is not None else embed([request.question])[0]
+        vectors = embed([f"{section_of(p)}: {u.text}" for p, u in candidates])
+        scores = vectors @ np.asarray(question, dtype=np.float32)
+        scores = scores + LEXICAL_WEIGHT * lexical_overlap(request.question,
+                                                           [f"{section_of(p)} {u.text}" for p, u in candidates])
+        wanted = answer_types(request.question)
+        if wanted:
+            scores = scores + ANSWER_TYPE_WEIGHT * np.array([bool(wanted & types_in(u.text)) for _, u in candidates],
+                                                            dtype=np.float32)
+        ranked = sorted((Candidate(p, u, float(s)) for (p, u), s in zip(candidates, scores)),
+                        key=lambda c: -c.score)
+        best = ranked[0].score
+        if best < settings.ASK_EXTRACT_MIN_SIMILARITY:
+            return []
+        kept: list[Candidate] = []
+        used = 0
+        for c in ranked:
+            if len(kept) >= MAX_UNITS or c.score < best - MARGIN:
+                break
+            size = len(c.unit.text) + 4
+            if kept and used + size > settings.ASK_EXTRACT_MAX_CHARS:
+                continue
+            kept.append(c)
+            used += size
+        for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
+            if c.unit.text.endswith(":"):
+                for u in list_after(c.passage, c.unit):
+                    if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
+                        kept.append(Candidate(c.passage, u, c.score))
+                        used += len(u.text) + 4
+        return group(kept)
+
+    @staticmethod
+    def _result(text: str, started: float) -> GenerationResult:
+        elapsed = round((time.perf_counter() - started) * 1000, 2)
+        return GenerationResult(text=text, finish_reason="stop", model=MODEL_NAME, prompt_tokens=0,
+                                completion_tokens=0, cached_tokens=None, ttft_ms=elapsed, total_ms=elapsed)
+
+
+def answer_types(question: str) -> set[str]:
+    return {name for name, pattern in ANSWER_TYPES if pattern.search(question)}
+
+
+def types_in(text: str) -> set[str]:
+    """The kinds of answer a unit holds: "duration", "amount", "clock", "count"."""
+    numbers, measures, amounts = quantities(text)
+    found = set()
+    if any(unit not in ("percent",) for _, unit in measures):
+        found.add("duration")
+    if amounts or any(unit == "percent" for _, unit in measures):
+        found.add("amount")
+    if _CLOCK.search(text):
+        found.add("clock")
+    if numbers:
+        found.add("count")
+    return found
+
+
+def list_after(passage: Passage, unit: Unit) -> list[Unit]:
+    """The list items right after a unit of a passage."""
+    units = split_units(passage.text)
+    out = []
+    for u in units[unit.position + 1:]:
+        if u.kind != "item":
+            break
+        out.append(u)
+    return out
+
+
+def lexical_overlap(question: str, texts: list[str]) -> np.ndarray:
+    """Per text, the share of the question's words it contains, each word weighted by its
+    rarity among these texts (inverse document frequency), so a word every unit has counts little."""
+    wanted = terms(question)
+    if not wanted or not texts:
+        return np.zeros(len(texts), dtype=np.float32)
+    sets = [terms(t) for t in texts]
+    n = len(texts)
+    weight = {w: float(np.log((n + 1) / (1 + sum(w in s for s in sets))) + 1.0) for w in wanted}
+    total = sum(weight.values())
+    return np.array([sum(weight[w] for w in wanted if w in s) / total for s in sets], dtype=np.float32)
+
+
+def group(kept: list[Candidate]) -> list[tuple[Passage, list[Unit]]]:
+    """Articles in order of their best unit; within one, passages and units in document order."""
+    article_rank: dict[str, int] = {}
+    for c in kept:  # kept is best first
+        article_rank.setdefault(c.passage.article_id, len(article_rank))
+    by_passage: dict[int, tuple[Passage, list[Unit]]] = {}
+    for c in kept:
+        by_passage.setdefault(c.passage.chunk_id, (c.passage, []))[1].append(c.unit)
+    ordered = sorted(by_passage.values(), key=lambda pu: (article_rank[pu[0].article_id], pu[0].chunk_id))
+    return [(p, sorted(units, key=lambda u: u.position)) for p, units in ordered]
+
+
+def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
+    """Lines of one passage's quoted units: list items and rows under their section's name,
+    the sentences of a paragraph together, the citation marker at the end."""
+    lines: list[str] = []
+    if any(u.kind != "sentence" for u in units) and passage.heading and " — " in passage.heading:
+        lines.append(f"{section_of(passage)}:")
+    last_paragraph = None
+    for u in units:
+        if u.kind == "sentence" and lines and last_paragraph == u.paragraph and not lines[-1].endswith(":"):
+            lines[-1] += " " + u.text
+        elif u.kind == "sentence":
+            lines.append(u.text)
+        else:
+            lines.append(f"{u.marker or '•'} {u.text}")
+        last_paragraph = u.paragraph if u.kind == "sentence" else None
+    lines[-1] += f" [{number}]"
+    return lines
+
+
+RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, ANSWER_TYPE_WEIGHT, [p.pattern for _, p in ANSWER_TYPES], words.VERSION, _ITEM.pattern, _ROW.pattern,
+                        "section: unit", "v1"])[:16]
