@@ -160,8 +160,17 @@ EMBEDDING_DIM = env.int("EMBEDDING_DIM", default=384)
 EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
 CHUNK_MAX_CHARS = env.int("CHUNK_MAX_CHARS", default=900)
 RETRIEVAL_TOP_K = env.int("RETRIEVAL_TOP_K", default=4)
-# Below this cosine similarity a passage is not evidence; with none left the answer is "not covered".
+# Below this cosine similarity a passage is not evidence, unless it matches enough of the question's
+# words (RETRIEVAL_MIN_TERM_COVERAGE); with none left the answer is "not covered".
 RETRIEVAL_MIN_SIMILARITY = env.float("RETRIEVAL_MIN_SIMILARITY", default=0.30)
+# A passage matching at least this share of the question's search terms (full-text, in the locale's language) is evidence.
+RETRIEVAL_MIN_TERM_COVERAGE = env.float("RETRIEVAL_MIN_TERM_COVERAGE", default=0.5)
+# Candidates taken from each of the vector and the full-text ranking before they are fused.
+RETRIEVAL_CANDIDATES = env.int("RETRIEVAL_CANDIDATES", default=20)
+# k of reciprocal rank fusion: a passage scores sum(1 / (k + rank)) over the two rankings.
+RETRIEVAL_RRF_K = env.int("RETRIEVAL_RRF_K", default=60)
+# PostgreSQL text-search configuration per locale or language, e.g. {"fr": "french"}; any other locale uses "simple".
+TEXT_SEARCH_CONFIGS = env.json("TEXT_SEARCH_CONFIGS", default={"de": "german", "en": "english"})
 
 # --------------------------------------------------------------------------- generation
 # With VLLM_BASE_URL set the app talks to that vLLM server; otherwise to the embedded CPU model server.

@@ -1,5 +1,5 @@
 """Search-result cache in Redis: the top-k chunks for a normalised query, per tenant,
-locale, k and index generation, with a reverse index from article to keys."""
+locale, k, index generation and search method, with a reverse index from article to keys."""
 from __future__ import annotations
 
 import json
@@ -9,14 +9,16 @@ from django.conf import settings
 
 from caching.keys import digest
 from caching.layers.base import CacheLayer, LayerResult
-from retrieval.search import SearchHit
+from retrieval.search import SearchHit, search_version
 from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
 
 
 def search_key(normalized_query: str, tenant_id: int, locale: str, k: int, generation_id: int,
                index_version: int = 0) -> str:
+    """The key of a search's results; ``search_version`` (the search method and its settings) is part
+    of it, so results found another way are never read back."""
     return "srch:" + digest({"q": normalized_query, "t": tenant_id, "l": locale, "k": k, "g": generation_id,
-                             "v": index_version})
+                             "v": index_version, "r": search_version()})
 
 
 def _cite_key(article_pk: int) -> str:

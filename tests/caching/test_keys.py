@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from caching.keys import AnswerSpec, exact_key
+from retrieval import search as retrieval_search
 from supportbot import pipeline
 from supportbot.models import Tenant
 from supportbot.questions import normalize_question
@@ -106,6 +107,12 @@ CHANGES = {
     "top k": ("retrieval_version", _settings(RETRIEVAL_TOP_K=7)),
     "min similarity": ("retrieval_version", _settings(RETRIEVAL_MIN_SIMILARITY=0.45)),
     "chunk size": ("retrieval_version", _settings(CHUNK_MAX_CHARS=400)),
+    "term coverage": ("retrieval_version", _settings(RETRIEVAL_MIN_TERM_COVERAGE=0.8)),
+    "fusion k": ("retrieval_version", _settings(RETRIEVAL_RRF_K=10)),
+    "fusion candidates": ("retrieval_version", _settings(RETRIEVAL_CANDIDATES=50)),
+    "text-search configs": ("retrieval_version", _settings(TEXT_SEARCH_CONFIGS={"en": "simple"})),
+    "search method": ("retrieval_version",
+                      lambda tenant, mp: mp.setattr(retrieval_search, "RETRIEVAL_VERSION", "hybrid-rrf-0")),
     "prompt templates": ("prompt_version",
                          lambda tenant, mp: mp.setattr(pipeline, "PROMPT_VERSION", "0123456789abcdef")),
     "model revision": ("model_revision", _settings(VLLM_BASE_URL="http://127.0.0.1:9", VLLM_MODEL="m",
