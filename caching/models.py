@@ -147,6 +147,7 @@ class PurgeRecord(models.Model):
         INGEST = "ingest", "knowledge-base import"
         SWEEP = "sweep", "nightly sweep (a missed event)"
         REINDEX = "reindex", "search results re-purged after re-indexing"
+        RETRIEVAL = "retrieval", "answers whose question now retrieves a new or changed article"
         MANUAL = "manual"
 
     article = models.ForeignKey("ingestion.Article", null=True, blank=True, on_delete=models.SET_NULL,

@@ -225,6 +225,7 @@ CELERY_TASK_ROUTES = {
     "ingestion.tasks.*": {"queue": "embedding"},
     "retrieval.tasks.*": {"queue": "embedding"},
     "caching.tasks.purge_article": {"queue": "purge"},
+    "caching.tasks.purge_retrieving": {"queue": "embedding"},  # one search per cached answer: CPU work
 }
 # Tasks are idempotent: ack after the work, so a worker that dies mid-task has it redelivered.
 CELERY_TASK_ACKS_LATE = True
