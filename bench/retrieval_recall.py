@@ -54,6 +54,28 @@ def load_questions(path: Path) -> list[dict]:
     return out
 
 
+def demo_tenants(scratch, slugs) -> dict:
+    """Scratch tenants holding the demo knowledge base of these demo tenants, indexed; by demo slug."""
+    from django.conf import settings
+
+    from ingestion.services import ingest_directory
+    from retrieval.embeddings import get_embedder
+    from retrieval.services import generation_for, index_sync
+
+    demo = {t["slug"]: t for t in json.loads((Path(settings.KB_DEMO_DIR) / "tenants.json").read_text())}
+    tenants = {}
+    for slug in sorted(slugs):
+        tenants[slug] = scratch.tenant(slug, locales=tuple(demo[slug]["locales"]))
+        report = ingest_directory(Path(settings.KB_DEMO_DIR) / slug, tenants[slug])
+        if report.errors:
+            raise SystemExit(f"{slug}: {report.errors}")
+    embedder = get_embedder()
+    generation = generation_for(embedder)
+    for tenant in tenants.values():
+        index_sync(generation, embedder, tenant_id=tenant.pk)
+    return tenants
+
+
 def recall(questions: list[dict], tenants: dict, k: int) -> list[dict]:
     """Each question with the rank (1-based, None if not in the top k) of its expected article in
     the vector ranking and in the hybrid search."""
@@ -90,25 +112,12 @@ def main() -> None:
     from django.conf import settings
 
     from bench.common import ensure_schema
-    from ingestion.services import ingest_directory
-    from retrieval.embeddings import get_embedder
-    from retrieval.services import generation_for, index_sync
 
     ensure_schema()
     k = args.k or settings.RETRIEVAL_TOP_K
     questions = [q for path in args.questions for q in load_questions(path)]
-    demo = {t["slug"]: t for t in json.loads((Path(settings.KB_DEMO_DIR) / "tenants.json").read_text())}
     with scratch_tenants("recall") as scratch:
-        tenants = {}
-        for slug in sorted({q["tenant"] for q in questions}):
-            tenants[slug] = scratch.tenant(slug, locales=tuple(demo[slug]["locales"]))
-            report = ingest_directory(Path(settings.KB_DEMO_DIR) / slug, tenants[slug])
-            if report.errors:
-                raise SystemExit(f"{slug}: {report.errors}")
-        embedder = get_embedder()
-        generation = generation_for(embedder)
-        for tenant in tenants.values():
-            index_sync(generation, embedder, tenant_id=tenant.pk)
+        tenants = demo_tenants(scratch, {q["tenant"] for q in questions})
         rows = recall(questions, tenants, k)
 
     answerable = [r for r in rows if r["articles"]]

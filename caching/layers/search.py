@@ -63,6 +63,14 @@ class SearchLayer(CacheLayer):
         except RedisUnavailable:
             mark_redis_down()
 
+    def delete(self, key: str) -> int:
+        """Forget one search's results (its reverse-index members expire with their sets)."""
+        try:
+            return get_redis().delete(key)
+        except RedisUnavailable:
+            mark_redis_down()
+            return 0
+
     def purge_article(self, article_pk: int) -> int:
         r = get_redis()
         keys = list(r.smembers(_cite_key(article_pk)))
