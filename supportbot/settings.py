@@ -163,7 +163,7 @@ RETRIEVAL_TOP_K = env.int("RETRIEVAL_TOP_K", default=4)
 # Below this cosine similarity a passage is not evidence, unless it matches enough of the question's
 # words (RETRIEVAL_MIN_TERM_COVERAGE); with none left the answer is "not covered".
 RETRIEVAL_MIN_SIMILARITY = env.float("RETRIEVAL_MIN_SIMILARITY", default=0.30)
-# A passage matching at least this share of the question's search terms (full-text, in the locale's language) is evidence.
+# A passage holding at least this share of the question's search terms (stemmed in the locale's language, each weighted by its rarity in the tenant's passages) is evidence, however low its similarity.
 RETRIEVAL_MIN_TERM_COVERAGE = env.float("RETRIEVAL_MIN_TERM_COVERAGE", default=0.5)
 # Candidates taken from each of the vector and the full-text ranking before they are fused.
 RETRIEVAL_CANDIDATES = env.int("RETRIEVAL_CANDIDATES", default=20)
