@@ -24,6 +24,7 @@ NONE = {"exact": False, "semantic": False, "search": False}
 
 def test_saving_an_article_purges_its_cached_answers_from_every_layer_and_reindexes_it(demo, celery_worker):
     acme = demo["acme"]
+    wait_until_idle()  # a re-index still running would purge the search results made below
     returns = CachedEverywhere(acme, "What is your return policy?", "return-policy")
     two_fa = CachedEverywhere(acme, "How do I turn on two-factor authentication?", "two-factor-authentication")
     rp = Article.objects.get(tenant=acme, locale="en", external_id="return-policy")

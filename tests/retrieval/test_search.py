@@ -105,3 +105,11 @@ def test_chunks_are_indexed_for_full_text_in_their_locale_and_rewritten_when_the
         chunk.refresh_from_db()
         assert rewritten >= Chunk.objects.filter(article__locale="de", is_current=True).count()
         assert chunk.search_config == "simple"
+
+
+def test_tsquery_syntax_in_a_question_is_only_words(acme):
+    """Quotes, backslashes and tsquery operators in a question are searched as text, never parsed."""
+    question = "What's O'Brien's \\ back\\slash 'quoted' & | ! :* <-> ( ) policy on returns?"
+    matched = text_matches(active_generation(), acme.pk, "en", question, embed_query(question), 20)
+    assert "return-policy" in [h.article_id for h in matched]
+    assert isinstance(hybrid(acme, "en", question), list)
