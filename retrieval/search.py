@@ -95,13 +95,45 @@ class _AnyTerm(SearchQuery):
         super().__init__(" | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms))
 
 
-def term_weights(scope, terms: list[str]) -> dict[str, float]:
+def term_weights(scope, groups: dict[str, list[str]]) -> tuple[dict[str, float], dict[str, int]]:
     """How much each search term says, as its inverse document frequency among the scope's passages,
     ``ln((N + 1) / (df + 0.5))``: a word in every passage of the tenant ("order", "Acme") says little,
-    a rare one (a product, plan or error name) or one no passage has says much."""
-    counts = scope.aggregate(n=Count("pk"), **{f"t{i}": Count("pk", filter=Q(chunk__search_vector=_AnyTerm([t])))
-                                               for i, t in enumerate(terms)})
-    return {t: math.log((counts["n"] + 1) / (counts[f"t{i}"] + 0.5)) for i, t in enumerate(terms)}
+    a rare one (a product, plan or error name) or one no passage has says much. ``groups``: each term
+    with the words that count as it (itself, and compound parts, see ``compound_alternatives``).
+    Returns the weights and the document frequencies."""
+    counts = scope.aggregate(n=Count("pk"), **{
+        f"t{i}": Count("pk", filter=Q(chunk__search_vector=_AnyTerm(alternatives)))
+        for i, alternatives in enumerate(groups.values())})
+    df = {t: counts[f"t{i}"] for i, t in enumerate(groups)}
+    return {t: math.log((counts["n"] + 1) / (df[t] + 0.5)) for t in groups}, df
+
+
+def compound_alternatives(generation_id: int, tenant_id: int, locale: str, terms: list[str]) -> dict[str, list[str]]:
+    """For languages that glue words together (German: "Standardversand", "Erstattungsreferenz"), the
+    scope's words that an unknown question word ends with, or that end with it: the compound's head
+    carries its meaning ("Versand", "Referenz"). Words shorter than ``MIN_COMPOUND_PART`` are never parts.
+    One scan of the scope's words, made only for question words no passage has."""
+    if not terms:
+        return {}
+    meta, q = ChunkEmbedding._meta, connection.ops.quote_name
+    chunk = meta.get_field("chunk").related_model._meta
+    sql = (f"SELECT DISTINCT w.lexeme, t.term FROM {q(meta.db_table)} ce "
+           f"JOIN {q(chunk.db_table)} c ON c.{q(chunk.pk.column)} = ce.{q(meta.get_field('chunk').column)} "
+           f"CROSS JOIN LATERAL unnest(tsvector_to_array(c.{q(chunk.get_field('search_vector').column)})) AS w(lexeme) "
+           f"JOIN unnest(%s::text[]) AS t(term) ON w.lexeme <> t.term AND ("
+           f"(length(w.lexeme) >= %s AND right(t.term, length(w.lexeme)) = w.lexeme) OR "
+           f"(length(t.term) >= %s AND right(w.lexeme, length(t.term)) = t.term)) "
+           f"WHERE ce.{q(meta.get_field('generation').column)} = %s AND ce.{q(meta.get_field('tenant').column)} = %s "
+           f"AND ce.{q(meta.get_field('locale').column)} = %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [terms, MIN_COMPOUND_PART, MIN_COMPOUND_PART, generation_id, tenant_id, locale])
+        out: dict[str, list[str]] = {}
+        for lexeme, term in cursor.fetchall():
+            out.setdefault(term, []).append(lexeme)
+    return {t: sorted(v) for t, v in out.items()}
+
+
+MIN_COMPOUND_PART = 5
 
 
 def text_matches(generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
@@ -109,14 +141,21 @@ def text_matches(generation: IndexGeneration, tenant_id: int, locale: str, quest
     """The chunks of a tenant and locale containing any of the question's search terms, best first:
     by the weighted share of the terms they contain (``term_weights``), then by ``ts_rank_cd``
     (terms closer together, in the heading rather than the text); each with its cosine similarity."""
-    terms = query_terms(text_search_config(locale), question)
+    config = text_search_config(locale)
+    terms = query_terms(config, question)
     if not terms:
         return []
     scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
-    weights = term_weights(scope, terms)
+    groups = {t: [t] for t in terms}
+    weights, df = term_weights(scope, groups)
+    if config in settings.TEXT_SEARCH_COMPOUNDS:
+        expanded = compound_alternatives(generation.pk, tenant_id, locale, [t for t in terms if not df[t]])
+        if expanded:
+            groups.update({t: [t, *parts] for t, parts in expanded.items()})
+            weights, df = term_weights(scope, groups)
     total = sum(weights.values())
-    query = _AnyTerm(terms)
-    matched = sum((Case(When(chunk__search_vector=_AnyTerm([t]), then=Value(w)), default=Value(0.0),
+    query = _AnyTerm([w for alternatives in groups.values() for w in alternatives])
+    matched = sum((Case(When(chunk__search_vector=_AnyTerm(groups[t]), then=Value(w)), default=Value(0.0),
                         output_field=FloatField()) for t, w in weights.items()), start=Value(0.0))
     rows = (_scope(generation, tenant_id, locale)
             .filter(chunk__search_vector=query)
@@ -131,7 +170,8 @@ def search_version() -> str:
     the search-result cache key and of the answer spec's retrieval version."""
     return _search_version(RETRIEVAL_VERSION, settings.RETRIEVAL_MIN_SIMILARITY, settings.RETRIEVAL_MIN_TERM_COVERAGE,
                            settings.RETRIEVAL_CANDIDATES, settings.RETRIEVAL_RRF_K,
-                           json.dumps(settings.TEXT_SEARCH_CONFIGS, sort_keys=True))
+                           json.dumps(settings.TEXT_SEARCH_CONFIGS, sort_keys=True),
+                           json.dumps(sorted(settings.TEXT_SEARCH_COMPOUNDS)))
 
 
 @functools.lru_cache(maxsize=16)

@@ -171,6 +171,8 @@ RETRIEVAL_CANDIDATES = env.int("RETRIEVAL_CANDIDATES", default=20)
 RETRIEVAL_RRF_K = env.int("RETRIEVAL_RRF_K", default=60)
 # PostgreSQL text-search configuration per locale or language, e.g. {"fr": "french"}; any other locale uses "simple".
 TEXT_SEARCH_CONFIGS = env.json("TEXT_SEARCH_CONFIGS", default={"de": "german", "en": "english"})
+# Configurations of languages that glue words together: a question word no passage has is matched by the passages' words it ends with or that end with it (Standardversand: Versand).
+TEXT_SEARCH_COMPOUNDS = env.list("TEXT_SEARCH_COMPOUNDS", default=["german", "dutch", "swedish", "danish", "norwegian"])
 
 # --------------------------------------------------------------------------- generation
 # With VLLM_BASE_URL set the app talks to that vLLM server; otherwise to the embedded CPU model server.

@@ -111,6 +111,7 @@ CHANGES = {
     "fusion k": ("retrieval_version", _settings(RETRIEVAL_RRF_K=10)),
     "fusion candidates": ("retrieval_version", _settings(RETRIEVAL_CANDIDATES=50)),
     "text-search configs": ("retrieval_version", _settings(TEXT_SEARCH_CONFIGS={"en": "simple"})),
+    "compound languages": ("retrieval_version", _settings(TEXT_SEARCH_COMPOUNDS=[])),
     "search method": ("retrieval_version",
                       lambda tenant, mp: mp.setattr(retrieval_search, "RETRIEVAL_VERSION", "hybrid-rrf-0")),
     "prompt templates": ("prompt_version",

@@ -113,3 +113,12 @@ def test_tsquery_syntax_in_a_question_is_only_words(acme):
     matched = text_matches(active_generation(), acme.pk, "en", question, embed_query(question), 20)
     assert "return-policy" in [h.article_id for h in matched]
     assert isinstance(hybrid(acme, "en", question), list)
+
+
+def test_a_german_word_finds_the_compound_it_ends(acme):
+    """"Referenz" is in no passage; "Erstattungsreferenz" is, in the refunds article."""
+    question = "Was bedeutet die Referenz RF-208311?"
+    assert "refunds" in [h.article_id for h in hybrid(acme, "de", question)]
+    with override_settings(TEXT_SEARCH_COMPOUNDS=[]):
+        matched = text_matches(active_generation(), acme.pk, "de", question, embed_query(question), 4)
+        assert all(h.term_coverage < 0.5 for h in matched)  # without the compound part it is not evidence
