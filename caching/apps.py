@@ -9,11 +9,12 @@ class CachingConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save
 
         from caching.citations import article_saved
-        from caching.receivers import article_changed_queue_jobs
+        from caching.receivers import article_changed_queue_jobs, index_refreshed_queue_purge
         from ingestion.models import Article
-        from ingestion.signals import article_changed
+        from ingestion.signals import article_changed, index_refreshed
 
         article_changed.connect(article_changed_queue_jobs, dispatch_uid="caching.article_changed_queue_jobs")
+        index_refreshed.connect(index_refreshed_queue_purge, dispatch_uid="caching.index_refreshed_queue_purge")
         # any write to an article moves its tenant's versions revision, whatever path it took
         post_save.connect(article_saved, sender=Article, dispatch_uid="caching.article_saved")
         post_delete.connect(article_saved, sender=Article, dispatch_uid="caching.article_deleted")

@@ -147,6 +147,7 @@ class PurgeRecord(models.Model):
         INGEST = "ingest", "knowledge-base import"
         SWEEP = "sweep", "nightly sweep (a missed event)"
         REINDEX = "reindex", "search results re-purged after re-indexing"
+        RETRIEVAL = "retrieval", "answers whose question now retrieves a new or changed article"
         MANUAL = "manual"
 
     article = models.ForeignKey("ingestion.Article", null=True, blank=True, on_delete=models.SET_NULL,
@@ -180,7 +181,10 @@ class PurgeRecord(models.Model):
 # calibration, the audit log of staff actions and hourly roll-ups for the dashboard.
 
 class ReasonCode(models.TextChoices):
-    """Why a cached answer was wrong for the new question (the labelling keys 1-8, in order)."""
+    """Why a cached answer was wrong for the new question (the labelling keys 1-9, in order). The
+    first eight are wrong hits: the cache judged two questions alike that are not. The last is a wrong
+    answer: it was wrong for its own question too (generation or admission failed, not the cache
+    judge); it never becomes a negative calibration pair and is counted apart from wrong hits."""
 
     ENTITY = "entity"
     CONDITION = "condition"
@@ -190,6 +194,7 @@ class ReasonCode(models.TextChoices):
     INTENT = "intent"
     STALE_SOURCE = "stale_source", "Stale source"
     OTHER = "other"
+    ANSWER_WRONG = "answer_wrong", "Answer wrong for its own question"
 
 
 class Feedback(models.Model):
@@ -249,12 +254,15 @@ class Label(models.Model):
 
 
 class ReviewItem(models.Model):
-    """A cache hit someone (customer, labeller or the second opinion) thinks was wrong."""
+    """A cache hit someone (customer, labeller or the second opinion) thinks was wrong, or a fresh
+    answer a customer said did not help (``layer`` "fresh"; its decision is the Ask's admission)."""
 
     class Source(models.TextChoices):
         FEEDBACK = "feedback", "customer said no"
         SAMPLE = "sample", "sampled hit labelled wrong"
         AUTO_FLAG = "auto_flag", "automatic flag"
+
+    FRESH = "fresh"  # ``layer`` of an item about a fresh answer (no cache served it)
 
     class Status(models.TextChoices):
         OPEN = "open"

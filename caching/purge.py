@@ -4,6 +4,8 @@ changed article removes exactly the entries that cite it.
 - ``purge_citing`` runs on every change event (queued on commit by ``caching.receivers``):
   it removes every entry citing the article from the exact, semantic and search layers
   through each layer's reverse index, and records a ``PurgeRecord``.
+- ``purge_retrieving`` runs once new or changed articles are searchable: it removes the
+  answers that cite none of them but whose question now retrieves one (new knowledge).
 - ``purge_sweep`` (nightly) catches what an event missed (a worker was down, a publish
   failed): entries whose cited versions are no longer current. It checks versions, so
   entries written after a change (citing the new version) stay.
@@ -25,6 +27,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from caching.churn import churn_add
+from caching.keys import KEY_VERSION
 from caching.layers.exact import ExactLayer
 from caching.layers.exact import _cite_key as exact_cite_key
 from caching.layers.search import SearchLayer
@@ -33,6 +36,10 @@ from caching.layers.semantic import SemanticLayer
 from caching.models import EntryCitation, PurgeRecord, SemanticEntry
 from ingestion.jobs import job_run
 from ingestion.models import Article
+from retrieval.embeddings import embed_texts
+from retrieval.generations import query_embedder
+from retrieval.search import search_hybrid
+from retrieval.services import active_generation
 from supportbot.redis_client import get_redis
 
 log = logging.getLogger(__name__)
@@ -59,6 +66,95 @@ def purge_citing(article_pk: int, version: int | None = None, trigger: str = Pur
     )
     log.info("purge %s", record)
     return record
+
+
+# --------------------------------------------------------------------------- new knowledge
+
+def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
+    """Remove the cached answers whose question now retrieves one of these new or changed articles.
+
+    Runs once the articles are searchable (``index_refreshed``). A citation purge cannot see these
+    answers: they cite other articles, yet a fresh answer would now read the new text (a new article
+    on the question's topic, or an edit that adds a fact). Each active semantic entry of the
+    articles' tenant and locale is searched again as the Ask path searches (``search_hybrid``, with
+    the entry's stored question vector); an exact entry without a semantic twin is searched by its
+    question. An entry whose top-k evidence holds one of the articles is purged (semantic) or
+    deleted (exact). Retired articles need none of this: their citers went with the citation purge,
+    and an answer that did not cite one has none of its facts. Search results are not touched here:
+    the re-index bumped the tenant's index version, so every older result is unreachable.
+    Returns one ``PurgeRecord`` (trigger ``retrieval``) per article that cost an entry."""
+    articles = list(Article.objects.filter(pk__in=list(article_pks), status=Article.Status.ACTIVE)
+                    .select_related("tenant"))
+    generation = active_generation()
+    if generation is None or not articles:
+        return []
+    embedder, k = query_embedder(), settings.RETRIEVAL_TOP_K
+    scopes: dict[tuple[int, str], set[int]] = defaultdict(set)
+    tenants = {}
+    for a in articles:
+        scopes[(a.tenant_id, a.locale)].add(a.pk)
+        tenants[a.tenant_id] = a.tenant
+    r = get_redis()
+    records = []
+    for (tenant_id, locale), pks in sorted(scopes.items()):
+        started = time.perf_counter()
+        removed_semantic, removed_exact = Counter(), Counter()
+
+        def retrieved(question: str, vector) -> int | None:
+            found = [h.article_pk for h in search_hybrid(generation, tenant_id, locale, question, vector, k)
+                     if h.article_pk in pks]
+            return found[0] if found else None
+
+        entries = (SemanticEntry.objects.filter(tenant_id=tenant_id, locale=locale, status=SemanticEntry.Status.ACTIVE,
+                                                embedding_model=embedder.name, embedding_version=embedder.version)
+                   .values_list("pk", "question", "embedding", "exact_key"))
+        doomed_entries, doomed_keys = [], []
+        for pk, question, vector, key in entries.iterator(chunk_size=500):
+            article_pk = retrieved(question, vector)
+            if article_pk is not None:
+                doomed_entries.append(pk)
+                removed_semantic[article_pk] += 1
+                if key:
+                    doomed_keys.append(key)
+                    removed_exact[article_pk] += 1
+        # Exact entries with no active semantic twin (the tenant's semantic mode is off, say). Their
+        # locale is not stored with them: one of another locale may be searched here too, and at worst
+        # goes early (a miss), never late.
+        twins = set(SemanticEntry.objects.filter(tenant_id=tenant_id, status=SemanticEntry.Status.ACTIVE)
+                    .exclude(exact_key="").values_list("exact_key", flat=True))
+        alone = [k_ for k_ in r.scan_iter(match=f"ans:{KEY_VERSION}:{tenants[tenant_id].slug}:*", count=1000)
+                 if k_.decode() not in twins]
+        for i in range(0, len(alone), 200):
+            batch = alone[i:i + 200]
+            questions = {}
+            for key, raw in zip(batch, r.mget(batch)):
+                try:
+                    question = json.loads(raw).get("question") if raw is not None else None
+                except ValueError:
+                    question = None
+                if question:
+                    questions[key] = question
+            vectors = embed_texts(list(questions.values()), embedder=embedder)
+            for (key, question), vector in zip(questions.items(), vectors):
+                article_pk = retrieved(question, vector)
+                if article_pk is not None:
+                    doomed_keys.append(key.decode())
+                    removed_exact[article_pk] += 1
+        with transaction.atomic():
+            SemanticEntry.objects.filter(pk__in=doomed_entries, status=SemanticEntry.Status.ACTIVE).update(
+                status=SemanticEntry.Status.PURGED)
+        for i in range(0, len(doomed_keys), 500):
+            r.delete(*doomed_keys[i:i + 500])
+        per_article_ms = (time.perf_counter() - started) * 1000 / len(pks)
+        for article_pk in sorted(set(removed_semantic) | set(removed_exact)):
+            records.append(PurgeRecord.objects.create(
+                article_id=article_pk, article_pk=article_pk, tenant_id=tenant_id,
+                version=next(a.version for a in articles if a.pk == article_pk), trigger=PurgeRecord.Trigger.RETRIEVAL,
+                removed_exact=removed_exact[article_pk], removed_semantic=removed_semantic[article_pk],
+                duration_ms=per_article_ms))
+        log.info("purge_retrieving %s/%s (%s): %d semantic, %d exact entries of %d articles", tenant_id, locale,
+                 trigger, sum(removed_semantic.values()), sum(removed_exact.values()), len(pks))
+    return records
 
 
 # --------------------------------------------------------------------------- the nightly sweep

@@ -5,6 +5,11 @@ admin). A changed or removed article queues a purge of everything citing it on t
 ``purge`` queue, and a re-index of its tenant on the ``embedding`` queue. A publish that
 fails (broker down) is logged and never breaks the save: the nightly sweep and the
 nightly re-embed catch up.
+
+``index_refreshed`` is sent once new or changed articles are searchable (the re-index above, or
+the nightly re-embed): it queues a purge of the cached answers whose question now retrieves one
+of them (``caching.purge.purge_retrieving``), answers that cite none of them and would still be
+served otherwise.
 """
 from __future__ import annotations
 
@@ -42,3 +47,16 @@ def article_changed_queue_jobs(sender, *, article_id: int, tenant_id: int, old_v
         transaction.on_commit(partial(_queue_purge, article_id, new_version, trigger), robust=True)
     if settings.JOBS_INDEX_ON_CHANGE:
         transaction.on_commit(partial(_queue_index_refresh, tenant_id, article_id), robust=True)
+
+
+def _queue_purge_retrieving(article_pks: list[int], trigger: str) -> None:
+    from caching.tasks import purge_retrieving
+
+    try:
+        purge_retrieving.apply_async((article_pks, trigger))
+    except Exception:  # the broker is down: the entries expire by TTL; logged, never fails the job
+        log.exception("could not queue the purge of answers retrieving articles %s", article_pks[:20])
+
+
+def index_refreshed_queue_purge(sender, *, article_pks: list[int], trigger: str, **kwargs) -> None:
+    transaction.on_commit(partial(_queue_purge_retrieving, list(article_pks), trigger), robust=True)

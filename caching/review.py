@@ -2,11 +2,19 @@
 labels, quarantine and staff-corrected answers. Every staff action is audited.
 
 Queue membership:
-* a customer's "no" on an answer served from a cache (exact or semantic) opens a review
-  item at once; a "no" on a fresh answer is only recorded (no cache to fix);
+* a customer's "no" on an answer opens a review item at once: on an answer served from a
+  cache (exact or semantic) about the hit, on a fresh answer about the answer itself (layer
+  "fresh", its decision the Ask's admission: the answer may be in the caches now);
 * a sampled hit labelled wrong opens one;
 * the automatic second opinion opens one when the fresh answer disagrees.
 A decision has at most one open item; a second "no" or flag on it joins the open one.
+
+Two kinds of wrong: a wrong hit (reasons entity … other) is a cached answer served to a question
+it does not fit, the cache judge's mistake, and becomes a negative calibration pair; a wrong answer
+(reason ``answer_wrong``) was wrong for its own question too. Labelling one quarantines the entry
+at once and drops it from every layer (exact, semantic, and the question's search results), opens
+the review item where staff write the corrected answer, never becomes a calibration pair, and is
+counted apart from wrong hits (``caching.stats``).
 """
 from __future__ import annotations
 
@@ -21,10 +29,12 @@ from django.utils import timezone
 from caching.citations import stale_citations
 from caching.layers.base import CachedAnswer
 from caching.layers.exact import ExactLayer
+from caching.layers.search import SearchLayer, search_key
 from caching.layers.semantic import SemanticLayer
 from caching.models import (AuditLog, CacheDecision, Feedback, Label, LabeledPair, ReasonCode, ReviewItem, SampledHit,
                             SemanticEntry)
 from caching.rollups import tenant_lookup
+from retrieval.search import index_version
 from supportbot.models import AskEvent
 from supportbot.redis_client import RedisUnavailable, get_redis, redis_failed
 
@@ -82,6 +92,18 @@ def exact_keys_of(decision: CacheDecision, entry: SemanticEntry | None) -> list[
 
 # --------------------------------------------------------------------------- customer feedback
 
+def fresh_decision(ask: AskEvent) -> CacheDecision | None:
+    """The decision a review of a fresh answer hangs on: the Ask's admission (stored or refused),
+    else its last decision (an Ask that failed before admission)."""
+    decisions = ask.decisions.order_by("-pk")
+    return decisions.filter(layer=CacheDecision.Layer.ADMISSION).first() or decisions.first()
+
+
+def fresh_entry(ask: AskEvent) -> SemanticEntry | None:
+    """The semantic entry a fresh answer was admitted as (None when it was not admitted)."""
+    return SemanticEntry.objects.filter(source_ask=ask).order_by("-pk").first()
+
+
 @transaction.atomic
 def feedback_record(ask: AskEvent, helpful: bool, comment: str = "") -> tuple[Feedback, ReviewItem | None]:
     feedback, _ = Feedback.objects.update_or_create(ask=ask, defaults={"helpful": helpful, "comment": comment[:2000]})
@@ -90,19 +112,26 @@ def feedback_record(ask: AskEvent, helpful: bool, comment: str = "") -> tuple[Fe
         decision = served_decision(ask)
         if decision is not None:
             item = review_open(decision, ReviewItem.Source.FEEDBACK, note=comment[:2000])
+        elif ask.serving_layer not in ANSWER_LAYERS and (decision := fresh_decision(ask)) is not None:
+            item = review_open(decision, ReviewItem.Source.FEEDBACK, note=comment[:2000], fresh=True)
     return feedback, item
 
 
-def review_open(decision: CacheDecision, source: str, *, reason: str = "", note: str = "") -> ReviewItem:
-    """The open review item of a decision, created if there is none."""
+def review_open(decision: CacheDecision, source: str, *, reason: str = "", note: str = "",
+                fresh: bool = False) -> ReviewItem:
+    """The open review item of a decision, created if there is none. ``fresh``: the item is about a
+    fresh answer (the decision is its admission), not about a hit."""
     existing = ReviewItem.objects.filter(decision=decision, status=ReviewItem.Status.OPEN).first()
     if existing is not None:
         return existing
+    if fresh:
+        entry, layer = fresh_entry(decision.ask), ReviewItem.FRESH
+    else:
+        entry, layer = entry_of(decision), decision.layer if decision.disposition == "hit" else "shadow"
     try:
         with transaction.atomic():
             return ReviewItem.objects.create(source=source, reason=reason, tenant_id=decision.tenant_id,
-                                             ask_id=decision.ask_id, decision=decision, entry=entry_of(decision),
-                                             layer=decision.layer if decision.disposition == "hit" else "shadow",
+                                             ask_id=decision.ask_id, decision=decision, entry=entry, layer=layer,
                                              note=note)
     except IntegrityError:  # opened concurrently
         return ReviewItem.objects.get(decision=decision, status=ReviewItem.Status.OPEN)
@@ -143,10 +172,14 @@ def label_sample(sample: SampledHit, verdict: str, reason: str, user) -> Label:
                                  source=Label.Source.SAMPLE, labeler=user)
     sample.labeled = True
     sample.save(update_fields=["labeled"])
-    pair_keep(decision, verdict == Label.Verdict.CORRECT, reason, LabeledPair.Source.LABEL)
+    if reason != ReasonCode.ANSWER_WRONG:  # a wrong answer says nothing about the two questions
+        pair_keep(decision, verdict == Label.Verdict.CORRECT, reason, LabeledPair.Source.LABEL)
+    removed = None
     if verdict == Label.Verdict.WRONG:
-        review_open(decision, ReviewItem.Source.SAMPLE, reason=reason)
-    audit(user, "label", sample, verdict=verdict, reason=label.reason, decision=decision.pk)
+        item = review_open(decision, ReviewItem.Source.SAMPLE, reason=reason)
+        if reason == ReasonCode.ANSWER_WRONG:  # nobody may get it again while it waits for its correction
+            removed = _quarantine_item(item, user, reason)
+    audit(user, "label", sample, verdict=verdict, reason=label.reason, decision=decision.pk, removed=removed)
     return label
 
 
@@ -183,7 +216,8 @@ def review_confirm_wrong(item: ReviewItem, reason: str, user) -> dict:
     removed = _quarantine_item(item, user, reason)
     Label.objects.create(decision=item.decision, verdict=Label.Verdict.WRONG, reason=reason,
                          source=Label.Source.REVIEW, labeler=user)
-    pair_keep(item.decision, False, reason, LabeledPair.Source.REVIEW)
+    if reason != ReasonCode.ANSWER_WRONG:
+        pair_keep(item.decision, False, reason, LabeledPair.Source.REVIEW)
     audit(user, "review_confirm_wrong", item, reason=reason, removed=removed)
     return removed
 
@@ -220,7 +254,8 @@ def review_correct(item: ReviewItem, answer: str, reason: str, user) -> Semantic
     removed = _quarantine_item(item, user, reason)
     Label.objects.create(decision=item.decision, verdict=Label.Verdict.WRONG, reason=reason,
                          source=Label.Source.REVIEW, labeler=user)
-    pair_keep(item.decision, False, reason, LabeledPair.Source.REVIEW)
+    if reason != ReasonCode.ANSWER_WRONG:
+        pair_keep(item.decision, False, reason, LabeledPair.Source.REVIEW)
     entry = staff_answer_store(ask, answer, citations)
     item.corrected_entry = entry
     item.save(update_fields=["corrected_entry"])
@@ -229,9 +264,32 @@ def review_correct(item: ReviewItem, answer: str, reason: str, user) -> Semantic
 
 
 def _quarantine_item(item: ReviewItem, user, reason: str) -> dict:
-    entry = item.entry or (entry_of(item.decision) if item.decision else None)
-    keys = exact_keys_of(item.decision, entry) if item.decision else []
-    return entry_quarantine(entry, keys, user, why=f"review item {item.pk}: {reason}")
+    if item.layer == ReviewItem.FRESH:  # the Ask's own admission stored the answer: its decision names the key
+        entry = item.entry
+        stored = item.ask.decisions.filter(layer=CacheDecision.Layer.EXACT,
+                                           disposition=CacheDecision.Disposition.STORED).first()
+        keys = exact_keys_of(stored, entry) if stored else ([entry.exact_key] if entry and entry.exact_key else [])
+    else:
+        entry = item.entry or (entry_of(item.decision) if item.decision else None)
+        keys = exact_keys_of(item.decision, entry) if item.decision else []
+    removed = entry_quarantine(entry, keys, user, why=f"review item {item.pk}: {reason}")
+    if reason == ReasonCode.ANSWER_WRONG:
+        removed["search"] = search_forget(item.ask)
+    return removed
+
+
+def search_forget(ask: AskEvent) -> int:
+    """Drop the cached search results of an Ask's question, so its next fresh answer reads the
+    knowledge base again rather than the passages behind a wrong answer."""
+    from supportbot import pipeline
+
+    generation = pipeline.active_generation_cached()
+    if generation is None:
+        return 0
+    state = answer_scope(ask.tenant, ask.locale, ask.question)
+    key = search_key(state.normalized, ask.tenant_id, ask.locale, settings.RETRIEVAL_TOP_K, generation.pk,
+                     index_version(ask.tenant_id))
+    return SearchLayer().delete(key)
 
 
 def entry_quarantine(entry: SemanticEntry | None, exact_keys: list[str], user=None, why: str = "") -> dict:

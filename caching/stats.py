@@ -1,4 +1,4 @@
-"""Reads behind the staff dashboard: hit rates, savings, wrong-hit rates and the economics.
+"""Reads behind the staff dashboard: hit rates, savings, wrong-hit and wrong-answer rates and the economics.
 
 Everything is computed from ``HourlyRollup`` (plus the current hour live, see
 ``caching.rollups.rollup_groups``) and from labels, so a month of traffic is a few
@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import CharField, Count, F, Func, OuterRef, Subquery, Value
 
 from caching.admission import refusal_code
-from caching.models import CacheDecision, Label, SampledHit
+from caching.models import CacheDecision, Label, ReasonCode, ReviewItem, SampledHit
 from caching.rollups import GENERATION, rollup_groups, tenant_lookup
 
 # The layers on the dashboard, in the order a request meets them, and what counts as a lookup.
@@ -58,35 +58,57 @@ def wilson(k: int, n: int, z: float = Z95) -> Rate:
 # --------------------------------------------------------------------------- wrong-hit rates
 
 def latest_sample_labels(start: datetime | None = None, end: datetime | None = None, tenant_id: int | None = None):
-    """(stratum, intent, verdict) of the newest label of every labelled sampled hit.
+    """(stratum, intent, verdict, reason) of the newest label of every labelled sampled hit.
 
     Only sampled hits count: hits reviewed because a customer said "no" are a biased sample."""
-    newest = Label.objects.filter(decision=OuterRef("decision")).order_by("-created_at").values("verdict")[:1]
+    newest = Label.objects.filter(decision=OuterRef("decision")).order_by("-created_at")
     qs = SampledHit.objects.filter(labeled=True)
     if start is not None:
         qs = qs.filter(created_at__gte=start)
     if end is not None:
         qs = qs.filter(created_at__lt=end)
     qs = qs.filter(**tenant_lookup(tenant_id))
-    return qs.annotate(verdict=Subquery(newest)).values_list("stratum", "intent", "verdict")
+    return qs.annotate(verdict=Subquery(newest.values("verdict")[:1]),
+                       reason=Subquery(newest.values("reason")[:1])).values_list("stratum", "intent", "verdict", "reason")
 
 
 def wrong_hit_rates(start=None, end=None, tenant_id=None) -> dict:
-    """{"by_layer": {stratum: Rate}, "by_intent": {(stratum, intent): Rate}} from sampled labels."""
+    """{"by_layer": {stratum: Rate}, "by_intent": {(stratum, intent): Rate}} of wrong hits from sampled
+    labels, and under "answers_by_layer" the rate of wrong answers (reason ``answer_wrong``: wrong for
+    their own question) among the same labelled samples. A wrong answer is not a wrong hit: the hit
+    was right to serve the entry, the entry was wrong."""
     counts: dict[tuple[str, str], list[int]] = {}
-    for stratum, intent, verdict in latest_sample_labels(start, end, tenant_id):
+    for stratum, intent, verdict, reason in latest_sample_labels(start, end, tenant_id):
         if verdict is None:
             continue
-        c = counts.setdefault((stratum, intent), [0, 0])
-        c[0] += verdict == Label.Verdict.WRONG
+        c = counts.setdefault((stratum, intent), [0, 0, 0])
+        wrong = verdict == Label.Verdict.WRONG
+        c[0] += wrong and reason != ReasonCode.ANSWER_WRONG
         c[1] += 1
+        c[2] += wrong and reason == ReasonCode.ANSWER_WRONG
     by_layer: dict[str, list[int]] = {}
-    for (stratum, _), (k, n) in counts.items():
-        acc = by_layer.setdefault(stratum, [0, 0])
+    for (stratum, _), (k, n, answers) in counts.items():
+        acc = by_layer.setdefault(stratum, [0, 0, 0])
         acc[0] += k
         acc[1] += n
-    return {"by_layer": {s: wilson(k, n) for s, (k, n) in by_layer.items()},
-            "by_intent": {key: wilson(k, n) for key, (k, n) in sorted(counts.items())}}
+        acc[2] += answers
+    return {"by_layer": {s: wilson(k, n) for s, (k, n, _) in by_layer.items()},
+            "by_intent": {key: wilson(k, n) for key, (k, n, _) in sorted(counts.items())},
+            "answers_by_layer": {s: wilson(a, n) for s, (_, n, a) in by_layer.items()}}
+
+
+def wrong_answers_confirmed(start=None, end=None, tenant_id=None) -> dict[str, int]:
+    """Answers staff confirmed wrong for their own question in review (every source: samples,
+    customer "no" on cached and on fresh answers), by the layer that served them ("fresh": none)."""
+    qs = ReviewItem.objects.filter(reason=ReasonCode.ANSWER_WRONG, status__in=[
+        ReviewItem.Status.CONFIRMED_WRONG, ReviewItem.Status.CORRECTED])
+    if start is not None:
+        qs = qs.filter(resolved_at__gte=start)
+    if end is not None:
+        qs = qs.filter(resolved_at__lt=end)
+    if tenant_id is not None:
+        qs = qs.filter(tenant_id=tenant_id)
+    return dict(qs.values_list("layer").annotate(n=Count("pk")).values_list("layer", "n"))
 
 
 # --------------------------------------------------------------------------- traffic and savings
@@ -311,6 +333,7 @@ def dashboard(start, end, tenant_id=None, bucket="hour") -> dict:
         "layers": layers,
         "series": hit_rate_series(start, end, tenant_id, bucket),
         "wrong": wrong_hit_rates(start, end, tenant_id),
+        "wrong_answers": wrong_answers_confirmed(start, end, tenant_id),
         "economics": econ,
         "money": money_saved(layers, econ, intents),
         "prices": prices(),

@@ -35,6 +35,12 @@ def purge_article(article_pk: int, version: int | None = None, trigger: str = "m
     return purge.purge_citing(article_pk, version, trigger).pk
 
 
+@shared_task(ignore_result=True, **RETRY_POLICY)
+def purge_retrieving(article_pks: list[int], trigger: str = "retrieval") -> int:
+    """Queue ``purge``: after a re-index, remove cached answers whose question now retrieves a new or changed article."""
+    return len(purge.purge_retrieving(article_pks, trigger))
+
+
 @shared_task(bind=True, ignore_result=True, **RETRY_POLICY)
 def purge_sweep(self) -> int | None:
     """Nightly: purge entries citing versions that are no longer current (events a worker missed)."""

@@ -15,6 +15,7 @@ import time
 from django.utils import timezone
 
 from ingestion.models import ArticleVersion, JobRun
+from ingestion.signals import index_refreshed
 from retrieval.embeddings import Embedder, get_embedder
 from retrieval.generations import embedder_for
 from retrieval.models import IndexGeneration
@@ -131,8 +132,12 @@ def reembed_changed(*, tenant_id: int | None = None, embedder: Embedder | None =
                                "model_version": embedder.version})
         report = index_sync(generation, embedder, tenant_id=tenant_id, progress=ctx.progress)
         _record_sync(ctx, report)
+        # the first run ever builds the index: no answer can have been cached from it before
+        changed_articles = [] if since is None else list(
+            versions.filter(article__status="active").values_list("article_id", flat=True).distinct())
         log.info("reembed_changed: scanned=%d changed=%d embedded=%d cache_hits=%d removed=%d",
                  report.scanned, report.changed, report.embedded, report.cache_hits, report.removed)
+    _announce_indexed(changed_articles, "reembed")
     return ctx.run
 
 
@@ -183,4 +188,11 @@ def index_refresh(tenant_id: int, *, task_id: str = "", attempt: int = 1) -> Job
                 r.sadd(_pending_key(tenant_id), *article_pks)
             raise
         ctx.run.detail.update({"tenant_id": tenant_id, "articles": article_pks[:200]})
+    _announce_indexed(article_pks, "reindex")
     return ctx.run
+
+
+def _announce_indexed(article_pks, trigger: str) -> None:
+    """Tell the layers above that these articles are searchable in their new form."""
+    if article_pks:
+        index_refreshed.send(sender=JobRun, article_pks=sorted(set(article_pks)), trigger=trigger)

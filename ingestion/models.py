@@ -1,3 +1,5 @@
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
 
@@ -61,10 +63,14 @@ class Chunk(models.Model):
     text = models.TextField()
     content_hash = models.CharField(max_length=64, db_index=True)
     is_current = models.BooleanField(default=True, db_index=True)
+    # Full-text search in the locale's language (``ingestion.textsearch``): the configuration used, and the vector.
+    search_config = models.CharField(max_length=63, blank=True)
+    search_vector = SearchVectorField(null=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["article_version", "ordinal"], name="chunk_unique_ordinal")]
+        indexes = [GinIndex(fields=["search_vector"], name="chunk_search_vector_gin")]
         ordering = ["article_version", "ordinal"]
 
     def __str__(self):

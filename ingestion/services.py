@@ -11,6 +11,7 @@ from django.db import transaction
 from ingestion.models import Article, ArticleVersion, Chunk
 from ingestion.parsing import ArticleParseError, ParsedArticle, chunk_markdown, content_hash, parse_file
 from ingestion.signals import article_changed
+from ingestion.textsearch import search_vectors_write
 from supportbot.models import Tenant
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ def _write_version(article: Article) -> ArticleVersion:
               content_hash=p.content_hash, is_current=article.status == Article.Status.ACTIVE)
         for i, p in enumerate(pieces)
     ])
+    search_vectors_write(Chunk.objects.filter(article_version=version), article.locale)
     return version
 
 

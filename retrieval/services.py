@@ -4,6 +4,8 @@ The index holds one ``ChunkEmbedding`` per current chunk in the active generatio
 ``index_sync`` is the whole change detection: current chunks without a vector in
 the generation are embedded (through the embedding cache, so unchanged text never
 reaches the model), and vectors of chunks that are no longer current are removed.
+(Full-text vectors live on the chunks themselves, written with them by ingestion; a
+sync re-writes those built with another text-search configuration than the settings name.)
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ingestion.models import Chunk
+from ingestion.textsearch import search_vectors_refresh
 from retrieval.embeddings import EmbedStats, Embedder, embed_texts, get_embedder
 from retrieval.models import ChunkEmbedding, IndexGeneration
 from retrieval.search import index_version_bump
@@ -67,6 +70,8 @@ def index_sync(generation: IndexGeneration | None = None, embedder: Embedder | N
         raise ValueError(f"generation {generation.pk} is {generation.model_name}@{generation.model_version}, "
                          f"embedder is {embedder.name}@{embedder.version}")
     report = SyncReport(generation_id=generation.pk)
+    # full-text vectors built with another text-search configuration than their locale's now (a settings change)
+    report.extra["search_vectors_rewritten"] = search_vectors_refresh()
     current = Chunk.objects.filter(is_current=True)
     if tenant_id is not None:
         current = current.filter(article__tenant_id=tenant_id)

@@ -32,7 +32,7 @@ from caching.layers.semantic import SemanticLayer, SemanticScope
 from caching.models import CacheDecision
 from retrieval.embeddings import EmbedStats, embed_texts, get_embedder, question_scope
 from retrieval.generations import GenerationMismatch, embedder_for
-from retrieval.search import SearchHit, index_version, search_chunks
+from retrieval.search import SearchHit, index_version, search_hybrid, search_version
 from retrieval.services import active_generation
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
 from supportbot.generation.base import GenerationError, GenerationResult, Passage
@@ -300,12 +300,12 @@ def retrieve(state: AskState) -> None:
             te = time.perf_counter()
             state.vector = embed_question(state)
             state.lap("embed", te)
-        hits = search_chunks(generation, tenant.pk, state.asker.locale, state.vector, k)
+        hits = search_hybrid(generation, tenant.pk, state.asker.locale, state.question, state.vector, k)
         if cached.disposition == "miss":
             failed = search_layer.store(key, hits)
             if failed:
                 cached.reason = f"{cached.reason}; not stored ({failed})"
-    usable = [h for h in hits if h.similarity >= settings.RETRIEVAL_MIN_SIMILARITY]
+    usable = [h for h in hits if h.evidence]
     state.passages = [
         Passage(number=i, chunk_id=h.chunk_id, article_id=h.article_id, title=h.title, url=h.url,
                 version=h.version, text=h.text, similarity=h.similarity, heading=h.heading)
@@ -576,13 +576,14 @@ def embed_question(state: AskState):
 def retrieval_version() -> str:
     gen = active_generation_cached()
     return _retrieval_version(gen.pk if gen else None, gen.model_name if gen else "", gen.model_version if gen else "",
-                              settings.RETRIEVAL_TOP_K, settings.RETRIEVAL_MIN_SIMILARITY, settings.CHUNK_MAX_CHARS)
+                              settings.RETRIEVAL_TOP_K, settings.RETRIEVAL_MIN_SIMILARITY, settings.CHUNK_MAX_CHARS,
+                              search_version())
 
 
 @functools.lru_cache(maxsize=64)
-def _retrieval_version(generation, model, version, k, min_similarity, chunk) -> str:
+def _retrieval_version(generation, model, version, k, min_similarity, chunk, search) -> str:
     return digest({"generation": generation, "model": model, "version": version, "k": k,
-                   "min_similarity": min_similarity, "chunk": chunk})[:16]
+                   "min_similarity": min_similarity, "chunk": chunk, "search": search})[:16]
 
 
 _prompt_versions: dict[tuple, str] = {}

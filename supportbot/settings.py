@@ -165,8 +165,19 @@ EMBEDDING_DIM = env.int("EMBEDDING_DIM", default=384)
 EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
 CHUNK_MAX_CHARS = env.int("CHUNK_MAX_CHARS", default=900)
 RETRIEVAL_TOP_K = env.int("RETRIEVAL_TOP_K", default=4)
-# Below this cosine similarity a passage is not evidence; with none left the answer is "not covered".
+# Below this cosine similarity a passage is not evidence, unless it matches enough of the question's
+# words (RETRIEVAL_MIN_TERM_COVERAGE); with none left the answer is "not covered".
 RETRIEVAL_MIN_SIMILARITY = env.float("RETRIEVAL_MIN_SIMILARITY", default=0.30)
+# A passage holding at least this share of the question's search terms (stemmed in the locale's language, each weighted by its rarity in the tenant's passages) is evidence, however low its similarity.
+RETRIEVAL_MIN_TERM_COVERAGE = env.float("RETRIEVAL_MIN_TERM_COVERAGE", default=0.5)
+# Candidates taken from each of the vector and the full-text ranking before they are fused.
+RETRIEVAL_CANDIDATES = env.int("RETRIEVAL_CANDIDATES", default=20)
+# k of reciprocal rank fusion: a passage scores sum(1 / (k + rank)) over the two rankings.
+RETRIEVAL_RRF_K = env.int("RETRIEVAL_RRF_K", default=60)
+# PostgreSQL text-search configuration per locale or language, e.g. {"fr": "french"}; any other locale uses "simple".
+TEXT_SEARCH_CONFIGS = env.json("TEXT_SEARCH_CONFIGS", default={"de": "german", "en": "english"})
+# Configurations of languages that glue words together: a question word no passage has is matched by the passages' words it ends with or that end with it (Standardversand: Versand).
+TEXT_SEARCH_COMPOUNDS = env.list("TEXT_SEARCH_COMPOUNDS", default=["german", "dutch", "swedish", "danish", "norwegian"])
 
 # --------------------------------------------------------------------------- generation
 # With VLLM_BASE_URL set the app talks to that vLLM server; otherwise to the embedded CPU model server.
@@ -236,6 +247,7 @@ CELERY_TASK_ROUTES = {
     "ingestion.tasks.*": {"queue": "embedding"},
     "retrieval.tasks.*": {"queue": "embedding"},
     "caching.tasks.purge_article": {"queue": "purge"},
+    "caching.tasks.purge_retrieving": {"queue": "embedding"},  # one search per cached answer: CPU work
 }
 # Tasks are idempotent: ack after the work, so a worker that dies mid-task has it redelivered.
 CELERY_TASK_ACKS_LATE = True

@@ -1,5 +1,5 @@
 """Search-result cache in Redis: the top-k chunks for a normalised query, per tenant,
-locale, k and index generation, with a reverse index from article to keys."""
+locale, k, index generation and search method, with a reverse index from article to keys."""
 from __future__ import annotations
 
 import hashlib
@@ -10,16 +10,19 @@ from django.conf import settings
 
 from caching.keys import digest
 from caching.layers.base import CacheLayer, LayerResult
-from retrieval.search import SearchHit
+from retrieval.search import SearchHit, search_version
 from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
 
 
 def search_key(normalized_query: str, tenant_id: int, locale: str, k: int, generation_id: int,
                index_version: int = 0) -> str:
     """``srch:<tenant>:<hash of the query>:<hash of everything>``: a tenant's entries of one query
-    can be found (and erased) without knowing the locale, k, generation or index version."""
+    can be found (and erased) without knowing the locale, k, generation or index version;
+    ``search_version`` (the search method and its settings) is part of the hash, so results found
+    another way are never read back."""
     return f"srch:{int(tenant_id)}:{_query_hash(normalized_query)}:" + digest(
-        {"q": normalized_query, "t": tenant_id, "l": locale, "k": k, "g": generation_id, "v": index_version})
+        {"q": normalized_query, "t": tenant_id, "l": locale, "k": k, "g": generation_id, "v": index_version,
+        "r": search_version()})
 
 
 def _query_hash(normalized_query: str) -> str:
@@ -70,6 +73,14 @@ class SearchLayer(CacheLayer):
             redis_failed(exc)
             return redis_error_text(exc)
         return ""
+
+    def delete(self, key: str) -> int:
+        """Forget one search's results (its reverse-index members expire with their sets)."""
+        try:
+            return get_redis().delete(key)
+        except RedisUnavailable as exc:
+            redis_failed(exc)
+            return 0
 
     def purge_article(self, article_pk: int) -> int:
         r = get_redis()

@@ -129,7 +129,8 @@ def dashboard(request):
     layer_rows = []
     for layer in stats.LAYERS:
         row = dict(data["layers"][layer], layer=layer, title=stats.LAYER_TITLES[layer],
-                   money=data["money"].get(layer), wrong=wrong["by_layer"].get(layer))
+                   money=data["money"].get(layer), wrong=wrong["by_layer"].get(layer),
+                   wrong_answers=wrong["answers_by_layer"].get(layer))
         layer_rows.append(row)
     per_tenant = []
     if tenant is None:
@@ -139,7 +140,7 @@ def dashboard(request):
     return _page(request, "admin/ask/dashboard.html", {
         **period, "tenants": tenants, "tenant": tenant, "layer_rows": layer_rows, "layers": stats.LAYERS,
         "per_tenant": per_tenant,
-        "shadow_wrong": wrong["by_layer"].get("shadow"),
+        "shadow_wrong": wrong["by_layer"].get("shadow"), "wrong_answers": data["wrong_answers"],
         "wrong_by_intent": [{"stratum": s, "intent": i, "rate": r} for (s, i), r in wrong["by_intent"].items()],
         "economics": data["economics"], "prices": data["prices"], "rate_chart": rate_chart,
         "admission": data["admission"],

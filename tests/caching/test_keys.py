@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from caching.keys import AnswerSpec, exact_key
+from retrieval import search as retrieval_search
 from supportbot import pipeline
 from supportbot.generation import prompt
 from supportbot.models import Tenant
@@ -107,6 +108,13 @@ CHANGES = {
     "top k": ("retrieval_version", _settings(RETRIEVAL_TOP_K=7)),
     "min similarity": ("retrieval_version", _settings(RETRIEVAL_MIN_SIMILARITY=0.45)),
     "chunk size": ("retrieval_version", _settings(CHUNK_MAX_CHARS=400)),
+    "term coverage": ("retrieval_version", _settings(RETRIEVAL_MIN_TERM_COVERAGE=0.8)),
+    "fusion k": ("retrieval_version", _settings(RETRIEVAL_RRF_K=10)),
+    "fusion candidates": ("retrieval_version", _settings(RETRIEVAL_CANDIDATES=50)),
+    "text-search configs": ("retrieval_version", _settings(TEXT_SEARCH_CONFIGS={"en": "simple"})),
+    "compound languages": ("retrieval_version", _settings(TEXT_SEARCH_COMPOUNDS=[])),
+    "search method": ("retrieval_version",
+                      lambda tenant, mp: mp.setattr(retrieval_search, "RETRIEVAL_VERSION", "hybrid-rrf-0")),
     "prompt templates": ("prompt_version",
                          lambda tenant, mp: mp.setattr(prompt, "PROMPT_VERSION", "0123456789abcdef")),
     "answerer": ("answerer", _settings(ASK_ANSWERER="extractive")),

@@ -56,6 +56,24 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05):
         time.sleep(interval)
 
 
+def wait_until_idle(timeout: float = 120.0) -> None:
+    """Wait until the worker has nothing queued or running (every queue empty, nothing unacked), for
+    a test that must not meet the tail of work an earlier test (or the demo load) queued."""
+    broker = redis.Redis.from_url(BROKER_URL)
+
+    def idle():
+        return not any(broker.llen(q) for q in settings.CELERY_WORKER_QUEUES) and not broker.hlen("unacked")
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if idle():
+            time.sleep(0.5)
+            if idle():
+                return
+        time.sleep(0.1)
+    pytest.fail(f"the worker was still busy after {timeout}s")
+
+
 def worker_database_url() -> str:
     """DATABASE_URL with the database name pytest-django created (test_ask)."""
     from django.db import connection

@@ -13,7 +13,7 @@ from ingestion.services import article_edit
 from ingestion.tasks import reembed_changed
 from supportbot.locks import job_lock
 from tests import factories
-from tests.jobs.conftest import wait_until
+from tests.jobs.conftest import wait_until, wait_until_idle
 from tests.jobs.helpers import CachedEverywhere, current_chunk_ids, indexed_chunk_ids, kb_article, sections_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,6 +24,7 @@ NONE = {"exact": False, "semantic": False, "search": False}
 
 def test_saving_an_article_purges_its_cached_answers_from_every_layer_and_reindexes_it(demo, celery_worker):
     acme = demo["acme"]
+    wait_until_idle()  # a re-index still running would purge the search results made below
     returns = CachedEverywhere(acme, "What is your return policy?", "return-policy")
     two_fa = CachedEverywhere(acme, "How do I turn on two-factor authentication?", "two-factor-authentication")
     rp = Article.objects.get(tenant=acme, locale="en", external_id="return-policy")
@@ -78,3 +79,22 @@ def test_overlapping_runs_are_prevented_by_the_lock_across_processes(db, celery_
     assert run.status == JobRun.Status.SUCCEEDED
     assert indexed_chunk_ids(tenant) == current_chunk_ids(tenant)
     assert Chunk.objects.filter(is_current=True).count() == run.scanned
+
+
+def test_an_edit_reaches_cached_answers_that_do_not_cite_it_once_it_is_reindexed(demo, celery_worker):
+    """article_changed -> re-index on the worker -> index_refreshed -> purge of the answers whose
+    question now retrieves the edited article (issue 13, part 4)."""
+    acme = demo["acme"]
+    wait_until_idle()  # an earlier test's changes (or the demo's reload) are purged before these entries exist
+    stale = CachedEverywhere(acme, "Is there a student discount?", "price-match")
+    unrelated = CachedEverywhere(acme, "How do I turn on two-factor authentication?", "two-factor-authentication")
+    plus = Article.objects.get(tenant=acme, locale="en", external_id="plus-membership")
+    assert stale.layers() == unrelated.layers() == ALL
+
+    article_edit(plus, title=plus.title, url=plus.url, body=plus.body + "\n\n## Student discount\n\nStudents get "
+                 "a discount of 20% on Plus membership with a valid student card.\n")
+
+    wait_until(lambda: not stale.in_exact() and not stale.in_semantic(), timeout=90)
+    assert unrelated.in_exact() and unrelated.in_semantic()
+    record = wait_until(lambda: PurgeRecord.objects.filter(article_pk=plus.pk, trigger="retrieval").first())
+    assert (record.removed_exact, record.removed_semantic) == (1, 1)

@@ -25,3 +25,100 @@ def test_search_filters_locale_and_still_returns_k(acme):
 
 def test_search_of_unknown_scope_is_empty(acme):
     assert search_chunks(active_generation(), acme.pk, "fr", embed_query("returns"), 4) == []
+
+
+# --------------------------------------------------------------------------- hybrid search (issue 13)
+
+import pytest  # noqa: E402
+from django.test import override_settings  # noqa: E402
+
+from caching.layers.search import search_key  # noqa: E402
+from ingestion.models import Chunk  # noqa: E402
+from ingestion.textsearch import search_vectors_refresh, text_search_config  # noqa: E402
+from retrieval.search import query_terms, search_hybrid, text_matches  # noqa: E402
+
+
+def hybrid(tenant, locale, question, k=4):
+    return search_hybrid(active_generation(), tenant.pk, locale, question, embed_query(question), k)
+
+
+def test_each_locale_searches_with_its_language(db):
+    assert text_search_config("de") == "german"
+    assert text_search_config("de-AT") == "german"
+    assert text_search_config("en") == "english"
+    assert text_search_config("fr") == "simple"  # no configuration named: every word still found, unstemmed
+    assert query_terms("german", "Wie lange dauert die Lieferung nach Österreich?") == [
+        "dauert", "lang", "liefer", "osterreich"]
+    assert "ship" in query_terms("english", "Do you ship to Canada?")
+
+
+def test_an_exact_term_finds_its_article_when_the_embedding_does_not(acme):
+    """"USt-IdNr." (the German VAT id) is in one acme article; the English embedding model does not
+    know the word, full-text search does."""
+    question = "Wo trage ich meine USt-IdNr. ein?"
+    vector_only = search_chunks(active_generation(), acme.pk, "de", embed_query(question), 4)
+    assert "vat-invoices-and-tax-documents" not in [h.article_id for h in vector_only]  # else the test shows nothing
+    hits = hybrid(acme, "de", question)
+    found = [h for h in hits if h.article_id == "vat-invoices-and-tax-documents"]
+    assert found and found[0].term_coverage >= 0.5 and found[0].evidence
+
+
+def test_german_questions_find_german_articles_through_full_text(acme):
+    hits = hybrid(acme, "de", "Liefert ihr auch nach Kanada?")
+    assert "shipping-countries" in [h.article_id for h in hits]
+    de_ids = set(acme.articles.filter(locale="de").values_list("pk", flat=True))
+    assert {h.article_pk for h in hits} <= de_ids
+    matched = text_matches(active_generation(), acme.pk, "de", "Liefert ihr auch nach Kanada?",
+                           embed_query("Kanada"), 4)
+    assert matched and all(h.term_coverage > 0 for h in matched)
+
+
+def test_a_question_nothing_matches_is_not_covered(acme):
+    assert hybrid(acme, "en", "How do I cook pasta?") == []
+
+
+def test_a_passage_is_evidence_by_similarity_or_by_its_words(acme):
+    hits = hybrid(acme, "en", "Do you ship to Canada?")
+    assert hits and all(h.evidence for h in hits)
+    assert all(h.similarity >= 0.30 or h.term_coverage >= 0.5 for h in hits)
+    assert hits == sorted(hits, key=lambda h: -h.score)
+    with override_settings(RETRIEVAL_MIN_SIMILARITY=1.01, RETRIEVAL_MIN_TERM_COVERAGE=1.01):
+        assert hybrid(acme, "en", "Do you ship to Canada?") == []
+
+
+def test_the_search_key_names_the_search_method(acme, monkeypatch):
+    before = search_key("q", acme.pk, "en", 4, 1)
+    with override_settings(RETRIEVAL_MIN_TERM_COVERAGE=0.7):
+        assert search_key("q", acme.pk, "en", 4, 1) != before
+    from retrieval import search
+
+    monkeypatch.setattr(search, "RETRIEVAL_VERSION", "vector-only-0")
+    assert search_key("q", acme.pk, "en", 4, 1) != before
+
+
+def test_chunks_are_indexed_for_full_text_in_their_locale_and_rewritten_when_the_setting_changes(acme):
+    chunk = Chunk.objects.filter(article__tenant=acme, article__locale="de", is_current=True).first()
+    assert chunk.search_config == "german" and chunk.search_vector
+    assert search_vectors_refresh() == 0  # nothing to do while the settings are unchanged
+    with override_settings(TEXT_SEARCH_CONFIGS={"en": "english"}):
+        rewritten = search_vectors_refresh()
+        chunk.refresh_from_db()
+        assert rewritten >= Chunk.objects.filter(article__locale="de", is_current=True).count()
+        assert chunk.search_config == "simple"
+
+
+def test_tsquery_syntax_in_a_question_is_only_words(acme):
+    """Quotes, backslashes and tsquery operators in a question are searched as text, never parsed."""
+    question = "What's O'Brien's \\ back\\slash 'quoted' & | ! :* <-> ( ) policy on returns?"
+    matched = text_matches(active_generation(), acme.pk, "en", question, embed_query(question), 20)
+    assert "return-policy" in [h.article_id for h in matched]
+    assert isinstance(hybrid(acme, "en", question), list)
+
+
+def test_a_german_word_finds_the_compound_it_ends(acme):
+    """"Referenz" is in no passage; "Erstattungsreferenz" is, in the refunds article."""
+    question = "Was bedeutet die Referenz RF-208311?"
+    assert "refunds" in [h.article_id for h in hybrid(acme, "de", question)]
+    with override_settings(TEXT_SEARCH_COMPOUNDS=[]):
+        matched = text_matches(active_generation(), acme.pk, "de", question, embed_query(question), 4)
+        assert all(h.term_coverage < 0.5 for h in matched)  # without the compound part it is not evidence

@@ -6,7 +6,9 @@ from django.urls import reverse
 
 from caching import review, sampling
 from caching.models import Feedback, Label, LabeledPair, ReviewItem, SampledHit
+from supportbot import pipeline
 from supportbot.models import AskEvent
+from tests.caching.helpers import offer
 from tests.staff.conftest import served_hit
 
 RETURN_Q = "How do I return an item?"
@@ -42,17 +44,21 @@ def test_no_on_a_semantic_hit_via_the_api_opens_one_item_even_when_repeated(clie
     assert items[0].note == "this is about something else"
 
 
-def test_yes_on_a_hit_and_no_on_a_fresh_answer_open_nothing(client, acme, sample_nothing):
+def test_yes_on_a_hit_opens_nothing_and_no_on_a_fresh_answer_reaches_the_queue(client, acme, sample_nothing):
     ask, _, _ = served_hit(acme, RETURN_Q, RETURN_Q)
     client.post(reverse("chat-feedback", args=[acme.slug, ask.request_id]), {"helpful": "yes"})
-    fresh = AskEvent.objects.create(tenant=acme, locale="en", question="Where is the Denver store?",
-                                    answer="On Main Street [1].", status="answered", serving_layer="none")
+    assert not ReviewItem.objects.exists()
+    offered = offer(pipeline.Asker(acme, "en"), "Where is the Denver store?", article="opening-hours")
+    fresh = AskEvent.objects.get(request_id=offered.request_id)
+    assert fresh.serving_layer == "none"
     response = client.post(reverse("api-feedback", args=[acme.slug]),
                            json.dumps({"request_id": str(fresh.request_id), "helpful": False}),
                            content_type="application/json")
     assert response.status_code == 200
     assert Feedback.objects.filter(ask__in=[ask, fresh]).count() == 2
-    assert not ReviewItem.objects.exists()
+    item = ReviewItem.objects.get()
+    assert (item.ask, item.source, item.layer, item.decision.layer) == (fresh, "feedback", "fresh", "admission")
+    assert item.entry is not None and item.entry.source_ask_id == fresh.pk  # the entry it was admitted as
 
 
 def test_feedback_api_rejects_unknown_answers_and_bad_bodies(client, acme, initech, sample_nothing):
