@@ -24,6 +24,7 @@ from caching.layers.exact import ExactLayer
 from caching.layers.semantic import SemanticLayer
 from caching.models import (AuditLog, CacheDecision, Feedback, Label, LabeledPair, ReasonCode, ReviewItem, SampledHit,
                             SemanticEntry)
+from supportbot import metrics
 from supportbot.models import AskEvent
 from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down
 
@@ -243,6 +244,8 @@ def entry_quarantine(entry: SemanticEntry | None, exact_keys: list[str], user=No
     for key in exact_keys:
         exact_layer.delete(key)
     removed = {"semantic": semantic, "exact": len(exact_keys)}
+    for layer, count in removed.items():
+        metrics.EVICTIONS.labels(layer, "quarantine").inc(count)
     if entry is not None or exact_keys:
         target = entry if entry is not None else ("exact cache", exact_keys[0][-16:])
         audit(user, "quarantine", target, why=why, removed=removed, exact_keys=[k[-16:] for k in exact_keys])

@@ -6,6 +6,8 @@ class SupportbotConfig(AppConfig):
     verbose_name = "Ask"
 
     def ready(self):
-        from supportbot import receivers
+        from supportbot import receivers, tracing
 
         receivers.connect()
+        receivers.connect_metrics()
+        tracing.setup_from_settings()
