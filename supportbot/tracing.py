@@ -115,6 +115,8 @@ def _decision_attributes(decisions) -> dict:
             "saved_tokens": d.saved_tokens, "saved_ms": d.saved_ms, "lookup_ms": d.lookup_ms,
             "entry_age_s": d.entry_age_s,
         }
+        # the versions a semantic lookup filtered on (its key, in effect)
+        values.update({f"filter.{k}": v for k, v in (d.filters or {}).items() if isinstance(v, (str, int, float))})
         if settings.TRACING_CAPTURE_TEXT:
             values.update(reason=d.reason, candidate_question=d.candidate_question)
         out.update({prefix + k: v for k, v in values.items() if v not in (None, "")})
