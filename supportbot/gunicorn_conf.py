@@ -6,3 +6,10 @@ def child_exit(server, worker):
     from supportbot import metrics
 
     metrics.process_dead(worker.pid)
+
+
+def post_fork(server, worker):
+    """A web worker started: the newest start time marks a deploy for the alerts (deploy/prometheus)."""
+    from supportbot import metrics
+
+    metrics.WEB_STARTED.set_to_current_time()

@@ -77,6 +77,10 @@ MODEL_RETRIES = Counter("ask_model_retries", "Retried attempts to reach the mode
 CIRCUIT_OPEN = Gauge("ask_model_circuit_open", "1 while the model-server circuit breaker is open (failing fast).",
                      ["backend"], multiprocess_mode="livemax")
 
+# ----------------------------------------------------------------------------- deploys
+WEB_STARTED = Gauge("ask_web_worker_start_time_seconds", "Unix time the newest live web worker started (a deploy "
+                    "or a restart): alerts compare rates before and after it.", multiprocess_mode="livemax")
+
 _REASON_CODE = re.compile(r"[^a-z0-9]+")
 
 
