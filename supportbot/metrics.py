@@ -94,9 +94,22 @@ def reason_code(reason: str) -> str:
 
 # ----------------------------------------------------------------------------- recording an Ask
 
-# Dispositions that mean the layer was consulted (bypass, skipped, stored, refused: it was not).
+# Dispositions that mean the layer was consulted (bypass, skipped, stored, refused: it was not), and
+# the layers that are caches (eligibility and admission decide, they look nothing up).
 _LOOKED_UP = frozenset(("hit", "miss", "shadow_hit", "assist"))
+_CACHE_LAYERS = frozenset(("exact", "semantic", "search", "embedding", "prefix"))
 _STEP_TIMINGS = (("exact", "exact"), ("semantic", "semantic"), ("retrieval", "retrieval"))
+_children: dict[tuple, object] = {}
+
+
+def _child(metric, *labels):
+    """``metric.labels(*labels)``, remembered: a hit updates about ten series, and prometheus_client's
+    ``labels()`` (validation and a lock) costs as much as the update itself. Bounded like the labels."""
+    key = (metric, labels)
+    child = _children.get(key)
+    if child is None:
+        child = _children[key] = metric.labels(*labels)
+    return child
 
 
 def ask_observe(tenant: str, layer: str, status: str, total_ms: float, timings: dict, decisions,
@@ -106,29 +119,29 @@ def ask_observe(tenant: str, layer: str, status: str, total_ms: float, timings: 
     ``decisions``: the Ask's ``LayerResult`` list; ``result``: its ``GenerationResult`` or None.
     Never raises: a metric that cannot be written must not cost an answer."""
     try:
-        ASKS.labels(tenant, layer, status).inc()
-        ASK_SECONDS.labels(tenant, layer).observe(total_ms / 1000.0)
+        _child(ASKS, tenant, layer, status).inc()
+        _child(ASK_SECONDS, tenant, layer).observe(total_ms / 1000.0)
         for d in decisions:
             disposition = d.disposition
-            DECISIONS.labels(tenant, d.layer, disposition).inc()
-            if disposition in _LOOKED_UP:
-                LOOKUPS.labels(tenant, d.layer).inc()
+            _child(DECISIONS, tenant, d.layer, disposition).inc()
+            if disposition in _LOOKED_UP and d.layer in _CACHE_LAYERS:
+                _child(LOOKUPS, tenant, d.layer).inc()
                 if disposition == "hit":
-                    HITS.labels(tenant, d.layer).inc()
+                    _child(HITS, tenant, d.layer).inc()
                 elif disposition == "shadow_hit":
-                    SHADOW_HITS.labels(tenant, d.layer).inc()
+                    _child(SHADOW_HITS, tenant, d.layer).inc()
             elif disposition == "refused" and d.layer == "admission":
-                ADMISSION_REFUSALS.labels(tenant, reason_code(d.reason)).inc()
+                _child(ADMISSION_REFUSALS, tenant, reason_code(d.reason)).inc()
         for name, layer_name in _STEP_TIMINGS:
             ms = timings.get(name)
             if ms is not None:
-                LOOKUP_SECONDS.labels(tenant, layer_name).observe(ms / 1000.0)
+                _child(LOOKUP_SECONDS, tenant, layer_name).observe(ms / 1000.0)
         if result is not None and (result.prompt_tokens or result.completion_tokens):
             model = model or result.model
-            PROMPT_TOKENS.labels(tenant, model).inc(result.prompt_tokens)
-            COMPLETION_TOKENS.labels(tenant, model).inc(result.completion_tokens)
+            _child(PROMPT_TOKENS, tenant, model).inc(result.prompt_tokens)
+            _child(COMPLETION_TOKENS, tenant, model).inc(result.completion_tokens)
             if result.cached_tokens:
-                CACHED_PROMPT_TOKENS.labels(tenant, model).inc(result.cached_tokens)
+                _child(CACHED_PROMPT_TOKENS, tenant, model).inc(result.cached_tokens)
     except Exception:  # noqa: BLE001 - metrics are never worth an answer
         log.exception("could not update the Ask metrics")
 

@@ -88,6 +88,10 @@ def ask_finish(state) -> None:
     if _tracer is None:
         return
     span = _ask_span(state)
+    state.trace = None
+    if not span.is_recording():
+        span.end()
+        return
     span.set_attributes({"ask.layer": state.layer, "ask.status": state.status,
                          "ask.total_ms": float(state.timings.get("total", 0.0))})
     if state.eligibility is not None:
@@ -99,7 +103,6 @@ def ask_finish(state) -> None:
     if settings.TRACING_CAPTURE_TEXT:
         span.set_attribute("ask.answer", state.answer)
     span.end()
-    state.trace = None
 
 
 def _decision_attributes(decisions) -> dict:
@@ -131,20 +134,24 @@ def step(name: str):
         def traced(state, *args, **kwargs):
             if _tracer is None:
                 return fn(state, *args, **kwargs)
-            parent = trace.set_span_in_context(_ask_span(state))
+            ask_span = _ask_span(state)
+            if not ask_span.is_recording():  # the sampler dropped this Ask: its steps cost nothing more
+                return fn(state, *args, **kwargs)
+            parent = trace.set_span_in_context(ask_span)
             before = len(state.layers)
             with _tracer.start_as_current_span(f"ask.{name}", context=parent) as span:
                 try:
                     return fn(state, *args, **kwargs)
                 finally:
-                    span.set_attributes(_decision_attributes(state.layers[before:]))
+                    if span.is_recording():  # a trace the sampler dropped costs no attributes
+                        span.set_attributes(_decision_attributes(state.layers[before:]))
         return traced
     return decorate
 
 
 def generation_stream(state, items):
     """Wrap the backend's stream: an ``ask.generation`` span from the request to the last token."""
-    if _tracer is None:
+    if _tracer is None or not _ask_span(state).is_recording():
         yield from items
         return
     span = _tracer.start_span("ask.generation", context=trace.set_span_in_context(_ask_span(state)))
