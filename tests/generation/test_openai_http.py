@@ -8,12 +8,12 @@ import time
 import pytest
 
 from supportbot.generation.base import ChatRequest, GenerationError
+from supportbot.generation.fleet import parse_prefix_cache_metrics
 from supportbot.generation.openai_http import (
     AFFINITY_HEADER,
     OpenAIHTTPBackend,
     affinity_key,
     normalize_base_url,
-    parse_prefix_cache_metrics,
 )
 
 REQUEST = ChatRequest(messages=[{"role": "user", "content": "hi"}],
