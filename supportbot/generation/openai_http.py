@@ -32,10 +32,8 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import httpx2
 import openai
 import pybreaker

@@ -114,7 +114,7 @@ def test_client_errors_are_not_retried(backend):
         backend.complete(bad)
     assert err.value.reason == "client_error" and err.value.status == 400 and "temperature" in str(err.value)
     assert http_count(backend.port, 400) - before == 1
-    assert backend.breaker.state == "closed"
+    assert backend.breaker_state == "closed"
 
 
 def test_prompt_longer_than_the_context_is_a_client_error(backend):
