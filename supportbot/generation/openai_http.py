@@ -103,7 +103,7 @@ class _NoTimeLeft(Exception):
 
 class _Client(openai.OpenAI):
     """The openai client with this backend's retry delay: ``backoff_s * 2**n`` with jitter, at least
-    a 429's ``Retry-After``, never past the call's deadline (``_Client.deadline``, per thread)."""
+    a 429's ``Retry-After``, never past the call's deadline (``call.deadline``, set per thread)."""
 
     def __init__(self, *, backoff_s: float, backend_url: str, **kwargs):
         super().__init__(**kwargs)
