@@ -26,4 +26,4 @@ demo: migrate
 	$(PY) manage.py load_demo
 
 clean-var:
-	rm -rf var/pg var/redis var/run
+	rm -rf var/pg var/redis var/redis-broker var/run

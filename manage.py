@@ -7,6 +7,9 @@ def main():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
     from django.core.management import execute_from_command_line
 
+    from supportbot.schema import ensure_migrated
+
+    ensure_migrated(sys.argv)  # an unmigrated database: migrated (embedded) or one line saying what to run
     execute_from_command_line(sys.argv)
 
 

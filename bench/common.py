@@ -152,6 +152,7 @@ class Scratch:
 
         from caching.models import EntryCitation, SemanticEntry
         from ingestion.models import Article
+        from retrieval.embeddings import embeddings_forget, question_scope
         from supportbot.models import Tenant
         from supportbot.redis_client import get_redis
 
@@ -162,7 +163,8 @@ class Scratch:
         r = get_redis()
         # exact answers and rate-limit counters carry the tenant slug; search results and answers are
         # also listed in the reverse index of each scratch article
-        doomed = {k for pattern in (f"ans:*:{self.run}-*", f"rl:*:{self.run}-*")
+        doomed = {k for pattern in (f"ans:*:{self.run}-*", f"ans-idx:*:{self.run}-*", f"rl:*:{self.run}-*",
+                                    *(f"srch:{pk}:*" for pk in ids))
                   for k in r.scan_iter(match=pattern, count=1000)}
         for pk in article_pks:
             for kind in ("ans", "srch"):
@@ -170,6 +172,8 @@ class Scratch:
                 doomed.update(r.smembers(cite))
                 doomed.add(cite.encode())
         doomed.update(self._embedding_keys)
+        for pk in ids:  # the vectors of the run's questions, cached in each tenant's scope
+            embeddings_forget(question_scope(pk))
         doomed = sorted(doomed)
         for start in range(0, len(doomed), 1000):
             r.delete(*doomed[start:start + 1000])

@@ -17,8 +17,10 @@ Traffic, over loopback with httpx from Python threads:
   retrieval, then the CPU model (``GENERATION_TIMEOUT_S`` is short so misses fail fast while the
   model is down). Misses are a small share because the model takes seconds per answer.
 
-Faults: Redis is killed at 30% of the run and restarted 15 s later (with empty caches); the model
-server is killed at 60% and restarted 30 s later.
+Faults: Redis is killed at 30% of the run and restarted 15 s later (with empty caches); at 45% it
+is held at its memory limit for 20 s (``maxmemory`` set to what it holds, policy ``noeviction``, so
+every write is refused with an OOM error reply while reads go on); the model server is killed at
+60% and restarted 30 s later.
 
 Every offered answer carries a marker naming its tenant, so any served answer can be traced. The
 check, from the responses and the AskEvent records: every response maps to exactly one record of
@@ -170,7 +172,7 @@ def start_gunicorn(port: int, redis_url: str, model_port: int, workers: int, thr
     # DATABASE_URL is in the environment by now (settings set it when they started the embedded one)
     env = dict(os.environ, REDIS_URL=redis_url, EMBEDDED_MODEL_PORT=str(model_port), GENERATION_TIMEOUT_S="15",
                GENERATION_MAX_RETRIES="1", GENERATION_BREAKER_RESET_S="5", RATELIMIT_CLIENT_REQUESTS="1000000",
-               RATELIMIT_TENANT_REQUESTS="1000000", LOG_LEVEL="WARNING")
+               RATELIMIT_TENANT_REQUESTS="1000000", RATELIMIT_API_KEY_REQUESTS="1000000", LOG_LEVEL="WARNING")
     log = open(log_path, "ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "supportbot.wsgi", "--bind", f"{HOST}:{port}", "--worker-class",
@@ -403,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
         load.stop.wait(15)
         procs["redis"] = start_redis(redis_port)
         mark("redis restarted (empty)", "after_redis_restart")
+        at(0.45)
+        full = redis_at_memory_limit(redis_url)
+        mark(f"redis at its memory limit ({full} bytes, noeviction)", "redis_full")
+        load.stop.wait(20)
+        redis_at_memory_limit(redis_url, release=True)
+        mark("redis memory limit lifted", "after_redis_full")
         at(0.60)
         procs["model"].kill()
         procs["model"].wait(timeout=10)
@@ -440,6 +448,20 @@ def main(argv: list[str] | None = None) -> int:
         if procs.get("redis") is not None and procs["redis"].poll() is None:
             procs["redis"].kill()
         Tenant.objects.filter(slug__in=TENANTS).delete()
+
+
+def redis_at_memory_limit(url: str, *, release: bool = False) -> int:
+    """Hold the bench's Redis at what it holds now, refusing every write (OOM), or lift the limit."""
+    import redis
+
+    r = redis.Redis.from_url(url)
+    if release:
+        r.config_set("maxmemory", 0)
+        return 0
+    used = r.info("memory")["used_memory"]
+    r.config_set("maxmemory-policy", "noeviction")
+    r.config_set("maxmemory", used)
+    return used
 
 
 def report(results: list[Result], summary: dict, elapsed: float, args) -> None:

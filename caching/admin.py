@@ -1,10 +1,11 @@
 from django.contrib import admin
 
 from caching.models import PurgeRecord
+from supportbot.tenancy import AllTenantsOnlyAdmin, TenantScopedAdmin
 
 
 @admin.register(PurgeRecord)
-class PurgeRecordAdmin(admin.ModelAdmin):
+class PurgeRecordAdmin(TenantScopedAdmin):
     """Every citation-based purge: which article version, what triggered it, entries removed per layer."""
 
     list_display = ("created_at", "article_pk", "article", "version", "trigger", "removed_exact",
@@ -44,7 +45,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReviewItem)
-class ReviewItemAdmin(ReadOnlyAdmin):
+class ReviewItemAdmin(TenantScopedAdmin, ReadOnlyAdmin):
     """Resolved and open items; act on them in the review queue (/admin/ask/queue/), where it is audited."""
 
     list_display = ("created_at", "source", "status", "reason", "layer", "tenant", "ask", "resolved_by", "resolved_at")
@@ -55,7 +56,8 @@ class ReviewItemAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Feedback)
-class FeedbackAdmin(ReadOnlyAdmin):
+class FeedbackAdmin(TenantScopedAdmin, ReadOnlyAdmin):
+    tenant_path = "ask__tenant"
     list_display = ("created_at", "ask", "helpful", "comment")
     list_filter = ("helpful",)
     search_fields = ("comment", "ask__question")
@@ -63,7 +65,8 @@ class FeedbackAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Label)
-class LabelAdmin(ReadOnlyAdmin):
+class LabelAdmin(TenantScopedAdmin, ReadOnlyAdmin):
+    tenant_path = "decision__tenant"
     list_display = ("created_at", "decision", "verdict", "reason", "source", "labeler")
     list_filter = ("verdict", "reason", "source")
     date_hierarchy = "created_at"
@@ -71,14 +74,14 @@ class LabelAdmin(ReadOnlyAdmin):
 
 
 @admin.register(SampledHit)
-class SampledHitAdmin(ReadOnlyAdmin):
+class SampledHitAdmin(TenantScopedAdmin, ReadOnlyAdmin):
     list_display = ("created_at", "stratum", "intent", "why", "labeled", "tenant")
     list_filter = ("stratum", "labeled", "why", "intent", "tenant")
     raw_id_fields = ("decision",)
 
 
 @admin.register(LabeledPair)
-class LabeledPairAdmin(admin.ModelAdmin):
+class LabeledPairAdmin(TenantScopedAdmin):
     """The calibration set; staff may correct a pair's label here."""
 
     list_display = ("created_at", "should_hit", "reason", "source", "similarity", "cached_question", "new_question")
@@ -89,7 +92,9 @@ class LabeledPairAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditLog)
-class AuditLogAdmin(ReadOnlyAdmin):
+class AuditLogAdmin(AllTenantsOnlyAdmin, ReadOnlyAdmin):
+    """Staff actions across tenants (the details name tenants and entries): platform staff only."""
+
     list_display = ("created_at", "actor", "action", "object_type", "object_id", "details")
     list_filter = ("action", "object_type")
     search_fields = ("object_id", "actor__username")
@@ -98,7 +103,7 @@ class AuditLogAdmin(ReadOnlyAdmin):
 
 
 @admin.register(HourlyRollup)
-class HourlyRollupAdmin(ReadOnlyAdmin):
+class HourlyRollupAdmin(TenantScopedAdmin, ReadOnlyAdmin):
     list_display = ("hour", "tenant", "layer", "disposition", "intent", "count", "saved_tokens", "saved_ms")
     list_filter = ("layer", "disposition", "tenant")
     date_hierarchy = "hour"

@@ -29,9 +29,10 @@ from caching import guards
 from caching.evaluation import read_pairs
 from caching.models import LabeledPair, ThresholdSetting
 from caching.review import audit
+from caching.rollups import tenant_lookup
 from caching.stats import wilson
 from caching.thresholds import current_thresholds, invalidate_thresholds
-from retrieval.embeddings import embed_texts, get_embedder
+from retrieval.embeddings import SHARED, embed_texts, get_embedder
 
 NO_THRESHOLD = {intent: -1.0 for intent in guards.INTENT_CLASSES}
 
@@ -80,22 +81,25 @@ class Curve:
 
 # --------------------------------------------------------------------------- pairs
 
-def similarities(texts_a: list[str], texts_b: list[str]) -> list[float]:
-    """Cosine similarity of each (a, b) with the real embedding model (vectors are normalised)."""
+def similarities(texts_a: list[str], texts_b: list[str], *, cache: str | None = SHARED) -> list[float]:
+    """Cosine similarity of each (a, b) with the real embedding model (vectors are normalised).
+    ``cache=None`` for customers' questions: their vectors stay out of the shared embedding cache."""
     unique = sorted(set(texts_a) | set(texts_b))
     if not unique:
         return []
-    vectors = dict(zip(unique, embed_texts(unique)))
+    vectors = dict(zip(unique, embed_texts(unique, cache=cache)))
     return [float(vectors[a] @ vectors[b]) for a, b in zip(texts_a, texts_b)]
 
 
-def pairs_from_db(tenant_id: int | None = None) -> list[Pair]:
-    """Labelled pairs from review and labelling; similarities of another embedding version are redone."""
-    rows = list(LabeledPair.objects.all() if tenant_id is None else LabeledPair.objects.filter(tenant_id=tenant_id))
+def pairs_from_db(tenant_id=None) -> list[Pair]:
+    """Labelled pairs from review and labelling; similarities of another embedding version are redone.
+    ``tenant_id``: one tenant, a collection of tenants or None for all (``rollups.tenant_lookup``)."""
+    rows = list(LabeledPair.objects.filter(**tenant_lookup(tenant_id)))
     version = get_embedder().version
     stale = [r for r in rows if r.similarity is None or r.embedding_version != version]
     if stale:
-        for r, sim in zip(stale, similarities([r.cached_question for r in stale], [r.new_question for r in stale])):
+        for r, sim in zip(stale, similarities([r.cached_question for r in stale], [r.new_question for r in stale],
+                                                 cache=None)):
             r.similarity, r.embedding_version = sim, version
         LabeledPair.objects.bulk_update(stale, ["similarity", "embedding_version"])
     return [Pair(r.cached_question, r.new_question, r.should_hit, r.similarity, r.source) for r in rows]

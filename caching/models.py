@@ -291,7 +291,8 @@ class ReviewItem(models.Model):
 
 class LabeledPair(models.Model):
     """(cached question, new question, should_hit): the calibration set. Negatives confirmed in
-    review are kept here after their entry is gone."""
+    review are kept here after their entry is gone, but no longer than the decision they came from
+    (both questions are customers' words: retention and erasure take the pair with the decision)."""
 
     class Source(models.TextChoices):
         LABEL = "label", "labelled sample"
@@ -300,7 +301,7 @@ class LabeledPair(models.Model):
 
     tenant = models.ForeignKey("supportbot.Tenant", null=True, blank=True, on_delete=models.CASCADE,
                                related_name="+")
-    decision = models.OneToOneField(CacheDecision, null=True, blank=True, on_delete=models.SET_NULL,
+    decision = models.OneToOneField(CacheDecision, null=True, blank=True, on_delete=models.CASCADE,
                                     related_name="labeled_pair")
     cached_question = models.TextField()
     new_question = models.TextField()
@@ -359,3 +360,25 @@ class HourlyRollup(models.Model):
 
     def __str__(self):
         return f"{self.hour:%Y-%m-%d %H}h {self.tenant_id} {self.layer}/{self.disposition} {self.intent}: {self.count}"
+
+
+class CacheChurn(models.Model):
+    """Entries that left a cache before anyone removed them on purpose, per hour, tenant and layer:
+    ``evicted`` by the tenant's cap (``EXACT_CACHE_MAX_KEYS_PER_TENANT``,
+    ``SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT``), ``expired`` at the end of their lifetime."""
+
+    class Kind(models.TextChoices):
+        EVICTED = "evicted"
+        EXPIRED = "expired"
+
+    hour = models.DateTimeField()
+    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    layer = models.CharField(max_length=12)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hour", "tenant", "layer", "kind"], name="churn_hour_unique")]
+
+    def __str__(self):
+        return f"{self.hour:%Y-%m-%d %H}h {self.tenant_id} {self.layer} {self.kind}: {self.count}"

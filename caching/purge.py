@@ -24,6 +24,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from caching.churn import churn_add
 from caching.layers.exact import ExactLayer
 from caching.layers.exact import _cite_key as exact_cite_key
 from caching.layers.search import SearchLayer
@@ -171,18 +172,23 @@ def purge_sweep(*, task_id: str = "", attempt: int = 1):
 
 def semantic_expired_cleanup(*, task_id: str = "", attempt: int = 1):
     """Retire active semantic entries past their expiry; delete entries that stopped serving long ago
-    (quarantined ones are evidence for staff review and stay)."""
+    (quarantined ones are evidence for staff review and stay, until ``supportbot.retention`` deletes
+    them with the records after ``RECORD_RETENTION_DAYS``)."""
     with job_run("semantic_expired_cleanup", task_id=task_id, attempt=attempt) as ctx:
         now = timezone.now()
-        retired = SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE, expires_at__lte=now).update(
+        expiring = list(SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE, expires_at__lte=now)
+                        .values_list("pk", "tenant_id"))
+        retired = SemanticEntry.objects.filter(pk__in=[pk for pk, _ in expiring],
+                                               status=SemanticEntry.Status.ACTIVE).update(
             status=SemanticEntry.Status.RETIRED)
+        for tenant_id, n in Counter(t for _, t in expiring).items():
+            churn_add(tenant_id, semantic_layer.name, expired=n)
         cutoff = now - timedelta(days=settings.SEMANTIC_CACHE_RETENTION_DAYS)
         dead = SemanticEntry.objects.filter(
             status__in=[SemanticEntry.Status.RETIRED, SemanticEntry.Status.PURGED], expires_at__lt=cutoff)
         deleted = dead.filter(pk__in=dead.values("pk")[:50000]).delete()[1].get(SemanticEntry._meta.label, 0)
         ctx.record(changed=retired, removed=deleted)
-        metrics.EVICTIONS.labels("semantic", "expired").inc(retired)
-        metrics.EVICTIONS.labels("semantic", "retention").inc(deleted)
+        metrics.EVICTIONS.labels("semantic", "retention").inc(deleted)  # expiries: counted by churn_add
         ctx.run.detail.update({"retired_expired": retired, "deleted": deleted})
     return ctx.run
 

@@ -24,9 +24,10 @@ from caching.layers.exact import ExactLayer
 from caching.layers.semantic import SemanticLayer
 from caching.models import (AuditLog, CacheDecision, Feedback, Label, LabeledPair, ReasonCode, ReviewItem, SampledHit,
                             SemanticEntry)
+from caching.rollups import tenant_lookup
 from supportbot import metrics
 from supportbot.models import AskEvent
-from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down
+from supportbot.redis_client import RedisUnavailable, get_redis, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +75,8 @@ def exact_keys_of(decision: CacheDecision, entry: SemanticEntry | None) -> list[
         try:
             keys.update(k.decode() if isinstance(k, bytes) else k
                         for k in get_redis().scan_iter(match=pattern, count=1000))
-        except RedisUnavailable:
-            mark_redis_down()
+        except RedisUnavailable as exc:
+            redis_failed(exc)
             raise ReviewError("Redis is unavailable: the exact cache cannot be cleared now, try again") from None
     return sorted(keys)
 
@@ -150,9 +151,10 @@ def label_sample(sample: SampledHit, verdict: str, reason: str, user) -> Label:
     return label
 
 
-def next_sample(exclude_ids=()) -> SampledHit | None:
-    """The oldest unlabelled sampled hit, skipping the ones this labeller passed on."""
-    return (SampledHit.objects.filter(labeled=False).exclude(pk__in=list(exclude_ids))
+def next_sample(exclude_ids=(), tenant_id=None) -> SampledHit | None:
+    """The oldest unlabelled sampled hit, skipping the ones this labeller passed on; ``tenant_id``:
+    one tenant, a collection of tenants or None for all (``rollups.tenant_lookup``)."""
+    return (SampledHit.objects.filter(labeled=False, **tenant_lookup(tenant_id)).exclude(pk__in=list(exclude_ids))
             .select_related("decision__ask", "tenant").order_by("created_at", "pk").first())
 
 
@@ -265,7 +267,7 @@ def answer_scope(tenant, locale: str, question: str):
 
 
 def staff_answer_store(ask: AskEvent, answer: str, citations: list[dict]) -> SemanticEntry:
-    from retrieval.embeddings import embed_query
+    from retrieval.embeddings import embed_query, question_scope
     from supportbot import pipeline
 
     state = answer_scope(ask.tenant, ask.locale, ask.question)
@@ -276,10 +278,11 @@ def staff_answer_store(ask: AskEvent, answer: str, citations: list[dict]) -> Sem
                           model=state.spec.model, prompt_version=state.spec.prompt_version,
                           source_request=str(ask.request_id), question=ask.question)
     entry = SemanticLayer().store(pipeline.semantic_scope(state), question=ask.question,
-                                  normalized_question=state.normalized, vector=embed_query(ask.question),
+                                  normalized_question=state.normalized,
+                                  vector=embed_query(ask.question, cache=question_scope(ask.tenant_id)),
                                   answer=cached, exact_key=state.key, source=SemanticEntry.Source.STAFF,
                                   source_ask=ask)
-    ExactLayer().store(state.key, cached)
+    ExactLayer().store(state.key, cached, ask.tenant_id)
     return entry
 
 

@@ -21,6 +21,16 @@ SUM_FIELDS = ("count", "saved_tokens", "saved_ms", "lookup_ms", "prompt_tokens",
               "cached_tokens", "model_ms")
 
 
+def tenant_lookup(tenant_id, field: str = "tenant_id") -> dict:
+    """The filter for ``tenant_id``: None is every tenant, an int one tenant, a collection of ints
+    those tenants (a staff user's, ``supportbot.tenancy``)."""
+    if tenant_id is None:
+        return {}
+    if isinstance(tenant_id, int):
+        return {field: tenant_id}
+    return {f"{field}__in": sorted(tenant_id)}
+
+
 def floor_hour(moment: datetime) -> datetime:
     return moment.replace(minute=0, second=0, microsecond=0)
 
@@ -29,8 +39,7 @@ def decision_groups(start: datetime, end: datetime, by=("hour", "tenant_id", "la
                     tenant_id: int | None = None):
     """Sums of CacheDecision rows created in [start, end), grouped by ``by`` (``hour`` is truncated)."""
     qs = CacheDecision.objects.filter(created_at__gte=start, created_at__lt=end)
-    if tenant_id is not None:
-        qs = qs.filter(tenant_id=tenant_id)
+    qs = qs.filter(**tenant_lookup(tenant_id))
     if "hour" in by:
         qs = qs.annotate(hour=TruncHour("created_at"))
     return (qs.values(*by).order_by()
@@ -43,8 +52,7 @@ def generation_groups(start: datetime, end: datetime, by=("hour", "tenant_id", "
     """Sums over fresh model answers in [start, end): what a model call costs, per group."""
     qs = AskEvent.objects.filter(created_at__gte=start, created_at__lt=end, serving_layer=AskEvent.Layer.NONE,
                                  status=AskEvent.Status.ANSWERED, completion_tokens__gt=0)
-    if tenant_id is not None:
-        qs = qs.filter(tenant_id=tenant_id)
+    qs = qs.filter(**tenant_lookup(tenant_id))
     if "hour" in by:
         qs = qs.annotate(hour=TruncHour("created_at"))
     return (qs.values(*by).order_by()
@@ -110,8 +118,7 @@ def rollup_groups(start: datetime, end: datetime, by, tenant_id: int | None = No
     rolled_end = min(end, current)
     if start < rolled_end:
         qs = HourlyRollup.objects.filter(hour__gte=start, hour__lt=rolled_end)
-        if tenant_id is not None:
-            qs = qs.filter(tenant_id=tenant_id)
+        qs = qs.filter(**tenant_lookup(tenant_id))
         if layers is not None:
             qs = qs.filter(layer__in=list(layers))
         fields = [f for f in by if f != "bucket"]

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from caching.models import CacheDecision, SampledHit
-from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
+from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ def _day_counts(day: str, strata: set[tuple[str, str]]) -> Counter | None:
     order = sorted(strata)
     try:
         values = get_redis().mget([_day_key(day, s, i) for s, i in order])
-    except RedisUnavailable:
-        mark_redis_down()
+    except RedisUnavailable as exc:
+        redis_failed(exc)
         return None
     return Counter({k: int(v or 0) for k, v in zip(order, values)})
 
@@ -115,5 +115,5 @@ def _day_counts_add(day: str, taken: Counter) -> None:
             pipe.incrby(key, n)
             pipe.expire(key, 2 * 86400)
         pipe.execute()
-    except RedisUnavailable:
-        mark_redis_down()
+    except RedisUnavailable as exc:
+        redis_failed(exc)

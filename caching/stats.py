@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import OuterRef, Subquery
 
 from caching.models import Label, SampledHit
-from caching.rollups import GENERATION, rollup_groups
+from caching.rollups import GENERATION, rollup_groups, tenant_lookup
 
 # The layers on the dashboard, in the order a request meets them, and what counts as a lookup.
 LAYERS: tuple[str, ...] = ("exact", "semantic", "retrieval", "embedding", "prefix")
@@ -66,8 +66,7 @@ def latest_sample_labels(start: datetime | None = None, end: datetime | None = N
         qs = qs.filter(created_at__gte=start)
     if end is not None:
         qs = qs.filter(created_at__lt=end)
-    if tenant_id is not None:
-        qs = qs.filter(tenant_id=tenant_id)
+    qs = qs.filter(**tenant_lookup(tenant_id))
     return qs.annotate(verdict=Subquery(newest)).values_list("stratum", "intent", "verdict")
 
 
@@ -278,14 +277,15 @@ def money_saved(layers: dict[str, dict], econ: list[Economics], intents: dict[st
 
 
 def dashboard(start, end, tenant_id=None, bucket="hour") -> dict:
-    """Everything the dashboard shows, from two reads of the roll-ups (and labels)."""
+    """Everything the dashboard shows, from two reads of the roll-ups (and labels). ``tenant_id``: one
+    tenant, a collection of tenants (a staff user's, with per-tenant rows) or None for all."""
     groups = traffic(start, end, tenant_id)
     layers = layer_totals(start, end, tenant_id, groups=groups)
     table = intent_table(start, end, tenant_id, groups=groups)
     econ = economics(start, end, tenant_id, data=table)
     intents = table["intents"]
     return {
-        "tenants": tenant_layer_rates(start, end, groups=groups) if tenant_id is None else {},
+        "tenants": tenant_layer_rates(start, end, groups=groups) if not isinstance(tenant_id, int) else {},
         "layers": layers,
         "series": hit_rate_series(start, end, tenant_id, bucket),
         "wrong": wrong_hit_rates(start, end, tenant_id),
@@ -311,3 +311,22 @@ def tenant_layer_rates(start, end, groups=None) -> dict[int, dict[str, dict]]:
             t["hit_rate"] = _rate(t["hits"], t["lookups"])
             t["shadow_rate"] = _rate(t["shadow_hits"], t["lookups"])
     return out
+
+
+# --------------------------------------------------------------------------- cache sizes and churn
+
+def cache_sizes(start: datetime, end: datetime, tenants) -> dict:
+    """Per tenant: live exact and semantic entries against their caps, and the entries evicted by a
+    cap or expired in [start, end); with the cache Redis's own memory, policy and counters."""
+    from caching.churn import churn_totals, redis_memory
+    from caching.layers.exact import ExactLayer
+    from caching.layers.semantic import SemanticLayer
+
+    exact, semantic = ExactLayer(), SemanticLayer()
+    churn = churn_totals(start, end, [t.pk for t in tenants])
+    rows = [{"tenant": t, "exact": exact.tenant_size(t.slug), "semantic": semantic.tenant_size(t.pk),
+             **{f"{layer}_{kind}": churn.get((t.pk, layer, kind), 0)
+                for layer in ANSWER_LAYERS for kind in ("evicted", "expired")}}
+            for t in tenants]
+    return {"rows": rows, "exact_cap": settings.EXACT_CACHE_MAX_KEYS_PER_TENANT,
+            "semantic_cap": settings.SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT, "redis": redis_memory()}

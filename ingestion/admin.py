@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 
 from ingestion.models import Article, ArticleVersion, Chunk, JobRun
 from ingestion.services import article_edit
+from supportbot.tenancy import AllTenantsOnlyAdmin, TenantScopedAdmin
 
 
 class ArticleForm(forms.ModelForm):
@@ -24,7 +25,7 @@ class VersionInline(admin.TabularInline):
 
 
 @admin.register(Article)
-class ArticleAdmin(admin.ModelAdmin):
+class ArticleAdmin(TenantScopedAdmin):
     """Editing an article here creates a new version and purges every cached answer citing it."""
 
     form = ArticleForm
@@ -44,7 +45,8 @@ class ArticleAdmin(admin.ModelAdmin):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(TenantScopedAdmin):
+    tenant_path = "article__tenant"
     list_display = ("article", "ordinal", "heading", "is_current", "content_hash")
     list_filter = ("is_current",)
     search_fields = ("text",)
@@ -52,7 +54,7 @@ class ChunkAdmin(admin.ModelAdmin):
 
 
 @admin.register(JobRun)
-class JobRunAdmin(admin.ModelAdmin):
+class JobRunAdmin(AllTenantsOnlyAdmin):
     """Every background job run (nightly re-embed, re-index after a change, purge sweep, model upgrade):
     read-only; a running one shows its progress (reload the page)."""
 

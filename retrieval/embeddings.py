@@ -1,8 +1,12 @@
 """The embedding service: one sentence-transformers model per process, named by
 model + version, behind a Redis embedding cache shared by ingestion and queries.
 
-Cache key: ``emb:{model}:{model_version}:{sha256(text)}``, so switching model or
-version can never return an old vector.
+Cache key: ``emb:{model}:{model_version}:{sha256(text)}`` for knowledge-base text, so switching
+model or version can never return an old vector. A customer's question is cached only in its
+tenant's scope, ``emb:{model}:{model_version}:t{tenant}:{sha256(text)}``: a fast embedding then says
+nothing about what another tenant asked, and erasing a customer finds the vectors of their questions
+under every model version (``embeddings_forget``). Personal questions are not cached at all
+(``cache=None``).
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
+from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +55,8 @@ class EmbedStats:
     model_calls: int = 0  # texts actually sent through the model
     redis_errors: int = 0
     cache_skipped: bool = False
+    uncached: int = 0  # texts embedded without the cache on purpose (``cache=None``)
+    redis_error: str = ""  # the last Redis failure, for the record
 
 
 class Embedder:
@@ -120,8 +126,29 @@ class Embedder:
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2, dim=1).numpy()
 
-    def cache_key(self, text: str) -> str:
-        return f"emb:{self.name}:{self.version}:{text_hash(text)}"
+    def cache_key(self, text: str, scope: str = "") -> str:
+        """``scope``: "" for knowledge-base text (shared), ``question_scope(tenant)`` for questions."""
+        return f"emb:{self.name}:{self.version}:{scope + ':' if scope else ''}{text_hash(text)}"
+
+
+SHARED = ""
+
+
+def question_scope(tenant_id: int) -> str:
+    """The embedding-cache scope of a tenant's customers' questions."""
+    return f"t{int(tenant_id)}"
+
+
+def embeddings_forget(scope: str, texts: list[str] | None = None) -> int:
+    """Delete the cached vectors of ``texts`` (every one when None) in a question scope, under
+    every model and version; returns how many went. Raises the Redis error (erasure aborts)."""
+    if not scope:
+        raise ValueError("only a question scope can be forgotten")
+    wanted = None if texts is None else {text_hash(t).encode() for t in texts}
+    r = get_redis()
+    doomed = [k for k in r.scan_iter(match=f"emb:*:{scope}:*", count=1000)
+              if wanted is None or k.rsplit(b":", 1)[-1] in wanted]
+    return sum(r.delete(*doomed[i:i + 500]) for i in range(0, len(doomed), 500))
 
 
 _embedder: Embedder | None = None
@@ -143,24 +170,31 @@ def set_embedder(embedder: Embedder | None) -> None:
     _embedder = embedder
 
 
-def embed_texts(texts: list[str], embedder: Embedder | None = None, stats: EmbedStats | None = None) -> np.ndarray:
+def embed_texts(texts: list[str], embedder: Embedder | None = None, stats: EmbedStats | None = None, *,
+                cache: str | None = SHARED) -> np.ndarray:
     """Embed through the Redis cache: one MGET for the batch, the model only for misses,
-    one pipelined SET for the new vectors. Redis failures degrade to the model alone."""
+    one pipelined SET for the new vectors. Any Redis failure (down, or refusing writes when full)
+    degrades to the model alone and is counted in ``stats``. ``cache``: the cache scope
+    (``SHARED`` for knowledge-base text, ``question_scope(tenant)`` for questions), or None to
+    leave the cache alone (personal questions)."""
     embedder = embedder or get_embedder()
     stats = stats if stats is not None else EmbedStats()
     stats.requested += len(texts)
     out = np.zeros((len(texts), embedder.dimensions), dtype=np.float32)
     if not texts:
         return out
-    keys = [embedder.cache_key(t) for t in texts]
+    keys = [embedder.cache_key(t, cache) for t in texts] if cache is not None else []
     cached: list[bytes | None] = [None] * len(texts)
-    use_cache = redis_available()
-    if use_cache:
+    use_cache = cache is not None and redis_available()
+    if cache is None:
+        stats.uncached += len(texts)
+    elif use_cache:
         try:
             cached = get_redis().mget(keys)
-        except RedisUnavailable:
-            mark_redis_down()
+        except RedisUnavailable as exc:
+            redis_failed(exc)
             stats.redis_errors += 1
+            stats.redis_error = redis_error_text(exc)
             use_cache = False
     else:
         stats.cache_skipped = True
@@ -183,13 +217,14 @@ def embed_texts(texts: list[str], embedder: Embedder | None = None, stats: Embed
                 pipe = get_redis().pipeline(transaction=False)
                 ttl = settings.EMBEDDING_CACHE_TTL_S
                 for text, vec in zip(unique, vectors):
-                    pipe.set(embedder.cache_key(text), vec.astype(np.float32).tobytes(), ex=ttl)
+                    pipe.set(embedder.cache_key(text, cache), vec.astype(np.float32).tobytes(), ex=ttl)
                 pipe.execute()
-            except RedisUnavailable:
-                mark_redis_down()
+            except RedisUnavailable as exc:
+                redis_failed(exc)
                 stats.redis_errors += 1
+                stats.redis_error = redis_error_text(exc)
     return out
 
 
-def embed_query(text: str, stats: EmbedStats | None = None) -> np.ndarray:
-    return embed_texts([text], stats=stats)[0]
+def embed_query(text: str, stats: EmbedStats | None = None, *, cache: str | None = SHARED) -> np.ndarray:
+    return embed_texts([text], stats=stats, cache=cache)[0]

@@ -7,7 +7,7 @@ import numpy as np
 from pgvector.django import CosineDistance
 
 from retrieval.models import ChunkEmbedding, IndexGeneration
-from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
+from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ def index_version(tenant_id: int) -> int:
         return 0
     try:
         return int(get_redis().get(f"idxv:{tenant_id}") or 0)
-    except RedisUnavailable:
-        mark_redis_down()
+    except RedisUnavailable as exc:
+        redis_failed(exc)
         return 0
 
 
@@ -66,5 +66,5 @@ def index_version_bump(tenant_ids) -> None:
         for tenant_id in set(tenant_ids):
             pipe.incr(f"idxv:{tenant_id}")
         pipe.execute()
-    except RedisUnavailable:
-        mark_redis_down()  # the search cache TTL bounds what a missed bump can cost
+    except RedisUnavailable as exc:
+        redis_failed(exc)  # the search cache TTL bounds what a missed bump can cost

@@ -8,7 +8,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MEANINGS = {
-    "DJANGO_ENV": "`production` turns on secure cookies, HSTS, SSL redirect and makes secrets mandatory",
+    "DJANGO_ENV": "`production` turns on secure cookies, HSTS, SSL redirect and makes secrets mandatory; "
+                  "otherwise the public development secrets are used and the web server refuses a non-loopback "
+                  "address (`manage.py check --deploy` flags them)",
     "DJANGO_DEBUG": "Django debug pages (never in production)",
     "DJANGO_SECRET_KEY": "Django's signing key (required in production; also keys customer tokens)",
     "CACHE_SALT_SECRET": "secret from which each tenant's vLLM `cache_salt` is derived (required in production)",
@@ -23,14 +25,15 @@ MEANINGS = {
     "DATABASE_CONNECT_TIMEOUT_S": "connect timeout to PostgreSQL",
     "DATABASE_TEST_NAME": "name of the database the test suite creates",
     "HNSW_EF_SEARCH": "pgvector `hnsw.ef_search` (recall vs speed of vector search)",
-    "REDIS_URL": "Redis for caches, rate limits and the broker; unset = an embedded redis-server",
+    "REDIS_URL": "Redis for caches and rate limits (and the broker unless `CELERY_BROKER_URL` is set); unset = an "
+                 "embedded redis-server with `REDIS_MAXMEMORY` and `REDIS_MAXMEMORY_POLICY`",
     "REDIS_SOCKET_TIMEOUT_S": "Redis connect/read timeout; past it the request carries on without the cache",
     "DATA_UPLOAD_MAX_MEMORY_SIZE": "largest accepted request body in bytes (larger: 413)",
     "LOG_LEVEL": "root log level",
     "ASK_MAX_QUESTION_CHARS": "longest accepted question",
     "ASK_DEFAULT_LOCALE": "locale used when a request names none and the tenant has no default",
     "KB_DEMO_DIR": "folder of the demo knowledge base (`tenants.json` + one folder per tenant)",
-    "WEB_HOST": "address `make run` binds the web server to",
+    "WEB_HOST": "address `make run` binds the web server to (beyond loopback only with real secrets)",
     "WEB_PORT": "port of the web server started by `make run`",
     "WEB_WORKERS": "gunicorn worker processes",
     "WEB_THREADS": "threads per gunicorn worker (each streamed answer holds one)",
@@ -61,8 +64,9 @@ MEANINGS = {
     "SEARCH_CACHE_TTL_S": "lifetime of a cached search result",
     "EXACT_CACHE_TTL_S": "lifetime of an exact-cache answer",
     "SEMANTIC_CACHE_TTL_S": "lifetime of a semantic-cache entry",
-    "CELERY_BROKER_URL": "Celery broker (default: REDIS_URL)",
-    "CELERY_RESULT_BACKEND": "Celery result backend (default: REDIS_URL)",
+    "CELERY_BROKER_URL": "Celery broker; a Redis that never evicts (`noeviction`), not the cache Redis. Default: "
+                         "REDIS_URL; with REDIS_URL unset, an embedded Redis of its own",
+    "CELERY_RESULT_BACKEND": "Celery result backend (default: CELERY_BROKER_URL)",
     "CELERY_WORKER_QUEUES": "queues the `make run` worker consumes",
     "CELERY_VISIBILITY_TIMEOUT_S": "redelivery delay of an unacknowledged task (longer than the longest job)",
     "CELERY_RESULT_EXPIRES_S": "lifetime of task results",
@@ -76,12 +80,17 @@ MEANINGS = {
     "SECOND_OPINION_ENABLED": "regenerate sampled semantic hits in the background (never served) and flag disagreements",
     "CALIBRATION_TARGET_PRECISION": "precision a recommended threshold must reach",
     "CALIBRATION_GRID": "thresholds the calibration evaluates",
-    "CUSTOMER_TOKEN_TTL_S": "default lifetime of a signed customer token",
+    "CUSTOMER_TOKEN_TTL_S": "default lifetime of a signed customer token (short: it is exchanged at once)",
     "CUSTOMER_TOKEN_MAX_TTL_S": "longest lifetime a customer token may ask for",
+    "CUSTOMER_SESSION_TTL_S": "how long a chat page signed in with a customer token keeps the customer",
     "RATELIMIT_ENABLED": "Redis-backed rate limits (fail open while Redis is down)",
     "RATELIMIT_WINDOW_S": "rate-limit window",
-    "RATELIMIT_CLIENT_REQUESTS": "requests per window per client (API key, else IP)",
-    "RATELIMIT_TENANT_REQUESTS": "requests per window per tenant",
+    "RATELIMIT_CLIENT_REQUESTS": "requests per window per public client (signed-in customer, else IP or IPv6 /64)",
+    "RATELIMIT_TENANT_REQUESTS": "requests per window per tenant from all public clients together (API keys apart)",
+    "RATELIMIT_API_KEY_REQUESTS": "requests per window per API key: its own budget, not shared with public traffic",
+    "RATELIMIT_FEEDBACK_REQUESTS": "feedback posts per window per public client (apart from its questions)",
+    "REDIS_MAXMEMORY": "memory limit of the embedded cache Redis (`0`: none); set `maxmemory` on your own Redis "
+                       "(`docs/operations.md`, \"Redis memory\")",
     "RECORD_RETENTION_DAYS": "Ask and decision records older than this are purged nightly",
     "RECORD_PURGE_BATCH_SIZE": "rows deleted per batch by the retention purge",
 }

@@ -6,7 +6,7 @@ class SupportbotConfig(AppConfig):
     verbose_name = "Ask"
 
     def ready(self):
-        from supportbot import receivers, tracing
+        from supportbot import checks, receivers, tracing  # noqa: F401 - checks register themselves
 
         receivers.connect()
         receivers.connect_metrics()

@@ -14,12 +14,17 @@ becomes trusted, so the rule is stated once:
   may name the customer it acts for (``"customer"``), since the tenant's own
   backend authenticated that customer. A wrong, revoked or other tenant's key is
   401, never a downgrade to anonymous.
-* **Customer token** (``X-Customer-Token`` on the API, ``?customer_token=`` on the
-  chat page): ``v1.<claims>.<mac>`` with claims ``{"t": tenant, "c": customer,
-  "exp": unix time}``, HMAC-SHA256 under a per-tenant key derived from
-  ``SECRET_KEY``. The tenant's backend mints one with its API key
-  (``POST /api/t/<tenant>/customer-token``) and hands it to the customer's
-  browser. Tokens are bound to one tenant and expire; an invalid one is 401.
+* **Customer token** (``X-Customer-Token`` on the API; on the chat page, POSTed once
+  to ``/t/<tenant>/sign-in``, which keeps the customer in the server-side session):
+  ``v1.<claims>.<mac>`` with claims ``{"t": tenant, "c": customer, "exp": unix time}``
+  and, for a single-use token, ``"j": <random id>``; HMAC-SHA256 under a per-tenant key
+  derived from ``SECRET_KEY``. The tenant's backend mints one with its API key
+  (``POST /api/t/<tenant>/customer-token``) and hands it to the customer's browser.
+  Tokens are bound to one tenant and short-lived (``CUSTOMER_TOKEN_TTL_S``); an
+  invalid one is 401. A single-use token's id is remembered in Redis until it expires,
+  so it is accepted once. A token is never accepted in a URL: an address ends up in
+  access logs, browser history and Referer headers, and a link that signs a browser in
+  lets anyone sign a victim in as themselves (login CSRF).
 
 Keys are stored as SHA-256 hashes (a key is 32 random bytes, so a slow hash adds
 nothing) and compared in constant time.
@@ -35,11 +40,13 @@ import secrets
 import time
 from dataclasses import dataclass
 
+import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from supportbot.models import Tenant, TenantApiKey
+from supportbot.redis_client import get_redis, mark_redis_down
 
 KEY_PREFIX = "ask"
 TOKEN_VERSION = "v1"
@@ -77,11 +84,13 @@ def key_hash(raw_key: str) -> str:
 
 
 @transaction.atomic
-def api_key_create(tenant: Tenant, name: str) -> tuple[TenantApiKey, str]:
-    """A new key for ``tenant``; the raw key is returned once and never stored."""
+def api_key_create(tenant: Tenant, name: str, *, timing_breakdown: bool = False) -> tuple[TenantApiKey, str]:
+    """A new key for ``tenant``; the raw key is returned once and never stored. ``timing_breakdown``:
+    answers to this key carry the per-step timings (staff tooling only)."""
     prefix = secrets.token_hex(6)  # 12 hex chars: unique index, shown in the admin
     raw = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
-    row = TenantApiKey.objects.create(tenant=tenant, name=name[:100], prefix=prefix, key_hash=key_hash(raw))
+    row = TenantApiKey.objects.create(tenant=tenant, name=name[:100], prefix=prefix, key_hash=key_hash(raw),
+                                      timing_breakdown=timing_breakdown)
     return row, raw
 
 
@@ -152,17 +161,27 @@ def customer_id_clean(value) -> str:
     return value
 
 
-def customer_token_issue(tenant: Tenant, customer: str, ttl_s: int | None = None, *, now: float | None = None) -> str:
+def customer_token_issue(tenant: Tenant, customer: str, ttl_s: int | None = None, *, single_use: bool = False,
+                         now: float | None = None) -> str:
+    """A token naming ``customer`` of ``tenant``; ``single_use``: accepted once (``customer_token_redeem``)."""
     ttl = settings.CUSTOMER_TOKEN_TTL_S if ttl_s is None else int(ttl_s)
     ttl = max(1, min(ttl, settings.CUSTOMER_TOKEN_MAX_TTL_S))
     claims = {"c": customer_id_clean(customer), "exp": int((now or time.time()) + ttl), "t": tenant.slug}
+    if single_use:
+        claims["j"] = secrets.token_urlsafe(16)
     body = _b64(json.dumps(claims, sort_keys=True, separators=(",", ":")).encode("utf-8"))
     mac = hmac.new(_tenant_token_key(tenant.slug), f"{TOKEN_VERSION}.{body}".encode("ascii"), hashlib.sha256)
     return f"{TOKEN_VERSION}.{body}.{_b64(mac.digest())}"
 
 
 def customer_token_check(tenant: Tenant, token: str, *, now: float | None = None) -> tuple[str, int]:
-    """(customer id, expiry) of a valid token for ``tenant``; AuthError otherwise."""
+    """(customer id, expiry) of a valid token for ``tenant``; AuthError otherwise. Reads nothing:
+    a request that acts on a token redeems it (``customer_token_redeem``)."""
+    return _customer_token_claims(tenant, token, now=now)[:2]
+
+
+def _customer_token_claims(tenant: Tenant, token: str, *, now: float | None = None) -> tuple[str, int, str | None]:
+    """(customer id, expiry, single-use id or None) of a valid token for ``tenant``."""
     if not isinstance(token, str) or len(token) > 1024 or token.count(".") != 2:
         raise AuthError("invalid_customer_token", "the customer token is malformed")
     version, body, mac = token.split(".")
@@ -181,7 +200,33 @@ def customer_token_check(tenant: Tenant, token: str, *, now: float | None = None
         raise AuthError("invalid_customer_token", "the customer token is not valid for this tenant")
     if claims["exp"] <= (now or time.time()):
         raise AuthError("expired_customer_token", "the customer token has expired")
-    return customer_id_clean(claims.get("c")), claims["exp"]
+    jti = claims.get("j")
+    if jti is not None and (not isinstance(jti, str) or not 1 <= len(jti) <= 64):
+        raise AuthError("invalid_customer_token", "the customer token is malformed")
+    return customer_id_clean(claims.get("c")), claims["exp"], jti
+
+
+def _used_token_key(tenant: Tenant, jti: str) -> str:
+    return f"ctok:used:{tenant.slug}:{jti}"
+
+
+def customer_token_redeem(tenant: Tenant, token: str) -> tuple[str, int]:
+    """``customer_token_check``, and a single-use token is spent: its id is remembered in Redis
+    until the token expires, and a second use is 401 ``used_customer_token``. While Redis is
+    unavailable a single-use token cannot be checked and is refused (503): accepting it could
+    accept it twice. Tokens without an id are not looked up."""
+    customer, exp, jti = _customer_token_claims(tenant, token)
+    if jti is None:
+        return customer, exp
+    try:
+        first = get_redis().set(_used_token_key(tenant, jti), 1, nx=True, exat=exp)
+    except redis.RedisError:
+        mark_redis_down()
+        raise AuthError("customer_token_unverifiable", "single-use customer tokens cannot be checked right now; "
+                        "try again shortly", status=503) from None
+    if not first:
+        raise AuthError("used_customer_token", "this single-use customer token was already used")
+    return customer, exp
 
 
 # --------------------------------------------------------------------------- the API's rule
@@ -196,7 +241,7 @@ def api_key_from_request(request, tenant: Tenant, active_keys: dict[str, TenantA
 def api_caller(request, tenant: Tenant, key: TenantApiKey | None, claimed_customer=None) -> Caller:
     """Apply the module's rule to an API request. ``claimed_customer`` is the body's ``customer`` field."""
     token = request.META.get("HTTP_X_CUSTOMER_TOKEN")
-    from_token = customer_token_check(tenant, token)[0] if token else None
+    from_token = customer_token_redeem(tenant, token)[0] if token else None
     if claimed_customer is not None:
         if key is None:
             raise AuthError("customer_requires_api_key",
@@ -213,7 +258,8 @@ SESSION_KEY = "customer_identity"
 
 
 def session_customer(request, tenant: Tenant) -> str | None:
-    """The chat page's signed-in customer for ``tenant`` (set from a token), None when absent or expired."""
+    """The chat page's signed-in customer for ``tenant`` (set by ``session_sign_in``), None when absent or
+    expired."""
     item = request.session.get(SESSION_KEY, {}).get(tenant.slug)
     if not item or item.get("exp", 0) <= time.time():
         return None
@@ -221,18 +267,30 @@ def session_customer(request, tenant: Tenant) -> str | None:
 
 
 def session_sign_in(request, tenant: Tenant, token: str) -> str:
-    """Verify a customer token and remember the customer for this tenant's chat page (AuthError if invalid)."""
+    """Redeem a customer token and remember the customer for this tenant's chat page for
+    ``CUSTOMER_SESSION_TTL_S`` (AuthError if the token is not acceptable). The caller has checked
+    where the token came from (``embed_origin_allowed`` or the CSRF token of our own form)."""
     try:
-        customer, exp = customer_token_check(tenant, token)
+        customer, _ = customer_token_redeem(tenant, token)
     except AuthError:
         session_sign_out(request, tenant)
         raise
+    exp = int(time.time()) + settings.CUSTOMER_SESSION_TTL_S
     identities = dict(request.session.get(SESSION_KEY, {}))
     if identities.get(tenant.slug, {}).get("customer") != customer:
         request.session.cycle_key()  # a new identity gets a new session id: no fixation
     identities[tenant.slug] = {"customer": customer, "exp": exp}
     request.session[SESSION_KEY] = identities
     return customer
+
+
+def embed_origin_allowed(request, tenant: Tenant) -> bool:
+    """True when the request's ``Origin`` is one of the tenant's own sites (``Tenant.embed_origins``):
+    the customer's browser posts the token its backend minted, from the tenant's page. Browsers
+    send ``Origin`` on every cross-site POST and scripts cannot forge it, so a page elsewhere
+    cannot sign a visitor in as someone else."""
+    origin = request.META.get("HTTP_ORIGIN", "")
+    return bool(origin) and origin in (tenant.embed_origins or [])
 
 
 def session_sign_out(request, tenant: Tenant) -> None:

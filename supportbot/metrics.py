@@ -57,8 +57,8 @@ HIT_LABELS = Counter("ask_hit_labels", "Staff labels on served hits (verdict cor
 PURGES = Counter("ask_cache_purges", "Purge runs recorded, by cause (change, admin, manual, sweep ...).", ["cause"])
 PURGED_ENTRIES = Counter("ask_cache_purged_entries", "Cache entries removed by purges, by layer and cause.",
                          ["layer", "cause"])
-EVICTIONS = Counter("ask_cache_evictions", "Semantic entries retired or deleted by clean-up, by cause "
-                    "(expired, retention, model_switch, quarantine).", ["layer", "cause"])
+EVICTIONS = Counter("ask_cache_evictions", "Entries that left a cache without a purge, by layer and cause "
+                    "(evicted by the tenant's cap, expired, retention, model_switch, quarantine).", ["layer", "cause"])
 
 # ----------------------------------------------------------------------------- jobs
 TASKS = Counter("ask_celery_tasks", "Celery task runs, by task and outcome (success | failure | retry).",

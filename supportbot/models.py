@@ -1,7 +1,17 @@
 import uuid
+from urllib.parse import urlsplit
 
 from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ValidationError
 from django.db import models
+
+
+def validate_origin(value: str) -> None:
+    """An origin as browsers send it in the Origin header: scheme://host[:port], nothing more."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query or parts.fragment \
+            or "@" in parts.netloc or value != value.strip().lower().rstrip("/"):
+        raise ValidationError(f"{value!r} is not an origin: write scheme://host[:port] in lower case, without a path")
 
 
 class Tenant(models.Model):
@@ -26,6 +36,10 @@ class Tenant(models.Model):
     handoff_text = models.CharField(
         max_length=300, blank=True, help_text="How a customer reaches a human, shown with fallbacks."
     )
+    embed_origins = ArrayField(
+        models.CharField(max_length=200, validators=[validate_origin]), default=list, blank=True,
+        help_text="Origins of the tenant's own sites (https://shop.example) whose pages may sign a customer "
+                  "in to the chat page by posting a customer token (supportbot.auth).")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -107,6 +121,9 @@ class TenantApiKey(models.Model):
     key_hash = models.CharField(max_length=64, editable=False, help_text="sha256 of the whole key, hex")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    timing_breakdown = models.BooleanField(
+        default=False, help_text="Answers to this key carry the per-step timings (which caches answered), "
+                                 "not only the total. For the tenant's own diagnostics; grant it to staff tools only.")
 
     class Meta:
         ordering = ["tenant", "-created_at"]
@@ -146,3 +163,23 @@ class PrefixCacheSample(models.Model):
         if not self.prefix_cache_queries or self.prefix_cache_hits is None:
             return None
         return self.prefix_cache_hits / self.prefix_cache_queries
+
+
+class StaffMembership(models.Model):
+    """Binds a staff user to a tenant whose records they may see and act on.
+
+    A staff user sees only the tenants they are a member of; a superuser, or a user holding
+    ``supportbot.view_all_tenants`` (platform staff), sees every tenant. The rule is applied in
+    one place, ``supportbot.tenancy``."""
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="tenant_memberships")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="staff_memberships")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["user", "tenant"]
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="staff_membership_unique")]
+        permissions = [("view_all_tenants", "Sees and acts on every tenant (platform staff)")]
+
+    def __str__(self):
+        return f"{self.user_id} @ {self.tenant_id}"

@@ -30,7 +30,7 @@ from caching.layers.exact import ExactLayer
 from caching.layers.search import SearchLayer, search_key
 from caching.layers.semantic import SemanticLayer, SemanticScope
 from caching.models import CacheDecision
-from retrieval.embeddings import EmbedStats, embed_texts, get_embedder
+from retrieval.embeddings import EmbedStats, embed_texts, get_embedder, question_scope
 from retrieval.generations import GenerationMismatch, embedder_for
 from retrieval.search import SearchHit, index_version, search_chunks
 from retrieval.services import active_generation
@@ -74,16 +74,19 @@ class AskOutcome:
     handoff: str = ""
     decisions: list[dict] = field(default_factory=list)
 
-    def to_api(self) -> dict:
+    def to_api(self, *, timing_breakdown: bool = False) -> dict:
+        """What the caller sees: the served layer only, never a decision's reason (a guard's reason
+        quotes the cached question, another customer's words); only the total time unless the
+        caller's API key was granted the breakdown, whose steps tell which shared caches answered."""
         return {
             "answer": self.answer,
             "citations": [{k: c[k] for k in ("article_id", "title", "url", "version")} for c in self.citations],
             "request_id": self.request_id,
             "status": self.status,
-            "cache": {"layer": self.layer, "reason": self.reason},
+            "cache": {"layer": self.layer},
             "model": self.model,
             "handoff": self.handoff,
-            "timings_ms": self.timings_ms,
+            "timings_ms": self.timings_ms if timing_breakdown else {"total": self.timings_ms.get("total")},
         }
 
 
@@ -284,8 +287,13 @@ def retrieve(state: AskState) -> None:
         raise RetrievalUnavailable("the knowledge base has not been indexed yet")
     tenant = state.asker.tenant
     k = settings.RETRIEVAL_TOP_K
-    key = search_key(state.normalized, tenant.pk, state.asker.locale, k, generation.pk, index_version(tenant.pk))
-    cached = search_layer.lookup(key)
+    shared = state.eligibility is not None and state.eligibility.eligible
+    if shared:
+        key = search_key(state.normalized, tenant.pk, state.asker.locale, k, generation.pk, index_version(tenant.pk))
+        cached = search_layer.lookup(key)
+    else:  # a personal question's results are nobody else's to find, and say nothing to anyone
+        key, cached = "", LayerResult("retrieval", "bypass", reason="search cache not used: "
+                                      + (state.eligibility.reason if state.eligibility else "not classified"))
     state.layers.append(cached)
     if cached.hit:
         hits: list[SearchHit] = cached.value
@@ -295,8 +303,10 @@ def retrieve(state: AskState) -> None:
             state.vector = embed_question(state)
             state.lap("embed", te)
         hits = search_chunks(generation, tenant.pk, state.asker.locale, state.vector, k)
-        if cached.disposition != "skipped":
-            search_layer.store(key, hits)
+        if cached.disposition == "miss":
+            failed = search_layer.store(key, hits)
+            if failed:
+                cached.reason = f"{cached.reason}; not stored ({failed})"
     usable = [h for h in hits if h.similarity >= settings.RETRIEVAL_MIN_SIMILARITY]
     state.passages = [
         Passage(number=i, chunk_id=h.chunk_id, article_id=h.article_id, title=h.title, url=h.url,
@@ -376,7 +386,7 @@ def admit(state: AskState) -> None:
         completion_tokens=state.result.completion_tokens,
         generation_ms=state.result.total_ms,
     )
-    state.layers.append(exact_layer.store(state.key, cached))
+    state.layers.append(exact_layer.store(state.key, cached, state.asker.tenant.pk))
     if state.asker.tenant.semantic_mode != Tenant.SemanticMode.OFF and state.vector is not None:
         state.pending_semantic = cached
     state.admitted = True
@@ -564,7 +574,10 @@ def query_embedder():
 
 
 def embed_question(state: AskState):
-    return embed_texts([state.question], embedder=query_embedder(), stats=state.embed_stats)[0]
+    """A general question's vector is cached in its tenant's scope; a personal one's is not cached."""
+    e = state.eligibility
+    scope = question_scope(state.asker.tenant.pk) if e is not None and e.eligible else None
+    return embed_texts([state.question], embedder=query_embedder(), stats=state.embed_stats, cache=scope)[0]
 
 
 def retrieval_version() -> str:
@@ -619,11 +632,13 @@ def semantic_scope(state: AskState) -> SemanticScope:
 def embedding_and_prefix_decisions(state: AskState) -> list[LayerResult]:
     out = []
     s = state.embed_stats
-    if s.requested:
+    if s.uncached and s.uncached == s.requested:
+        out.append(LayerResult("embedding", "bypass", reason="not cached (the question is not shared)"))
+    elif s.requested:
         redis_down = s.cache_skipped or s.redis_errors > 0  # backing off, or it failed on this very call
         out.append(LayerResult("embedding", "hit" if s.cache_hits else ("skipped" if redis_down else "miss"),
                                reason=f"{s.cache_hits}/{s.requested} from cache"
-                               + (" (redis unavailable)" if redis_down else "")))
+                               + (f" ({s.redis_error or 'redis unavailable'})" if redis_down else "")))
     r = state.result
     if r is not None and r.cached_tokens is not None:
         out.append(LayerResult("prefix", "hit" if r.cached_tokens else "miss",

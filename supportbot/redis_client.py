@@ -6,7 +6,9 @@ more than the command itself). A forked child makes its own; ``reset_redis_state
 every thread's client (tests restart Redis on another port).
 
 Redis holds caches, never the only copy of anything: callers treat
-``RedisUnavailable`` as a cache miss and carry on through the slow path.
+``RedisUnavailable`` (any Redis error: down, timed out, or an error reply such as
+``OOM command not allowed`` from a full server under ``noeviction``) as a cache miss,
+report it with ``redis_failed`` and carry on through the slow path.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import weakref
 import redis
 from django.conf import settings
 
-RedisUnavailable = (redis.ConnectionError, redis.TimeoutError, OSError)
+RedisUnavailable = (redis.RedisError, OSError)
 
 _lock = threading.Lock()
 _local = threading.local()
@@ -77,6 +79,21 @@ def redis_available() -> bool:
 def mark_redis_down() -> None:
     global _down_until
     _down_until = time.monotonic() + DOWN_BACKOFF_S
+
+
+def redis_failed(exc: BaseException) -> None:
+    """A cache path's Redis call failed: back off when the server is unreachable. An error reply
+    (``ResponseError``: out of memory, read-only replica) came from a server that still answers
+    reads in microseconds, so the caches keep reading and only that command is lost."""
+    if not isinstance(exc, redis.ResponseError):
+        mark_redis_down()
+
+
+def redis_error_text(exc: BaseException) -> str:
+    """What a decision records about a Redis failure: the error class, and an error reply's first words."""
+    if isinstance(exc, redis.ResponseError):
+        return f"redis error: {type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''}"
+    return f"redis unavailable: {type(exc).__name__}"
 
 
 def reset_redis_state() -> None:

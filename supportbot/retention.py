@@ -3,36 +3,45 @@
 * ``records_purge_older_than(days)``: Ask records (``AskEvent``) and cache
   decisions (``CacheDecision``) older than the retention period are deleted, in
   batches so a large purge never holds long locks. Rows that hang off them
-  (feedback, review items, samples and labels of those decisions) go with them;
-  semantic cache entries they produced stay (they are verified answers with
-  their own expiry) and lose their ``source_ask`` link. Run nightly by
+  (feedback, review items, samples, labels and labelled pairs of those decisions)
+  go with them. Semantic entries hold a customer's question too: an entry made
+  before the cutoff, or from a purged Ask, is deleted whatever its status
+  (quarantined ones included), and the decisions that name it as their candidate
+  lose its question (``entries_forget``). Run nightly by
   ``supportbot.tasks.records_purge``.
 * ``customer_export`` / ``customer_erase``: one customer's Asks, found by the
   same keyed hash the pipeline records (``pipeline.customer_ref``), so no raw
-  customer id is ever stored. Erasure also removes what those Asks put into the
-  shared caches: semantic entries whose source is one of them, exact-cache
-  values they produced and the cached embeddings of their questions. The cache
-  step runs first and a Redis outage aborts the erasure before anything is
-  deleted, so a rerun finds everything again.
+  customer id is ever stored. Erasure also removes everything else that holds
+  their questions: the semantic entries their Asks produced (any status), the
+  candidate questions and reasons of other Asks' decisions that quote those
+  entries, labelled pairs made from either side, exact-cache values they
+  produced, their cached search results and the cached vectors of their
+  questions under every embedding model. The cache step runs first and a Redis
+  outage aborts the erasure before anything is deleted, so a rerun finds
+  everything again.
 """
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from caching.keys import KEY_VERSION, digest
-from caching.models import CacheDecision, SemanticEntry
-from retrieval.embeddings import get_embedder
+from caching.keys import digest
+from caching.layers.exact import ExactLayer
+from caching.layers.search import SearchLayer
+from caching.models import CacheDecision, LabeledPair, SemanticEntry
+from retrieval.embeddings import embeddings_forget, question_scope
 from supportbot.models import AskEvent, Tenant
 from supportbot.pipeline import Asker, customer_ref
-from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down
+from supportbot.redis_client import RedisUnavailable, redis_failed
 
+# No cache reason: a semantic decision's reason quotes the cached question, another customer's words.
 EXPORT_FIELDS = ("request_id", "created_at", "locale", "question", "answer", "citations", "status", "serving_layer",
-                 "cache_reason", "intent", "category", "model", "streamed", "total_ms")
+                 "intent", "category", "model", "streamed", "total_ms")
+ERASED_REASON = "candidate erased"
 
 
 class CacheUnavailable(Exception):
@@ -49,6 +58,15 @@ def records_purge_older_than(days: int | None = None, *, batch_size: int | None 
     batch = batch_size or settings.RECORD_PURGE_BATCH_SIZE
     cutoff = timezone.now() - timedelta(days=days)
     counts: dict[str, int] = {}
+    # Entries first: they name their source Ask, which is about to go.
+    while True:
+        ids = list(SemanticEntry.objects.filter(Q(created_at__lt=cutoff) | Q(source_ask__created_at__lt=cutoff))
+                   .order_by("pk").values_list("pk", flat=True)[:batch])
+        if not ids:
+            break
+        with transaction.atomic():
+            for label, n in entries_forget(SemanticEntry.objects.filter(pk__in=ids)).items():
+                counts[label] = counts.get(label, 0) + n
     # Decisions first (an old decision of a recent Ask cannot exist, but a decision can outlive a
     # clock change); then the Asks, whose remaining decisions cascade.
     for model in (CacheDecision, AskEvent):
@@ -86,44 +104,66 @@ def customer_export(tenant: Tenant, customer: str) -> dict:
 
 
 def customer_erase(tenant: Tenant, customer: str) -> dict[str, int]:
-    """Delete the customer's Asks, their decisions and what they left in the shared caches; counts by kind."""
+    """Delete the customer's Asks, their decisions and everything else holding their questions; counts by kind."""
     asks = customer_asks(tenant, customer)
     request_ids = {str(r) for r in asks.values_list("request_id", flat=True)}
     questions = list(asks.values_list("question", flat=True))
-    counts = {"exact_entries": 0, "embeddings": 0}
+    normalized = list(asks.values_list("normalized_question", flat=True))
+    counts = {"exact_entries": 0, "search_entries": 0, "embeddings": 0}
     if request_ids:
-        counts.update(_erase_cached(tenant, request_ids, questions))
+        counts.update(_erase_cached(tenant, request_ids, questions, normalized))
     with transaction.atomic():
         entries = SemanticEntry.objects.filter(tenant=tenant, source_ask__in=asks)
-        _, deleted = entries.delete()
-        counts["semantic_entries"] = deleted.get("caching.SemanticEntry", 0)
+        forgotten = entries_forget(entries, questions=questions, tenant=tenant)
+        counts["semantic_entries"] = forgotten.pop("caching.SemanticEntry", 0)
         counts["decisions"] = CacheDecision.objects.filter(ask__in=asks).count()
         _, deleted = asks.delete()
     counts["asks"] = deleted.get("supportbot.AskEvent", 0)
-    for label, n in deleted.items():
+    for label, n in [*forgotten.items(), *deleted.items()]:
         if label not in ("supportbot.AskEvent", "caching.CacheDecision"):
-            counts[label.split(".", 1)[1].lower()] = n
+            name = label.split(".", 1)[-1].lower()
+            counts[name] = counts.get(name, 0) + n
     return counts
 
 
-def _erase_cached(tenant: Tenant, request_ids: set[str], questions: list[str]) -> dict[str, int]:
+def entries_forget(entries, *, questions: list[str] | None = None, tenant: Tenant | None = None) -> dict[str, int]:
+    """Delete semantic entries and every trace of their questions in other Asks' records: the
+    candidate question, reason and signature difference of decisions that considered them (a
+    guard's reason quotes the cached question), the cache reason of Asks they served and the
+    labelled pairs of those decisions. ``questions`` (with ``tenant``): texts to forget in the
+    tenant's decisions and pairs as well, for traces whose entry is gone already. Counts by label."""
+    ids = [str(pk) for pk in entries.values_list("pk", flat=True)]
+    tenants = list(entries.values_list("tenant_id", flat=True).distinct())
+    decisions = CacheDecision.objects.filter(tenant_id__in=tenants, layer=CacheDecision.Layer.SEMANTIC,
+                                             candidate__in=ids)
+    pairs = LabeledPair.objects.filter(decision__in=decisions)
+    if questions and tenant is not None:
+        quoted = CacheDecision.objects.filter(tenant=tenant, layer=CacheDecision.Layer.SEMANTIC,
+                                              candidate_question__in=questions)
+        decisions = decisions | quoted
+        pairs = pairs | LabeledPair.objects.filter(tenant=tenant).filter(
+            Q(decision__in=quoted) | Q(cached_question__in=questions) | Q(new_question__in=questions))
+    _, deleted = pairs.delete()
+    counts = {k: v for k, v in deleted.items() if v}
+    AskEvent.objects.filter(pk__in=decisions.values("ask_id"), serving_layer=AskEvent.Layer.SEMANTIC).update(
+        cache_reason=ERASED_REASON)
+    counts["scrubbed_decisions"] = decisions.update(candidate_question="", reason=ERASED_REASON,
+                                                    signature_difference=None)
+    _, deleted = entries.delete()
+    for label, n in deleted.items():
+        counts[label] = counts.get(label, 0) + n
+    return counts
+
+
+def _erase_cached(tenant: Tenant, request_ids: set[str], questions: list[str], normalized: list[str]) -> dict[str, int]:
     try:
-        r = get_redis()
-        doomed = []
-        keys = list(r.scan_iter(match=f"ans:{KEY_VERSION}:{tenant.slug}:*", count=1000))
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
-            for key, raw in zip(chunk, r.mget(chunk)):
-                if raw is not None and json.loads(raw).get("source_request") in request_ids:
-                    doomed.append(key)
-        exact = r.delete(*doomed) if doomed else 0
-        embedder = get_embedder()
-        emb_keys = list({embedder.cache_key(q) for q in questions})
-        embeddings = r.delete(*emb_keys) if emb_keys else 0
+        exact = ExactLayer().forget_sources(tenant.slug, request_ids)
+        search = SearchLayer().forget_queries(tenant.pk, normalized)
+        embeddings = embeddings_forget(question_scope(tenant.pk), questions)
     except RedisUnavailable as exc:
-        mark_redis_down()
+        redis_failed(exc)
         raise CacheUnavailable(f"redis unavailable ({type(exc).__name__}); nothing was erased, run it again") from exc
-    return {"exact_entries": exact, "embeddings": embeddings}
+    return {"exact_entries": exact, "search_entries": search, "embeddings": embeddings}
 
 
 def _plain(value):

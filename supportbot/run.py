@@ -61,6 +61,10 @@ def main() -> int:
     from django.conf import settings
     from django.core.management import call_command
 
+    from supportbot.safety import refuse_public_bind
+
+    refuse_public_bind(settings.WEB_HOST)  # before anything starts: one line, exit 1
+
     call_command("migrate", interactive=False, verbosity=0)
     call_command("load_demo")
     py = sys.executable
@@ -89,7 +93,7 @@ def main() -> int:
             "--scheduler", "django_celery_beat.schedulers:DatabaseScheduler",
             "--pidfile", str(settings.BASE_DIR / "var" / "run" / "celerybeat.pid")], env)
         procs["web"] = _spawn("web", [
-            py, "-m", "gunicorn", "supportbot.wsgi", "-c", "python:supportbot.gunicorn_conf",
+            py, "-m", "gunicorn", "-c", "python:supportbot.gunicorn_conf", "supportbot.wsgi",
             "--bind", f"{settings.WEB_HOST}:{settings.WEB_PORT}",
             "--worker-class", "gthread", "--workers", str(settings.WEB_WORKERS),
             "--threads", str(settings.WEB_THREADS), "--timeout", "180", "--graceful-timeout", "10",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import environ
 
-from supportbot import embedded
+from supportbot import embedded, safety
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -21,16 +21,20 @@ if PRODUCTION:
     SECRET_KEY = env.str("DJANGO_SECRET_KEY")
     CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET")
     CUSTOMER_REF_SECRET = env.str("CUSTOMER_REF_SECRET")
-else:
-    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="dev-only-insecure-key-not-for-production-use-0123456789")
-    CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET", default="dev-only-cache-salt-secret")
-    CUSTOMER_REF_SECRET = env.str("CUSTOMER_REF_SECRET", default="dev-only-customer-ref-secret")
+else:  # public development values: never served beyond loopback (supportbot/safety.py)
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=safety.DEV_SECRETS["DJANGO_SECRET_KEY"])
+    CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET", default=safety.DEV_SECRETS["CACHE_SALT_SECRET"])
+    CUSTOMER_REF_SECRET = env.str("CUSTOMER_REF_SECRET", default=safety.DEV_SECRETS["CUSTOMER_REF_SECRET"])
 
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 # Embedded PostgreSQL / Redis start only when the URLs are unset (see supportbot/embedded.py).
-embedded.ensure_environment()
+# Memory limit of the embedded cache Redis ("0": none); set maxmemory on your own Redis (docs/operations.md).
+REDIS_MAXMEMORY = env.str("REDIS_MAXMEMORY", default="256mb")
+# What the embedded cache Redis does when full: evict the least recently used keys (the broker has its own).
+REDIS_MAXMEMORY_POLICY = env.str("REDIS_MAXMEMORY_POLICY", default="allkeys-lru")
+embedded.ensure_environment(redis_maxmemory=REDIS_MAXMEMORY, redis_policy=REDIS_MAXMEMORY_POLICY)
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -202,8 +206,9 @@ LOCAL_CACHE_MAX_AGE_S = env.float("LOCAL_CACHE_MAX_AGE_S", default=30.0)
 RECORDS_LINGER_MS = env.float("RECORDS_LINGER_MS", default=100.0)
 
 # --------------------------------------------------------------------------- celery / jobs
+# The broker must not share an evicting Redis (docs/operations.md, "Redis memory"); embedded: its own.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
-CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL)
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
@@ -232,7 +237,8 @@ JOBS_LOCK_TTL_S = env.int("JOBS_LOCK_TTL_S", default=900)
 # After a generation switch, the old vectors are dropped this much later: web processes re-read the
 # active generation every few seconds and must not search an emptied one meanwhile.
 GENERATION_DROP_GRACE_S = env.int("GENERATION_DROP_GRACE_S", default=120)
-# Purged/retired semantic entries are deleted this long after they stopped serving (quarantined ones are kept).
+# Purged/retired semantic entries are deleted this long after they stopped serving (quarantined ones are kept
+# until the record retention purge, RECORD_RETENTION_DAYS).
 SEMANTIC_CACHE_RETENTION_DAYS = env.int("SEMANTIC_CACHE_RETENTION_DAYS", default=30)
 # Re-index a changed article's tenant right after the change (the nightly job is the safety net).
 JOBS_INDEX_ON_CHANGE = env.bool("JOBS_INDEX_ON_CHANGE", default=True)
@@ -263,15 +269,20 @@ CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
 
 # --------------------------------------------------------------------------- isolation and limits
 # Customer identity (supportbot/auth.py). Customer tokens are signed per tenant with a key derived
-# from SECRET_KEY; a token lives this long unless its issuer asks for less (never more).
-CUSTOMER_TOKEN_TTL_S = env.int("CUSTOMER_TOKEN_TTL_S", default=3600)
-CUSTOMER_TOKEN_MAX_TTL_S = env.int("CUSTOMER_TOKEN_MAX_TTL_S", default=86400)
-# Rate limits (supportbot/ratelimit.py): fixed windows in Redis, per client (API key, else IP) and
-# per tenant. Fail open while Redis is unavailable (answers matter more than limits; see docs/security.md).
+# from SECRET_KEY; a token lives this long unless its issuer asks for less (never more). A chat
+# page signed in with a token keeps the customer this long.
+CUSTOMER_TOKEN_TTL_S = env.int("CUSTOMER_TOKEN_TTL_S", default=300)
+CUSTOMER_TOKEN_MAX_TTL_S = env.int("CUSTOMER_TOKEN_MAX_TTL_S", default=3600)
+CUSTOMER_SESSION_TTL_S = env.int("CUSTOMER_SESSION_TTL_S", default=3600)
+# Rate limits (supportbot/ratelimit.py): fixed windows in Redis, per client (API key, signed-in
+# customer, else IP or IPv6 /64) under a per-tenant ceiling for public traffic; an API key has its own
+# budget. Fail open while Redis is unavailable (answers matter more than limits; see docs/security.md).
 RATELIMIT_ENABLED = env.bool("RATELIMIT_ENABLED", default=True)
 RATELIMIT_WINDOW_S = env.int("RATELIMIT_WINDOW_S", default=60)
 RATELIMIT_CLIENT_REQUESTS = env.int("RATELIMIT_CLIENT_REQUESTS", default=60)
 RATELIMIT_TENANT_REQUESTS = env.int("RATELIMIT_TENANT_REQUESTS", default=1200)
+RATELIMIT_API_KEY_REQUESTS = env.int("RATELIMIT_API_KEY_REQUESTS", default=1200)
+RATELIMIT_FEEDBACK_REQUESTS = env.int("RATELIMIT_FEEDBACK_REQUESTS", default=10)
 # Reverse proxies in front of the web processes that append to X-Forwarded-For (0: use REMOTE_ADDR).
 RATELIMIT_TRUSTED_PROXY_HOPS = env.int("RATELIMIT_TRUSTED_PROXY_HOPS", default=0)
 # Retention (supportbot/retention.py): Ask and decision records older than this are purged nightly.
@@ -279,6 +290,12 @@ RECORD_RETENTION_DAYS = env.int("RECORD_RETENTION_DAYS", default=90)
 RECORD_PURGE_BATCH_SIZE = env.int("RECORD_PURGE_BATCH_SIZE", default=2000)
 
 # (issue 7 settings go here)
+
+# Per-tenant cache sizes (docs/operations.md, "Redis memory"): past this, a tenant's exact entries nearest
+# their expiry are deleted (counted as evictions on the staff dashboard).
+EXACT_CACHE_MAX_KEYS_PER_TENANT = env.int("EXACT_CACHE_MAX_KEYS_PER_TENANT", default=100_000)
+# Past this, a tenant's least recently used active semantic entries are retired (counted as evictions).
+SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT = env.int("SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT", default=50_000)
 
 # --------------------------------------------------------------------------- operations (issue 16)
 # Bearer token Prometheus sends to /metrics. Empty: /metrics answers loopback clients only, and

@@ -16,7 +16,8 @@ from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirec
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils.html import escape
-from django.views.decorators.csrf import csrf_exempt
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from supportbot import auth, pipeline, ratelimit
@@ -49,9 +50,22 @@ def _api_error(code: str, message: str, status: int, **extra) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
 
 
-def _rate_limited(request, tenant: Tenant, client: str, *, api: bool):
+def _rate_limited(request, tenant: Tenant, client: str, *, api: bool, action: str = "ask"):
     """None when the request may go on; else the 429 to send (JSON for the API, a page or partial for the chat)."""
-    return _rate_limit_response(request, tenant, ratelimit.check(tenant.slug, client), api=api)
+    return _rate_limit_response(request, tenant, ratelimit.check(tenant.slug, client, action=action), api=api)
+
+
+def _api_rate_client(request, tenant: Tenant, key) -> str:
+    """The API caller as the rate limiter counts it: the key, else the customer of a valid token
+    (checked again, and redeemed, once the request is let through), else the address."""
+    token = request.META.get("HTTP_X_CUSTOMER_TOKEN") if key is None else None
+    customer = None
+    if token:
+        try:
+            customer = auth.customer_token_check(tenant, token)[0]
+        except auth.AuthError:
+            pass  # refused after the limiter, counted against the address
+    return ratelimit.client_key(request, key, customer=customer)
 
 
 def _rate_limit_response(request, tenant: Tenant, verdict: ratelimit.Verdict, *, api: bool):
@@ -91,31 +105,58 @@ def chat_page(request, tenant: str):
         locale = _locale(t, request.GET.get("locale"))
     except AskRejected:
         locale = t.default_locale
-    token = request.GET.get("customer_token")
-    if token is not None:
-        try:
-            auth.session_sign_in(request, t, token)
-        except auth.AuthError as exc:
-            request.session.pop(PENDING_KEY, None)
-            return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale, "error": exc.message,
-                                                            "max_chars": settings.ASK_MAX_QUESTION_CHARS}, status=401)
-        request.session.pop(PENDING_KEY, None)
-        # Drop the token from the address bar (and from later Referer headers and access logs).
-        query = request.GET.copy()
-        del query["customer_token"]
-        return HttpResponseRedirect(request.path + (f"?{query.urlencode()}" if query else ""))
+    if "customer_token" in request.GET:
+        # A link must never sign a browser in (anyone could sign a victim in as themselves), and an
+        # address ends up in logs and Referer headers: refused, the session untouched.
+        response = render(request, "supportbot/chat.html", {
+            "tenant": t, "locale": locale, "max_chars": settings.ASK_MAX_QUESTION_CHARS,
+            "error": "Customer tokens are not accepted in the address; the shop's page posts them to sign you in."},
+            status=400)
+        response["Referrer-Policy"] = "no-referrer"  # the token stays out of this page's requests
+        return response
     return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale,
                                                     "max_chars": settings.ASK_MAX_QUESTION_CHARS})
+
+
+@csrf_exempt  # checked below: the tenant's own site (Origin) or our own form (CSRF token)
+@require_POST
+def chat_sign_in(request, tenant: str):
+    """Sign the chat page in as a customer: the tenant's page posts the token its backend minted
+    (``customer_token``, optionally ``locale``); the customer is kept in the session and the
+    browser is sent to the chat page. From any other site the post is refused like a forged form."""
+    t = _tenant(tenant)
+    if not auth.embed_origin_allowed(request, t):
+        return csrf_protect(_chat_sign_in)(request, t)
+    return _chat_sign_in(request, t)
+
+
+def _chat_sign_in(request, t: Tenant):
+    try:
+        locale = _locale(t, request.POST.get("locale"))
+    except AskRejected:
+        locale = t.default_locale
+    limited = _rate_limited(request, t, ratelimit.client_key(request), api=False)
+    if limited is not None:
+        return limited
+    request.session.pop(PENDING_KEY, None)
+    try:
+        auth.session_sign_in(request, t, request.POST.get("customer_token", ""))
+    except auth.AuthError as exc:
+        return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale, "error": exc.message,
+                                                        "max_chars": settings.ASK_MAX_QUESTION_CHARS},
+                      status=exc.status)
+    page = reverse("chat", args=[t.slug]) + (f"?locale={locale}" if locale != t.default_locale else "")
+    return HttpResponseRedirect(page, status=303)
 
 
 @require_POST
 def chat_submit(request, tenant: str):
     """Validate the question; htmx gets a bubble that streams the answer, a plain form post a full page."""
     t = _tenant(tenant)
-    limited = _rate_limited(request, t, ratelimit.client_key(request), api=False)
+    customer = auth.session_customer(request, t)
+    limited = _rate_limited(request, t, ratelimit.client_key(request, customer=customer), api=False)
     if limited is not None:
         return limited
-    customer = auth.session_customer(request, t)
     try:
         locale = _locale(t, request.POST.get("locale"))
         question = clean_question(request.POST.get("question", ""))
@@ -199,7 +240,7 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
     return body
 
 
-def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=None):
+def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=None, action: str = "ask"):
     """The start of every API view: the tenant, the caller's API key (if any) and the rate limits.
     Returns (tenant, key, None, read), or (None, None, an error response, None); ``read`` holds
     the values of the keys ``read_along`` named ({key: value}), None when they were not read.
@@ -213,7 +254,7 @@ def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=
         key, refused = _api_key(request, copy, key_required)
         if refused is None:
             extra = tuple(read_along(copy)) if read_along is not None else ()
-            verdict = ratelimit.check(copy.tenant.slug, ratelimit.client_key(request, key),
+            verdict = ratelimit.check(copy.tenant.slug, _api_rate_client(request, copy.tenant, key), action=action,
                                       read=(tenant_cache.rev_key(copy.tenant.slug), *extra))
             current = tenant_directory_get(tenant, rev=verdict.read[0] if verdict.read is not None else MISSING)
             if current is copy:
@@ -226,7 +267,7 @@ def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=
             key, refused = _api_key(request, current, key_required)  # counted once already
             if refused is None:
                 return current.tenant, key, None, None
-            limited = _rate_limited(request, current.tenant, ratelimit.client_key(request), api=True)
+            limited = _rate_limited(request, current.tenant, ratelimit.client_key(request), api=True, action=action)
             return None, None, limited or _api_error(refused.code, refused.message, refused.status), None
     # no copy here, or the copy refused the key: decide on the current row
     record = tenant_directory_get(tenant)
@@ -234,9 +275,10 @@ def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=
         return None, None, _api_error("unknown_tenant", "no such tenant", 404), None
     key, refused = _api_key(request, record, key_required)
     if refused is not None:  # failed attempts count against the address
-        limited = _rate_limited(request, record.tenant, ratelimit.client_key(request), api=True)
+        limited = _rate_limited(request, record.tenant, ratelimit.client_key(request), api=True, action=action)
         return None, None, limited or _api_error(refused.code, refused.message, refused.status), None
-    limited = _rate_limited(request, record.tenant, ratelimit.client_key(request, key), api=True)
+    limited = _rate_limited(request, record.tenant, _api_rate_client(request, record.tenant, key), api=True,
+                            action=action)
     return record.tenant, key, limited, None
 
 
@@ -274,29 +316,30 @@ def api_ask(request, tenant: str):
         body = ahead.get("body") or _parse_ask_body(request)
         caller = auth.api_caller(request, t, key, body.get("customer"))
         asker = pipeline.Asker(t, _locale(t, body.get("locale")), caller.customer)
+        breakdown = key is not None and key.timing_breakdown
         prepared = ahead.get("state") if prefetched is not None else None
         if body.get("stream"):
             state_events = pipeline.ask_events(asker, body["question"], streamed=True, prepared=prepared,
                                                prefetched=prefetched)
             first = next(state_events)  # validation happens before the first event
-            return _api_stream(first, state_events)
+            return _api_stream(first, state_events, breakdown)
         result = pipeline.ask(asker, body["question"], prepared=prepared, prefetched=prefetched)
     except (AskRejected, auth.AuthError) as exc:
         return _api_error(exc.code, exc.message, exc.status)
-    payload = result.to_api()
+    payload = result.to_api(timing_breakdown=breakdown)
     if result.status == "unavailable":
         payload["error"] = {"code": "unavailable", "message": result.answer}
         return JsonResponse(payload, status=503)
     return JsonResponse(payload)
 
 
-def _api_stream(first, rest) -> StreamingHttpResponse:
+def _api_stream(first, rest, breakdown: bool) -> StreamingHttpResponse:
     def events():
         for kind, value in itertools.chain([first], rest):
             if kind == "delta":
                 yield _sse("delta", json.dumps({"delta": value}))
             else:
-                yield _sse("done", json.dumps(value.to_api()))
+                yield _sse("done", json.dumps(value.to_api(timing_breakdown=breakdown)))
 
     return _sse_response(events())
 
@@ -309,15 +352,18 @@ def api_customer_token(request, tenant: str):
     if refused is not None:
         return refused
     try:
-        body = _parse_json_object(request)
+        body = _parse_json_object(request, allowed={"customer", "ttl_s", "single_use"})
         ttl = body.get("ttl_s")
         if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 1):
             raise AskRejected("invalid_ttl", "ttl_s must be a positive integer")
-        token = auth.customer_token_issue(t, body.get("customer"), ttl)
+        single_use = body.get("single_use", False)
+        if not isinstance(single_use, bool):
+            raise AskRejected("invalid_single_use", "single_use must be true or false")
+        token = auth.customer_token_issue(t, body.get("customer"), ttl, single_use=single_use)
         _, expires = auth.customer_token_check(t, token)
     except (AskRejected, auth.AuthError) as exc:
         return _api_error(exc.code, exc.message, exc.status)
-    return JsonResponse({"token": token, "expires_at": expires})
+    return JsonResponse({"token": token, "expires_at": expires, "single_use": single_use})
 
 
 def openapi_schema(request):
@@ -357,6 +403,10 @@ def chat_feedback(request, tenant: str, request_id):
     from caching.review import feedback_record
 
     t = _tenant(tenant)
+    client = ratelimit.client_key(request, customer=auth.session_customer(request, t))
+    limited = _rate_limited(request, t, client, api=False, action="feedback")
+    if limited is not None:
+        return limited
     ask = _ask_of(t, request_id)
     helpful = {"yes": True, "no": False}.get(request.POST.get("helpful", ""))
     if ask is None or helpful is None:
@@ -372,7 +422,7 @@ def api_feedback(request, tenant: str):
     """POST {"request_id": ..., "helpful": true|false, "comment": optional}: the customer's verdict on an answer."""
     from caching.review import feedback_record
 
-    t, key, refused, _ = _api_caller(request, tenant)
+    t, key, refused, _ = _api_caller(request, tenant, action="feedback")
     if refused is not None:
         return refused
     try:

@@ -6,14 +6,33 @@ import time
 
 from django.conf import settings
 
+from caching.churn import churn_add
 from caching.citations import article_versions, stale_citations
 from caching.keys import KEY_VERSION
 from caching.layers.base import CacheLayer, CachedAnswer, LayerResult
-from supportbot.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
+from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
 
 
 def _cite_key(article_pk: int) -> str:
     return f"cite:ans:{article_pk}"
+
+
+def _index_key(key: str) -> str:
+    """The tenant's index of its entries (a sorted set scored by expiry): ``ans:<v>:<tenant>:<hash>``
+    is listed under ``ans-idx:<v>:<tenant>``, which counts them for the per-tenant cap."""
+    return "ans-idx:" + key.split(":", 1)[1].rsplit(":", 1)[0]
+
+
+# Past the cap, the tenant's entries nearest their expiry go: popped from the index and deleted in
+# one step (KEYS: index; ARGV: how many). The entries' keys come from the index (one Redis, not a cluster).
+_EVICT = """
+local evicted = 0
+local oldest = redis.call('ZPOPMIN', KEYS[1], ARGV[1])
+for i = 1, #oldest, 2 do
+  evicted = evicted + redis.call('DEL', oldest[i])
+end
+return evicted
+"""
 
 
 class ExactLayer(CacheLayer):
@@ -39,8 +58,8 @@ class ExactLayer(CacheLayer):
             else:
                 raw, articles_rev = get_redis().mget(*keys)
         except RedisUnavailable as exc:
-            mark_redis_down()
-            result.disposition, result.reason = "skipped", f"redis unavailable: {type(exc).__name__}"
+            redis_failed(exc)
+            result.disposition, result.reason = "skipped", redis_error_text(exc)
             return result
         cached = None
         if raw is not None:
@@ -65,29 +84,59 @@ class ExactLayer(CacheLayer):
         result.lookup_ms = (time.perf_counter() - started) * 1000
         return result
 
-    def store(self, key: str, cached: CachedAnswer) -> LayerResult:
+    def store(self, key: str, cached: CachedAnswer, tenant_id: int | None = None) -> LayerResult:
+        """Write the entry; past ``EXACT_CACHE_MAX_KEYS_PER_TENANT`` the tenant's entries nearest their
+        expiry go. Evictions and expiries are counted for the dashboard (``caching.churn``) when the
+        tenant is given. A Redis that refuses the write (down, or full under ``noeviction``) gives a
+        ``skipped`` decision naming the error, and the answer is served all the same."""
         result = LayerResult(self.name, "stored", key_version=KEY_VERSION, candidate=key[-16:])
         if not redis_available():
             result.disposition, result.reason = "skipped", "redis unavailable (backing off)"
             return result
         ttl = settings.EXACT_CACHE_TTL_S
+        index, now = _index_key(key), time.time()
         try:
+            # One transaction, refused whole by a full server under noeviction: forget index members
+            # whose lifetime ended (the expiries), write the entry, its index member and citations.
             pipe = get_redis().pipeline(transaction=True)
+            pipe.zremrangebyscore(index, "-inf", now)
             pipe.set(key, json.dumps(cached.__dict__), ex=ttl)
+            pipe.zadd(index, {key: now + ttl})
+            pipe.expire(index, ttl + 3600)
             for c in cached.citations:
                 pipe.sadd(_cite_key(c["article_pk"]), key)
                 pipe.expire(_cite_key(c["article_pk"]), ttl + 3600)
-            pipe.execute()
+            pipe.zcard(index)
+            replies = pipe.execute()
+            expired, size = replies[0], replies[-1]
+            over = size - settings.EXACT_CACHE_MAX_KEYS_PER_TENANT
+            evicted = get_redis().eval(_EVICT, 1, index, over) if over > 0 else 0
         except RedisUnavailable as exc:
-            mark_redis_down()
-            result.disposition, result.reason = "skipped", f"redis unavailable: {type(exc).__name__}"
+            redis_failed(exc)
+            result.disposition, result.reason = "skipped", redis_error_text(exc)
+            return result
+        if evicted:
+            result.reason = f"stored; {evicted} older entries evicted (tenant cap)"
+        if tenant_id is not None:
+            churn_add(tenant_id, self.name, expired=expired, evicted=evicted)
         return result
+
+    def tenant_size(self, tenant_slug: str) -> int | None:
+        """How many unexpired entries the tenant has (its index's count); None without Redis."""
+        try:
+            return get_redis().zcount(f"ans-idx:{KEY_VERSION}:{tenant_slug}", int(time.time()), "+inf")
+        except RedisUnavailable as exc:
+            redis_failed(exc)
+            return None
 
     def delete(self, key: str) -> None:
         try:
-            get_redis().delete(key)
-        except RedisUnavailable:
-            mark_redis_down()
+            pipe = get_redis().pipeline(transaction=False)
+            pipe.delete(key)
+            pipe.zrem(_index_key(key), key)
+            pipe.execute()
+        except RedisUnavailable as exc:
+            redis_failed(exc)
 
     def purge_article(self, article_pk: int) -> int:
         """Delete every exact entry citing the article (raises if Redis is down: the caller retries)."""
@@ -96,5 +145,33 @@ class ExactLayer(CacheLayer):
         removed = 0
         if keys:
             removed = r.delete(*keys)
+            pipe = r.pipeline(transaction=False)
+            for k in keys:  # purged, not expired: out of the tenant's count
+                pipe.zrem(_index_key(k.decode()), k)
+            pipe.execute()
         r.delete(_cite_key(article_pk))
         return removed
+
+    def forget_sources(self, tenant_slug: str, request_ids: set[str]) -> int:
+        """Delete the tenant's entries whose answer came from one of these Asks; returns how many
+        went. Raises the Redis error (erasure aborts)."""
+        r = get_redis()
+        keys = list(r.scan_iter(match=f"ans:{KEY_VERSION}:{tenant_slug}:*", count=1000))
+        doomed = []
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            for key, raw in zip(chunk, r.mget(chunk)):
+                try:
+                    source = json.loads(raw).get("source_request") if raw is not None else None
+                except ValueError:
+                    source = None
+                if source in request_ids:
+                    doomed.append(key)
+        removed = 0
+        for i in range(0, len(doomed), 500):
+            pipe = r.pipeline(transaction=False)
+            pipe.delete(*doomed[i:i + 500])
+            pipe.zrem(f"ans-idx:{KEY_VERSION}:{tenant_slug}", *doomed[i:i + 500])
+            removed += pipe.execute()[0]
+        return removed
+

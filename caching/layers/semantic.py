@@ -15,10 +15,12 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pgvector import Vector
 
 from caching import guards
+from caching.churn import churn_add
 from caching.citations import stale_citations
 from caching.layers.base import CacheLayer, CachedAnswer, LayerResult
 from caching.models import EntryCitation, SemanticEntry
@@ -178,7 +180,25 @@ class SemanticLayer(CacheLayer):
         EntryCitation.objects.bulk_create([
             EntryCitation(entry=entry, article_id=c["article_pk"], version=c["version"]) for c in answer.citations
         ])
+        self._cap(scope.tenant_id, entry.pk)
         return entry
+
+    def _cap(self, tenant_id: int, newest: int) -> int:
+        """Past ``SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT`` active entries, retire the tenant's least
+        recently used ones (last hit, else creation) and count them as evicted."""
+        active = SemanticEntry.objects.filter(tenant_id=tenant_id, status=SemanticEntry.Status.ACTIVE)
+        over = active.count() - settings.SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT
+        if over <= 0:
+            return 0
+        doomed = list(active.exclude(pk=newest).order_by(Coalesce("last_hit_at", "created_at"), "pk")
+                      .values_list("pk", flat=True)[:over])
+        evicted = SemanticEntry.objects.filter(pk__in=doomed, status=SemanticEntry.Status.ACTIVE).update(
+            status=SemanticEntry.Status.RETIRED)
+        churn_add(tenant_id, self.name, evicted=evicted)
+        return evicted
+
+    def tenant_size(self, tenant_id: int) -> int:
+        return SemanticEntry.objects.filter(tenant_id=tenant_id, status=SemanticEntry.Status.ACTIVE).count()
 
     def purge_article(self, article_pk: int) -> int:
         ids = EntryCitation.objects.filter(article_id=article_pk).values("entry_id")

@@ -6,7 +6,7 @@ from datetime import timedelta
 from caching import guards
 from caching.models import CacheDecision, Feedback, ReviewItem, SampledHit, SemanticEntry
 from caching.review import entry_of
-from caching.rollups import rollup_groups
+from caching.rollups import rollup_groups, tenant_lookup
 from ingestion.models import Article
 from supportbot.models import PrefixCacheSample
 
@@ -61,13 +61,12 @@ def review_card(item: ReviewItem) -> dict:
     return dict(details, item=item, feedback=feedback, decisions=decisions)
 
 
-def review_items(status: str = ReviewItem.Status.OPEN, source: str = "", tenant_id: int | None = None):
+def review_items(status: str = ReviewItem.Status.OPEN, source: str = "", tenant_id=None):
+    """``tenant_id``: one tenant, a collection of tenants (a staff user's) or None for all."""
     qs = (ReviewItem.objects.select_related("decision__ask", "decision__tenant", "ask__tenant", "entry", "resolved_by")
-          .filter(status=status))
+          .filter(status=status, **tenant_lookup(tenant_id)))
     if source:
         qs = qs.filter(source=source)
-    if tenant_id:
-        qs = qs.filter(tenant_id=tenant_id)
     return qs.order_by("created_at", "pk")
 
 

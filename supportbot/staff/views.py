@@ -1,7 +1,9 @@
 """Staff pages inside the Django admin (URLs under ``/admin/ask/``).
 
 Every view goes through ``admin.site.admin_view`` (active staff only, the admin's login
-otherwise) and checks one permission; actions are POSTs answered with an htmx partial."""
+otherwise) and checks one permission; actions are POSTs answered with an htmx partial.
+Every read is narrowed to the user's tenants and every object fetched through
+``scoped_object_or_404`` (``supportbot.tenancy``): another tenant's object is a 404."""
 from __future__ import annotations
 
 import tempfile
@@ -13,10 +15,11 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from caching import calibration, guards, stats
@@ -28,6 +31,7 @@ from caching.rollups import floor_hour
 from supportbot.models import Tenant
 from supportbot.staff import charts, selectors
 from supportbot.staff.services import semantic_mode_set
+from supportbot.tenancy import scoped_object_or_404, tenant_scope
 
 RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90)}
 SKIPPED_KEY = "label_skipped"
@@ -136,9 +140,10 @@ def _model_side_chart(period: dict, tenant: Tenant | None):
 @staff_view("caching.view_hourlyrollup")
 def dashboard(request):
     period = _period(request)
-    tenants = list(Tenant.objects.order_by("slug"))
+    scope = tenant_scope(request.user)
+    tenants = list(scope.tenants())
     tenant = next((t for t in tenants if t.slug == request.GET.get("tenant")), None)
-    data = stats.dashboard(period["start"], period["end"], tenant.pk if tenant else None, period["bucket"])
+    data = stats.dashboard(period["start"], period["end"], tenant.pk if tenant else scope.ids, period["bucket"])
     rate_chart, volume_chart = _hit_rate_chart(data["series"], period)
     wrong = data["wrong"]
     layer_rows = []
@@ -160,21 +165,26 @@ def dashboard(request):
         "volume_chart": volume_chart, "model_chart": _model_side_chart(period, tenant),
         "model_servers": selectors.prefix_cache_latest(), "ranges": list(RANGES) + ["custom"], "modes": Tenant.SemanticMode.choices,
         "can_switch_mode": request.user.has_perm("supportbot.change_semantic_mode"),
-        "open_items": ReviewItem.objects.filter(status=ReviewItem.Status.OPEN).count(),
-        "to_label": SampledHit.objects.filter(labeled=False).count(),
+        "open_items": scope.filter(ReviewItem.objects.filter(status=ReviewItem.Status.OPEN)).count(),
+        "to_label": scope.filter(SampledHit.objects.filter(labeled=False)).count(),
+        "sizes": stats.cache_sizes(period["start"], period["end"], [tenant] if tenant else tenants),
     }, "Cache dashboard")
 
 
 @require_POST
 @staff_view("supportbot.change_semantic_mode")
 def mode_set(request, tenant: str):
-    t = get_object_or_404(Tenant, slug=tenant)
+    t = scoped_object_or_404(request, Tenant.objects, "pk", slug=tenant)
     try:
         semantic_mode_set(t, request.POST.get("mode", ""), request.user)
     except ValueError as exc:
         return HttpResponseBadRequest(str(exc))
     messages.success(request, f"{t.slug}: semantic cache mode is now {request.POST['mode']}.")
-    return redirect(request.POST.get("next") or reverse("staff:dashboard"))
+    nxt = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(nxt, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        nxt = reverse("staff:dashboard")
+    return redirect(nxt)
 
 
 # --------------------------------------------------------------------------- review queue
@@ -185,8 +195,9 @@ def review_queue(request):
     if status not in ReviewItem.Status.values:
         status = ReviewItem.Status.OPEN
     source = request.GET.get("source", "")
-    page = Paginator(selectors.review_items(status, source if source in ReviewItem.Source.values else ""), 10) \
-        .get_page(request.GET.get("page"))
+    items = selectors.review_items(status, source if source in ReviewItem.Source.values else "",
+                                   tenant_id=tenant_scope(request.user).ids)
+    page = Paginator(items, 10).get_page(request.GET.get("page"))
     can_act = request.user.has_perm("caching.change_reviewitem")
     cards = [render_to_string("admin/ask/_review_card.html",
                               {**selectors.review_card(i), "can_act": can_act, "reasons": ReasonCode.choices},
@@ -200,7 +211,7 @@ def review_queue(request):
 @require_POST
 @staff_view("caching.change_reviewitem")
 def review_action(request, pk: int, action: str):
-    item = get_object_or_404(ReviewItem, pk=pk)
+    item = scoped_object_or_404(request, ReviewItem.objects, pk=pk)
     error = ""
     try:
         if action == "confirm":
@@ -230,7 +241,8 @@ def _label_context(request, sample: SampledHit | None) -> dict:
     today = timezone.localdate()
     return {
         "card": selectors.label_card(sample) if sample else None,
-        "remaining": SampledHit.objects.filter(labeled=False).exclude(pk__in=skipped).count(),
+        "remaining": tenant_scope(request.user).filter(SampledHit.objects.filter(labeled=False))
+        .exclude(pk__in=skipped).count(),
         "done_today": Label.objects.filter(labeler=request.user, source=Label.Source.SAMPLE,
                                            created_at__date=today).count(),
         "skipped": len(skipped), "reason_keys": [(k, code, ReasonCode(code).label) for k, code in REASON_KEYS.items()],
@@ -241,14 +253,14 @@ def _label_context(request, sample: SampledHit | None) -> dict:
 def label_page(request):
     if request.GET.get("reset"):
         request.session[SKIPPED_KEY] = []
-    sample = next_sample(request.session.get(SKIPPED_KEY, []))
+    sample = next_sample(request.session.get(SKIPPED_KEY, []), tenant_scope(request.user).ids)
     return _page(request, "admin/ask/label.html", _label_context(request, sample), "Label sampled hits")
 
 
 @require_POST
 @staff_view("caching.label_hits")
 def label_submit(request, pk: int):
-    sample = get_object_or_404(SampledHit, pk=pk)
+    sample = scoped_object_or_404(request, SampledHit.objects, pk=pk)
     error = ""
     if request.POST.get("verdict") == "skip":
         request.session[SKIPPED_KEY] = (request.session.get(SKIPPED_KEY, []) + [sample.pk])[-500:]
@@ -261,7 +273,7 @@ def label_submit(request, pk: int):
         if error:
             messages.error(request, error)
         return redirect(reverse("staff:label"))
-    nxt = sample if error else next_sample(request.session.get(SKIPPED_KEY, []))
+    nxt = sample if error else next_sample(request.session.get(SKIPPED_KEY, []), tenant_scope(request.user).ids)
     return render(request, "admin/ask/_label_card.html", {**_label_context(request, nxt), "error": error})
 
 
@@ -285,9 +297,10 @@ def _curve_chart(curve: calibration.Curve):
 @staff_view("caching.view_thresholdsetting")
 def calibration_page(request):
     pairs, notes = [], []
+    scope = tenant_scope(request.user)
     use_db = request.method == "GET" or request.POST.get("include_db")
     if use_db:
-        pairs += calibration.pairs_from_db()
+        pairs += calibration.pairs_from_db(scope.ids)
     upload = request.FILES.get("pairs") if request.method == "POST" else None
     if upload is not None:
         with tempfile.NamedTemporaryFile(suffix=".jsonl") as fh:
@@ -312,7 +325,7 @@ def calibration_page(request):
     in_force = calibration.current_thresholds(refresh=True)
     return _page(request, "admin/ask/calibration.html", {
         "sections": sections, "pairs": len(pairs), "target": target, "notes": notes,
-        "can_apply": request.user.has_perm("caching.change_thresholdsetting"),
+        "can_apply": request.user.has_perm("caching.change_thresholdsetting") and scope.all,
         "in_force": [(i, in_force.get(i), calibration.threshold_history(i)[:1]) for i in guards.INTENT_CLASSES],
     }, "Threshold calibration")
 
@@ -320,6 +333,8 @@ def calibration_page(request):
 @require_POST
 @staff_view("caching.change_thresholdsetting")
 def threshold_apply(request):
+    if not tenant_scope(request.user).all:  # a threshold applies to every tenant
+        raise PermissionDenied("thresholds apply to every tenant: only staff who see every tenant set them")
     intent = request.POST.get("intent", "")
     try:
         value = float(request.POST.get("value", ""))

@@ -35,7 +35,12 @@ def test_api_needs_no_csrf_because_it_never_reads_cookies(demo, dead_model):
     browser = Client(enforce_csrf_checks=True)
     from supportbot.auth import customer_token_issue
 
-    browser.get(f"/t/acme/?customer_token={customer_token_issue(demo['acme'], 'victim')}")
+    acme = demo["acme"]
+    acme.embed_origins = ["https://shop.acme.example"]
+    acme.save()
+    signed_in = browser.post("/t/acme/sign-in", {"customer_token": customer_token_issue(acme, "victim")},
+                             HTTP_ORIGIN="https://shop.acme.example")
+    assert signed_in.status_code == 303
     response = browser.post("/api/t/acme/ask", data={"question": "Where is my order AO-123456?"},
                             content_type="application/json")
     from supportbot.models import AskEvent

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from caching.models import CacheDecision, SemanticEntry
-from retrieval.embeddings import get_embedder
+from retrieval.embeddings import get_embedder, question_scope
 from supportbot import pipeline
 from supportbot.models import AskEvent
 from supportbot.redis_client import get_redis
@@ -37,8 +37,9 @@ def test_records_older_than_the_retention_period_are_purged(demo, offers, settin
     assert not AskEvent.objects.filter(pk=old.pk).exists()
     assert not CacheDecision.objects.filter(ask_id=old.pk).exists()
     assert AskEvent.objects.filter(request_id=new_state.request_id).exists()
-    entry.refresh_from_db()  # the verified answer stays, unlinked from the purged record
-    assert entry.source_ask_id is None and entry.status == "active"
+    # the entry holds the customer's question: it goes with the record it came from
+    assert not SemanticEntry.objects.filter(pk=entry.pk).exists()
+    assert SemanticEntry.objects.filter(source_ask__request_id=new_state.request_id).exists()
     assert records_purge_older_than(90) == {}
     with pytest.raises(ValueError):
         records_purge_older_than(0)
@@ -58,7 +59,7 @@ def test_customer_export_and_erase(demo, offers):
     assert {a["request_id"] for a in data["asks"]} == {s.request_id for s in mine}
     r = get_redis()
     assert r.get(mine[0].key) is not None
-    emb_key = get_embedder().cache_key("What is your return policy?")
+    emb_key = get_embedder().cache_key("What is your return policy?", question_scope(acme.pk))
     assert r.exists(emb_key)
 
     out = io.StringIO()

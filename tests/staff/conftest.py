@@ -1,21 +1,28 @@
 """Staff-page fixtures: users in the two roles, and cache hits made through the real layers."""
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 
 from caching.models import CacheDecision
 from caching.roles import CACHE_ADMINS, SUPPORT_AGENTS, roles_setup
 from supportbot import pipeline
-from supportbot.models import AskEvent
+from supportbot.models import AskEvent, StaffMembership, Tenant
 from tests.caching.helpers import cached_lookup, offer
 
 PASSWORD = "a-long-test-password-42"
 
 
-def _user(username: str, group: str | None, *, staff: bool = True) -> User:
+def _user(username: str, group: str | None, *, staff: bool = True, tenants=None, all_tenants: bool = False) -> User:
+    """A user in ``group``, a member of ``tenants`` (default: every tenant that exists now), or of
+    every tenant at all with ``all_tenants`` (supportbot.tenancy)."""
     roles_setup()
     user = User.objects.create_user(username, password=PASSWORD, is_staff=staff)
     if group:
         user.groups.add(Group.objects.get(name=group))
+    if all_tenants:
+        user.user_permissions.add(Permission.objects.get(content_type__app_label="supportbot",
+                                                         codename="view_all_tenants"))
+    for tenant in (Tenant.objects.all() if tenants is None else tenants):
+        StaffMembership.objects.create(user=user, tenant=tenant)
     return user
 
 
@@ -26,7 +33,8 @@ def agent(db):
 
 @pytest.fixture
 def cache_admin(db):
-    return _user("cacheadmin", CACHE_ADMINS)
+    """Thresholds apply to every tenant: the cache admin of these tests is platform staff."""
+    return _user("cacheadmin", CACHE_ADMINS, all_tenants=True)
 
 
 @pytest.fixture

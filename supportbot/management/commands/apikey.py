@@ -13,6 +13,8 @@ class Command(BaseCommand):
         create = sub.add_parser("create", help="create a key and print it once")
         create.add_argument("--tenant", required=True, help="tenant slug")
         create.add_argument("--name", default="api", help="what the key is for")
+        create.add_argument("--timing-breakdown", action="store_true",
+                            help="answers to this key carry the per-step timings (staff tooling only)")
         listing = sub.add_parser("list", help="list keys (prefixes only)")
         listing.add_argument("--tenant", required=True)
         revoke = sub.add_parser("revoke", help="revoke a key by its prefix")
@@ -29,7 +31,7 @@ class Command(BaseCommand):
         except Tenant.DoesNotExist:
             raise CommandError(f"no tenant {opts['tenant']!r}") from None
         if action == "create":
-            row, raw = api_key_create(tenant, opts["name"])
+            row, raw = api_key_create(tenant, opts["name"], timing_breakdown=opts["timing_breakdown"])
             self.stderr.write(f"created key {row.prefix} for {tenant.slug}; store it now, it is not shown again")
             self.stdout.write(raw)
             return
