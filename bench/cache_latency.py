@@ -1,11 +1,14 @@
 """Latency of the answer caches through the real stack.
 
     .venv/bin/python -m bench.cache_latency [--requests 300] [--seconds 4] [--threads 8] [--entries 100000]
+                                            [--parts exact,semantic,100k] [--tracing off|on]
 
 1. Exact hit: ``POST /api/t/<tenant>/ask`` answered from the exact cache, over real HTTP to a
    gunicorn (gthread, as ``make run`` serves) on loopback, against a bare Django JSON view (same
    server, same middleware, JSON in and out, nothing else) measured in the same run: sequential
-   p50, and throughput with a threaded keep-alive client.
+   p50, and throughput with a threaded keep-alive client. Prometheus metrics are on as under
+   ``make run`` (multiprocess mode, ``supportbot/gunicorn_conf.py``); ``--tracing on`` also
+   traces every Ask and exports the spans over OTLP/HTTP to a local sink.
 2. Semantic hit: the same endpoint for paraphrases of answered questions (the paraphrase pairs
    of ``../shared/eval`` and ``tests/data``), each sent once with a new trailing punctuation, so
    the exact cache and the embedding cache both miss: the p50 includes the query embedding.
@@ -25,6 +28,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -34,7 +38,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from bench.common import ROOT, Stopwatch, bench_result, ensure_schema, fmt_ms, percentiles, scratch_tenants, setup
+from bench.common import ROOT, Stopwatch, TraceSink, bench_result, ensure_schema, fmt_ms, percentiles, scratch_tenants, setup
 
 # Hits are measured, never generation: a miss finds no indexed passage in the scratch tenants, and
 # should one slip through, the model is a closed port (a fast "unavailable", not a 30 s CPU answer).
@@ -95,12 +99,25 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def web_server(workers: int, threads: int):
-    """A gunicorn of this run's own on a free loopback port (rate limits raised past the load we send)."""
+def web_server(workers: int, threads: int, tracing: bool = False):
+    """A gunicorn of this run's own on a free loopback port, set up as ``make run`` sets it up
+    (Prometheus multiprocess metrics, the gunicorn hooks), rate limits raised past the load we
+    send; with ``tracing``, every Ask is traced and exported over OTLP/HTTP to a local sink."""
+    import tempfile
+
     port = free_port()
-    env = dict(os.environ, RATELIMIT_CLIENT_REQUESTS="1000000000", RATELIMIT_TENANT_REQUESTS="1000000000")
+    metrics_dir = tempfile.mkdtemp(prefix="bench-prometheus-")
+    env = dict(os.environ, RATELIMIT_CLIENT_REQUESTS="1000000000", RATELIMIT_TENANT_REQUESTS="1000000000",
+               PROMETHEUS_MULTIPROC_DIR=metrics_dir)
+    sink = TraceSink() if tracing else None
+    if sink is not None:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = sink.url
+    else:
+        env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+        env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "bench.cache_latency:wsgi_application()",
+         "-c", "python:supportbot.gunicorn_conf",
          "--bind", f"{HOST}:{port}", "--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads),
          "--timeout", "180", "--log-level", "warning"],
         cwd=ROOT, env=env, start_new_session=True)
@@ -120,6 +137,13 @@ def web_server(workers: int, threads: int):
                 raise RuntimeError("gunicorn did not answer within 90 s")
             time.sleep(0.2)
         yield port
+        conn = http.client.HTTPConnection(HOST, port, timeout=5)
+        conn.request("GET", "/metrics")
+        scrape = conn.getresponse().read().decode()
+        exact_hits = sum(float(line.rsplit(" ", 1)[1]) for line in scrape.splitlines()
+                         if line.startswith("ask_cache_hits_total{") and 'layer="exact"' in line)
+        print(f"  /metrics after the run: {exact_hits:.0f} exact hits counted"
+              + (f"; {sink.batches} span batches exported" if sink else ""), flush=True)
     finally:
         proc.terminate()
         try:
@@ -127,6 +151,9 @@ def web_server(workers: int, threads: int):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if sink is not None:
+            sink.close()
+        shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 class Client:
@@ -242,7 +269,7 @@ def exact_and_semantic(scratch, args) -> dict:
     body = {"question": question}
     figures: dict = {}
 
-    with web_server(args.workers, args.web_threads) as port:
+    with web_server(args.workers, args.web_threads, tracing=args.tracing == "on") as port:
         # warm every worker thread: model revision, connections, the embedding model (a semantic hit)
         warm = {"question": "how can i reset my password"}
         scratch.will_embed([warm["question"]])
@@ -430,6 +457,8 @@ def main(argv=None) -> int:
     parser.add_argument("--web-threads", type=int, default=settings.WEB_THREADS, help="threads per gunicorn worker")
     parser.add_argument("--entries", type=int, default=100_000, help="semantic entries for the filtered lookup")
     parser.add_argument("--parts", default="exact,semantic,100k", help="comma-separated subset to run")
+    parser.add_argument("--tracing", choices=("off", "on"), default="off",
+                        help="trace every Ask (OTLP/HTTP to a local sink); metrics are always on, as in make run")
     args = parser.parse_args(argv)
     args.parts = set(args.parts.split(","))
     ensure_schema()
@@ -451,7 +480,7 @@ def main(argv=None) -> int:
         ok = value >= TARGETS[name] if name == "exact_vs_bare_throughput" else value <= TARGETS[name]
         print(f"  {name}: {value:.3f} (target {'>=' if 'throughput' in name else '<='} {TARGETS[name]}) "
               f"{'ok' if ok else 'MISSED'}")
-    figures.update(results)
+    figures.update(results, tracing=args.tracing, metrics="prometheus multiprocess")
     last = " ".join(f"{k}={v:.2f}" for k, v in results.items())
     bench_result("cache_latency", figures, last)
     return 0

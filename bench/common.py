@@ -14,9 +14,11 @@ import json
 import math
 import os
 import statistics
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,3 +224,31 @@ def bench_result(name: str, figures: dict, last_line: str) -> Path:
     tmp.replace(path)
     print(last_line, flush=True)
     return path
+
+
+class TraceSink:
+    """An OTLP/HTTP endpoint that accepts span batches and drops them (the exporter's work is
+    measured, a collector's is not)."""
+
+    def __init__(self):
+        sink = self
+        self.batches = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                sink.batches += 1
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -14,6 +14,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from caching.models import CacheChurn
+from supportbot import metrics
 from supportbot.redis_client import RedisUnavailable, get_redis, redis_failed
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,8 @@ def churn_add(tenant_id: int, layer: str, *, expired: int = 0, evicted: int = 0)
     rows = [(kind, n) for kind, n in ((CacheChurn.Kind.EXPIRED, expired), (CacheChurn.Kind.EVICTED, evicted)) if n]
     if not rows:
         return
+    for kind, n in rows:
+        metrics.EVICTIONS.labels(layer, str(kind)).inc(n)
     hour = timezone.now().replace(minute=0, second=0, microsecond=0)
     table = connection.ops.quote_name(CacheChurn._meta.db_table)
     try:

@@ -40,6 +40,7 @@ from retrieval.embeddings import embed_texts
 from retrieval.generations import query_embedder
 from retrieval.search import search_hybrid
 from retrieval.services import active_generation
+from supportbot import metrics
 from supportbot.redis_client import get_redis
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ def purge_citing(article_pk: int, version: int | None = None, trigger: str = Pur
         removed_search=removed.get("search", 0), duration_ms=(time.perf_counter() - started) * 1000,
     )
     log.info("purge %s", record)
+    purges_count([record])
     return record
 
 
@@ -154,7 +156,16 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
                 duration_ms=per_article_ms))
         log.info("purge_retrieving %s/%s (%s): %d semantic, %d exact entries of %d articles", tenant_id, locale,
                  trigger, sum(removed_semantic.values()), sum(removed_exact.values()), len(pks))
+    purges_count(records)
     return records
+
+
+def purges_count(records) -> None:
+    """The purges in the metrics: runs by cause, entries removed by layer and cause."""
+    for record in records:
+        metrics.PURGES.labels(record.trigger).inc()
+        for layer in ("exact", "semantic", "search"):
+            metrics.PURGED_ENTRIES.labels(layer, record.trigger).inc(getattr(record, f"removed_{layer}"))
 
 
 # --------------------------------------------------------------------------- the nightly sweep
@@ -240,12 +251,13 @@ def purge_sweep(*, task_id: str = "", attempt: int = 1):
         current = _current_versions(articles)
         tenants = dict(Article.objects.filter(pk__in=articles).values_list("pk", "tenant_id"))
         per_article_ms = (time.perf_counter() - started) * 1000 / max(1, len(articles))
-        PurgeRecord.objects.bulk_create([
+        records = PurgeRecord.objects.bulk_create([
             PurgeRecord(article_id=pk if pk in tenants else None, article_pk=pk, tenant_id=tenants.get(pk),
                         version=current.get(pk), trigger=PurgeRecord.Trigger.SWEEP, removed_exact=exact[pk],
                         removed_semantic=semantic[pk], removed_search=search[pk], duration_ms=per_article_ms)
             for pk in sorted(articles)
         ])
+        purges_count(records)
         ctx.record(scanned=scanned_sem + scanned_ans + scanned_srch, changed=len(articles),
                    removed=sum(semantic.values()) + sum(exact.values()) + sum(search.values()))
         ctx.run.detail.update({"semantic": sum(semantic.values()), "exact": sum(exact.values()),
@@ -273,6 +285,7 @@ def semantic_expired_cleanup(*, task_id: str = "", attempt: int = 1):
             status__in=[SemanticEntry.Status.RETIRED, SemanticEntry.Status.PURGED], expires_at__lt=cutoff)
         deleted = dead.filter(pk__in=dead.values("pk")[:50000]).delete()[1].get(SemanticEntry._meta.label, 0)
         ctx.record(changed=retired, removed=deleted)
+        metrics.EVICTIONS.labels("semantic", "retention").inc(deleted)  # expiries: counted by churn_add
         ctx.run.detail.update({"retired_expired": retired, "deleted": deleted})
     return ctx.run
 
@@ -280,6 +293,8 @@ def semantic_expired_cleanup(*, task_id: str = "", attempt: int = 1):
 def semantic_retire_other_models(model_name: str, model_version: str) -> int:
     """After an embedding-model switch: entries embedded with another model can never be compared
     with new query vectors; retire them (their retrieval version is unreachable anyway)."""
-    return (SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE)
-            .exclude(embedding_model=model_name, embedding_version=model_version)
-            .update(status=SemanticEntry.Status.RETIRED))
+    retired = (SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE)
+               .exclude(embedding_model=model_name, embedding_version=model_version)
+               .update(status=SemanticEntry.Status.RETIRED))
+    metrics.EVICTIONS.labels("semantic", "model_switch").inc(retired)
+    return retired

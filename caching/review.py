@@ -35,6 +35,7 @@ from caching.models import (AuditLog, CacheDecision, Feedback, Label, LabeledPai
                             SemanticEntry)
 from caching.rollups import tenant_lookup
 from retrieval.search import index_version
+from supportbot import metrics
 from supportbot.models import AskEvent
 from supportbot.redis_client import RedisUnavailable, get_redis, redis_failed
 
@@ -303,6 +304,8 @@ def entry_quarantine(entry: SemanticEntry | None, exact_keys: list[str], user=No
     for key in exact_keys:
         exact_layer.delete(key)
     removed = {"semantic": semantic, "exact": len(exact_keys)}
+    for layer, count in removed.items():
+        metrics.EVICTIONS.labels(layer, "quarantine").inc(count)
     if entry is not None or exact_keys:
         target = entry if entry is not None else ("exact cache", exact_keys[0][-16:])
         audit(user, "quarantine", target, why=why, removed=removed, exact_keys=[k[-16:] for k in exact_keys])

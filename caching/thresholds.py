@@ -2,19 +2,22 @@
 overridden by settings, overridden by the newest staff-applied database version."""
 from __future__ import annotations
 
-import time
+import threading
 
+import cachetools
 from django.conf import settings
 
-_cache: tuple[float, dict[str, float]] | None = None
 TTL_S = 10.0
+_cache = cachetools.TTLCache(maxsize=1, ttl=TTL_S)
+_lock = threading.Lock()
 
 
 def current_thresholds(refresh: bool = False) -> dict[str, float]:
-    global _cache
-    now = time.monotonic()
-    if not refresh and _cache is not None and now - _cache[0] < TTL_S:
-        return _cache[1]
+    if not refresh:
+        with _lock:
+            values = _cache.get("thresholds")
+        if values is not None:
+            return values
     from caching.guards import DEFAULT_THRESHOLDS
     from caching.models import ThresholdSetting
 
@@ -22,10 +25,11 @@ def current_thresholds(refresh: bool = False) -> dict[str, float]:
     values.update(settings.SEMANTIC_THRESHOLDS)
     for row in ThresholdSetting.objects.order_by("intent", "-version").distinct("intent"):
         values[row.intent] = row.value
-    _cache = (now, values)
+    with _lock:
+        _cache["thresholds"] = values
     return values
 
 
 def invalidate_thresholds() -> None:
-    global _cache
-    _cache = None
+    with _lock:
+        _cache.clear()

@@ -6,6 +6,8 @@ class SupportbotConfig(AppConfig):
     verbose_name = "Ask"
 
     def ready(self):
-        from supportbot import checks, receivers  # noqa: F401 - checks register themselves
+        from supportbot import checks, receivers, tracing  # noqa: F401 - checks register themselves
 
         receivers.connect()
+        receivers.connect_metrics()
+        tracing.setup_from_settings()

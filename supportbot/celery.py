@@ -1,10 +1,34 @@
 """The one Celery app, configured from Django settings (``CELERY_`` namespace)."""
 import os
 
-from celery import Celery
+from celery import Celery, signals
+
+from supportbot import metrics
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
 
 app = Celery("supportbot")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+# Task runs and failures in the metrics (supportbot.metrics); a prefork child that exits stops
+# counting in the live gauges.
+@signals.task_success.connect
+def _task_succeeded(sender=None, **kwargs):
+    metrics.TASKS.labels(getattr(sender, "name", "unknown"), "success").inc()
+
+
+@signals.task_failure.connect
+def _task_failed(sender=None, **kwargs):
+    metrics.TASKS.labels(getattr(sender, "name", "unknown"), "failure").inc()
+
+
+@signals.task_retry.connect
+def _task_retried(sender=None, **kwargs):
+    metrics.TASKS.labels(getattr(sender, "name", "unknown"), "retry").inc()
+
+
+@signals.worker_process_shutdown.connect
+def _worker_process_exited(pid=None, **kwargs):
+    metrics.process_dead(pid or os.getpid())

@@ -5,7 +5,9 @@ started there).
 * The access log leaves out query strings and the Referer header: an address can carry what
   must not be written down (a customer token in an old-style link, a question in a query).
 * The server refuses to start on a non-loopback address with a development secret
-  (``supportbot.safety``)."""
+  (``supportbot.safety``).
+* Prometheus multiprocess metrics (``supportbot.metrics``): a dead worker's live gauges are
+  dropped; a worker's start marks a deploy for the alerts."""
 from supportbot.safety import refuse_public_bind
 
 access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s" %(M)sms'
@@ -13,3 +15,17 @@ access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(
 
 def on_starting(server):
     refuse_public_bind(server.cfg.bind)
+
+
+def child_exit(server, worker):
+    """A web worker exited: its live gauges leave the multiprocess metrics."""
+    from supportbot import metrics
+
+    metrics.process_dead(worker.pid)
+
+
+def post_fork(server, worker):
+    """A web worker started: the newest start time marks a deploy for the alerts (deploy/prometheus)."""
+    from supportbot import metrics
+
+    metrics.WEB_STARTED.set_to_current_time()

@@ -37,6 +37,7 @@ from retrieval.services import active_generation
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
 from supportbot.generation.base import GenerationError, GenerationResult, Passage
 from supportbot.generation.prompt import NOT_COVERED, TenantPrompt
+from supportbot import metrics, tracing
 from supportbot.models import AskEvent, Tenant
 from supportbot.questions import AskRejected, clean_question, normalize_question
 from supportbot.records import copy_insert, hit_records, pks_allocate
@@ -122,6 +123,7 @@ class AskState:
     error: str = ""
     admitted: bool = False
     covered: bool = True
+    trace: object = None  # the Ask's span while tracing is on (supportbot.tracing)
 
     def lap(self, name: str, since: float) -> None:
         self.timings[name] = round((time.perf_counter() - since) * 1000, 2)
@@ -219,6 +221,7 @@ def offer_answer(asker: Asker, raw_question, answer: str, passages: list[Passage
     return state
 
 
+@tracing.step("guards")
 def check_eligibility(state: AskState) -> None:
     """Personal, action and time-dependent questions bypass the shared answer caches."""
     t = time.perf_counter()
@@ -231,6 +234,7 @@ def check_eligibility(state: AskState) -> None:
     state.lap("guards", t)
 
 
+@tracing.step("exact")
 def exact_lookup(state: AskState, prefetched: dict | None = None) -> CachedAnswer | None:
     if not state.eligibility.eligible:
         state.layers.append(LayerResult("exact", "bypass", reason=state.eligibility.reason))
@@ -245,6 +249,7 @@ def exact_lookup(state: AskState, prefetched: dict | None = None) -> CachedAnswe
     return None
 
 
+@tracing.step("semantic")
 def semantic_lookup(state: AskState) -> CachedAnswer | None:
     tenant = state.asker.tenant
     if not state.eligibility.eligible:
@@ -277,6 +282,7 @@ def serve_cached(state: AskState, cached: CachedAnswer) -> None:
     state.answer, state.citations = cached.answer, cached.citations
 
 
+@tracing.step("retrieval")
 def retrieve(state: AskState) -> None:
     """Top-k passages of the tenant and locale (search-result cache first)."""
     t = time.perf_counter()
@@ -342,7 +348,7 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
     pieces: list[str] = []
     answer: Answer | None = None
     try:
-        for item in get_answerer().stream(request):
+        for item in tracing.generation_stream(state, get_answerer().stream(request)):
             if isinstance(item, Answer):
                 answer = item
             elif item:
@@ -372,6 +378,7 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
     state.cited_explicitly = answer.cited_explicitly
 
 
+@tracing.step("admission")
 def admit(state: AskState, checks: bool = True) -> None:
     """Only verified answers enter the shared caches."""
     answerer = get_answerer()
@@ -399,6 +406,7 @@ def record(state: AskState) -> None:
     A cache hit writes nothing but its record: in a web request it goes to the background
     writer, which batches the records of many hits into one transaction (``supportbot.records``)."""
     state.timings["total"] = round((time.perf_counter() - state.started) * 1000, 2)
+    observe(state)
     if state.served is not None and hit_records.submit(state):
         return
     try:
@@ -437,6 +445,14 @@ def record_hits(states: list[AskState]) -> None:
             for s, ls in zip(states, layers)
         ])
     count_semantic_hits(states)
+
+
+def observe(state: AskState) -> None:
+    """Count the finished Ask in the metrics and close its trace (``supportbot.metrics``, ``supportbot.tracing``)."""
+    metrics.ask_observe(state.asker.tenant.slug, state.layer, state.status, state.timings["total"], state.timings,
+                        state.layers + embedding_and_prefix_decisions(state), state.result,
+                        state.spec.model if state.spec else "")
+    tracing.ask_finish(state)
 
 
 def count_semantic_hits(states: list[AskState]) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.db.models.signals import post_delete, post_save, pre_save
 
+from supportbot import metrics
 from supportbot.models import Tenant, TenantApiKey
 from supportbot.selectors import tenant_cache
 
@@ -30,3 +31,20 @@ def connect() -> None:
     post_delete.connect(tenant_changed, sender=Tenant, dispatch_uid="supportbot.tenant_deleted")
     post_save.connect(api_key_changed, sender=TenantApiKey, dispatch_uid="supportbot.api_key_saved")
     post_delete.connect(api_key_changed, sender=TenantApiKey, dispatch_uid="supportbot.api_key_deleted")
+
+
+def hit_labelled(sender, instance, created: bool, **kwargs) -> None:
+    """A staff verdict on a served hit, in the metrics (the wrong-hit rate is wrong / all)."""
+    from caching.models import CacheDecision
+
+    if not created:
+        return
+    row = CacheDecision.objects.filter(pk=instance.decision_id).values_list("layer", "tenant__slug").first()
+    if row is not None:
+        metrics.HIT_LABELS.labels(row[1] or "", row[0], instance.verdict).inc()
+
+
+def connect_metrics() -> None:
+    from caching.models import Label
+
+    post_save.connect(hit_labelled, sender=Label, dispatch_uid="supportbot.hit_labelled")

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
 
@@ -35,6 +36,24 @@ def _stop(procs: dict[str, subprocess.Popen]) -> None:
         print(f"run: {name} stopped", flush=True)
 
 
+def metrics_dir(env: dict) -> Path:
+    """The folder where web and worker processes write their metrics (prometheus_client's
+    multiprocess mode), emptied at start: values of a previous run must not be added in."""
+    path = Path(env.get("PROMETHEUS_MULTIPROC_DIR") or Path(__file__).resolve().parent.parent / "var" / "prometheus")
+    path.mkdir(parents=True, exist_ok=True)
+    for stale in path.glob("*.db"):
+        stale.unlink()
+    return path
+
+
+def metrics_access(settings) -> str:
+    if settings.METRICS_TOKEN:
+        return "send Authorization: Bearer $METRICS_TOKEN"
+    if settings.PRODUCTION:
+        return "off: set METRICS_TOKEN"
+    return "loopback clients only; set METRICS_TOKEN for others"
+
+
 def main() -> int:
     import django
 
@@ -51,6 +70,7 @@ def main() -> int:
     call_command("load_demo")
     py = sys.executable
     env = dict(os.environ)  # DATABASE_URL and REDIS_URL are set by now
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir(env))
     procs: dict[str, subprocess.Popen] = {}
     stopping = False
 
@@ -90,6 +110,7 @@ def main() -> int:
                       else f"model: {SERVED_MODEL_NAME} on the embedded model server")
         print(f"\n  Ask is running. Chat page: {base}/t/acme/  (also {base}/t/initech/, admin: {base}/admin/)\n"
               f"  Answerer: {writer}\n"
+              f"  Prometheus metrics: {base}/metrics ({metrics_access(settings)})\n"
               f"  Create a staff login with: .venv/bin/python manage.py createsuperuser\n"
               f"  Ctrl-C stops everything.\n", flush=True)
         while not stopping:

@@ -6,7 +6,7 @@ import logging
 from django.conf import settings
 
 from supportbot.generation.base import GenerationError
-from supportbot.generation.openai_http import metrics_targets, scrape_prefix_cache_metrics
+from supportbot.generation.fleet import metrics_targets, scrape_prefix_cache_metrics
 from supportbot.models import PrefixCacheSample
 
 log = logging.getLogger(__name__)

@@ -323,3 +323,18 @@ RECORD_PURGE_BATCH_SIZE = env.int("RECORD_PURGE_BATCH_SIZE", default=2000)
 EXACT_CACHE_MAX_KEYS_PER_TENANT = env.int("EXACT_CACHE_MAX_KEYS_PER_TENANT", default=100_000)
 # Past this, a tenant's least recently used active semantic entries are retired (counted as evictions).
 SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT = env.int("SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT", default=50_000)
+
+# --------------------------------------------------------------------------- operations (issue 16)
+# Bearer token Prometheus sends to /metrics. Empty: /metrics answers loopback clients only, and
+# in production not at all (a proxy on the same host would make every client look local).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# Tracing is off unless an OTLP endpoint is set in the standard variables; the OpenTelemetry SDK
+# reads the rest itself (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS, OTEL_TRACES_SAMPLER ...).
+OTEL_EXPORTER_OTLP_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")
+# The traces-only form of the endpoint (a full URL ending in /v1/traces); either one turns tracing on.
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", default="")
+# The standard switch that turns the OpenTelemetry SDK off even with an endpoint set.
+OTEL_SDK_DISABLED = env.bool("OTEL_SDK_DISABLED", default=False)
+TRACING_ENABLED = bool(OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and not OTEL_SDK_DISABLED
+# Spans carry the question and answer text only when this is on (personal data: off by default).
+TRACING_CAPTURE_TEXT = env.bool("TRACING_CAPTURE_TEXT", default=False)

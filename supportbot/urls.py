@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from supportbot import views
+from supportbot import operations, views
 
 # Django tries the patterns in order: the customer routes (every question) come first, the staff
 # pages last.
@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/t/<slug:tenant>/customer-token", views.api_customer_token, name="api-customer-token"),
     path("api/openapi.yaml", views.openapi_schema, name="api-openapi"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", operations.metrics_view, name="metrics"),
     # Staff pages live inside the admin; before it, or its catch-all would answer them.
     path("admin/ask/", include("supportbot.staff.urls")),
     path("admin/", admin.site.urls),

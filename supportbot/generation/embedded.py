@@ -68,13 +68,13 @@ class EmbeddedBackend(OpenAIHTTPBackend):
         with self._server_lock:
             if self._server_checked:
                 return
-            self.breaker.acquire()  # a server that would not start is not retried on every request
-            try:
-                ensure_model_server(self.host, self.port)
-            except EmbeddedServiceError as exc:
-                self.breaker.record_failure()
-                raise GenerationError("unavailable", str(exc)) from exc
-            self.breaker.record_success()
+            def start():  # through the breaker: a server that would not start is not retried on every request
+                try:
+                    yield ensure_model_server(self.host, self.port)
+                except EmbeddedServiceError as exc:
+                    raise GenerationError("unavailable", str(exc)) from exc
+
+            self._guarded(start)
             self._server_checked = True
 
 

@@ -1,208 +1,53 @@
-"""The vLLM backend: vLLM's OpenAI-compatible HTTP API over httpx.
+"""The vLLM backend: vLLM's OpenAI-compatible API through the official ``openai`` client.
 
 The embedded CPU model server speaks the same protocol, so the embedded backend
 is this client pointed at it (see ``embedded.py``).
 
-Failure policy, in one place:
+The client does the transport: requests, the SSE stream, typed responses with
+``usage``, timeouts, and retries of connection errors, timeouts, 408/409/429 and
+5xx with exponential backoff (``Retry-After`` honoured). What stays here is this
+backend's own policy:
 
-- connect errors, timeouts and 5xx/429 answers are retried a bounded number of
-  times with exponential backoff and jitter (429 ``Retry-After`` honoured), but
-  never once a stream has yielded text to the caller, and never past the
-  overall deadline (``GENERATION_TIMEOUT_S``);
+- the backoff base is ``GENERATION_RETRY_BACKOFF_S`` (at least a 429's
+  ``Retry-After``), and no retry starts past the overall deadline
+  (``GENERATION_TIMEOUT_S``);
 - other 4xx answers are the caller's fault and are never retried;
-- a circuit breaker per backend opens after N consecutive failed calls, fails
-  fast ("circuit_open") for ``GENERATION_BREAKER_RESET_S`` seconds, then lets a
-  single probe through (half-open): success closes it, failure opens it again.
+- a stream that breaks off before its first token is tried again from scratch;
+  once the customer has seen text it never is ("interrupted");
+- a circuit breaker (``pybreaker``) per backend opens after N consecutive failed
+  calls, fails fast ("circuit_open") for ``GENERATION_BREAKER_RESET_S`` seconds,
+  then lets a single probe through (half-open): success closes it, failure opens it again.
 
 Per-request prefix-cache accounting comes from
 ``usage.prompt_tokens_details.cached_tokens`` (vLLM started with
-``--enable-prompt-tokens-details``); the fleet view comes from the server's
-Prometheus ``/metrics`` (:func:`scrape_prefix_cache_metrics`).
+``--enable-prompt-tokens-details``); the fleet view, from the servers' own
+``/metrics``, is ``fleet.py``.
 """
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import random
+import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
-import httpx
+import httpx2
+import openai
+import pybreaker
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from supportbot import metrics
 from supportbot.generation.base import ChatRequest, GenerationBackend, GenerationError, GenerationResult
 
 logger = logging.getLogger(__name__)
 
-CHAT_PATH = "/v1/chat/completions"
-METRICS_PATH = "/metrics"
 # A router doing session affinity (e.g. vLLM production-stack `--routing-logic session
 # --session-key x-session-id`) keeps one tenant's requests, hence its prefix, on one replica.
 AFFINITY_HEADER = "X-Session-Id"
-_MAX_BODY_BYTES = 8 * 1024 * 1024
-_ERROR_DETAIL_BYTES = 2048
-
-
-class CircuitBreaker:
-    """closed -> (``failures`` consecutive failures) -> open -> (``reset_s``) -> half-open (one probe)."""
-
-    def __init__(self, failures: int, reset_s: float, clock=time.monotonic):
-        self.failures = max(1, int(failures))
-        self.reset_s = float(reset_s)
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._consecutive = 0
-        self._opened_at: float | None = None
-        self._probing = False
-
-    @property
-    def state(self) -> str:
-        with self._lock:
-            if self._opened_at is None:
-                return "closed"
-            if self._probing or self._clock() - self._opened_at < self.reset_s:
-                return "open"
-            return "half_open"
-
-    def acquire(self) -> None:
-        """Let a call through, or raise GenerationError("circuit_open") without touching the network."""
-        with self._lock:
-            if self._opened_at is None:
-                return
-            waited = self._clock() - self._opened_at
-            if self._probing or waited < self.reset_s:
-                retry_in = max(0.0, self.reset_s - waited)
-                raise GenerationError("circuit_open", f"model server failing; next probe in {retry_in:.1f}s")
-            self._probing = True  # this call is the half-open probe
-
-    def record_success(self) -> None:
-        with self._lock:
-            if self._opened_at is not None:
-                logger.info("generation circuit closed: the model server answers again")
-            self._consecutive = 0
-            self._opened_at = None
-            self._probing = False
-
-    def record_failure(self) -> None:
-        with self._lock:
-            self._consecutive += 1
-            if self._probing or self._consecutive >= self.failures:
-                if not self._probing:
-                    logger.error("generation circuit opened after %d consecutive failures", self._consecutive)
-                self._opened_at = self._clock()
-                self._probing = False
-
-
-class _Retryable(Exception):
-    def __init__(self, reason: str, message: str, retry_after: float | None = None, status: int | None = None):
-        super().__init__(message)
-        self.reason, self.message, self.retry_after, self.status = reason, message, retry_after, status
-
-
-@dataclass(frozen=True)
-class PrefixCacheMetrics:
-    """The fleet view of one server: prefix-cache counters (in tokens) and KV-cache usage (0..1)."""
-
-    prefix_cache_queries: float | None
-    prefix_cache_hits: float | None
-    kv_cache_usage_perc: float | None
-
-    @property
-    def hit_rate(self) -> float | None:
-        if not self.prefix_cache_queries or self.prefix_cache_hits is None:
-            return None
-        return self.prefix_cache_hits / self.prefix_cache_queries
-
-
-# Current names first; vLLM V0 / early V1 names as fallbacks.
-_METRIC_NAMES = {
-    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
-    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
-    "kv_cache_usage_perc": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-}
-
-
-def parse_prometheus_samples(text: str) -> dict[str, float]:
-    """Prometheus text exposition -> {metric name: sum of its samples over all label sets}."""
-    sums: dict[str, float] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        brace = line.find("{")
-        if brace != -1:
-            name = line[:brace]
-            close = _closing_brace(line, brace)
-            if close == -1:
-                continue
-            rest = line[close + 1:].split()
-        else:
-            name, *rest = line.split()
-        if not rest:
-            continue
-        try:
-            value = float(rest[0])
-        except ValueError:
-            continue
-        if value != value:  # NaN
-            continue
-        sums[name] = sums.get(name, 0.0) + value
-    return sums
-
-
-def _closing_brace(line: str, start: int) -> int:
-    quoted = escaped = False
-    for i in range(start + 1, len(line)):
-        c = line[i]
-        if escaped:
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif c == '"':
-            quoted = not quoted
-        elif c == "}" and not quoted:
-            return i
-    return -1
-
-
-def parse_prefix_cache_metrics(text: str) -> PrefixCacheMetrics:
-    samples = parse_prometheus_samples(text)
-    found = {}
-    for field_name, names in _METRIC_NAMES.items():
-        found[field_name] = next((samples[n] for n in names if n in samples), None)
-    return PrefixCacheMetrics(**found)
-
-
-def scrape_prefix_cache_metrics(base_url: str, *, api_key: str = "", timeout_s: float | None = None) -> PrefixCacheMetrics:
-    """GET ``{base_url}/metrics`` and return the prefix-cache counters summed over label sets."""
-    timeout = timeout_s if timeout_s is not None else settings.GENERATION_CONNECT_TIMEOUT_S * 2
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        response = httpx.get(normalize_base_url(base_url) + METRICS_PATH, headers=headers, timeout=timeout)
-    except httpx.TimeoutException as exc:
-        raise GenerationError("timeout", f"metrics scrape: {exc}") from exc
-    except httpx.TransportError as exc:
-        raise GenerationError("unavailable", f"metrics scrape: {exc}") from exc
-    if response.status_code != 200:
-        raise GenerationError("bad_response", f"metrics scrape: HTTP {response.status_code}", status=response.status_code)
-    return parse_prefix_cache_metrics(response.text)
-
-
-def metrics_targets() -> list[str]:
-    """The model servers whose /metrics make up the fleet view.
-
-    ``VLLM_METRICS_URLS`` lists the replicas behind a router (a router's own
-    /metrics are not vLLM's); otherwise the one server the app talks to.
-    """
-    if settings.VLLM_BASE_URL:
-        urls = settings.VLLM_METRICS_URLS or [settings.VLLM_BASE_URL]
-    else:
-        urls = [f"http://{settings.EMBEDDED_MODEL_HOST}:{settings.EMBEDDED_MODEL_PORT}"]
-    return [normalize_base_url(u) for u in urls]
 
 
 def normalize_base_url(url: str) -> str:
@@ -220,6 +65,70 @@ def affinity_key(cache_salt: str) -> str:
     return hashlib.sha256(b"affinity\x00" + cache_salt.encode("utf-8")).hexdigest()[:32]
 
 
+# --------------------------------------------------------------------------- the circuit breaker
+
+def _is_healthy_outcome(exc: BaseException) -> bool:
+    """Outcomes that say nothing against the server: it rejected a wrong request, or the caller
+    went away mid-stream."""
+    return isinstance(exc, GeneratorExit) or (isinstance(exc, GenerationError) and exc.reason == "client_error")
+
+
+class _BreakerEvents(pybreaker.CircuitBreakerListener):
+    def __init__(self, backend: str):
+        self.backend = backend
+
+    def state_change(self, cb, old_state, new_state):
+        metrics.CIRCUIT_OPEN.labels(self.backend).set(1 if new_state.name == pybreaker.STATE_OPEN else 0)
+        if new_state.name == pybreaker.STATE_OPEN and old_state is not None and old_state.name == pybreaker.STATE_CLOSED:
+            logger.error("generation circuit opened after %d consecutive failures", cb.fail_counter)
+        elif new_state.name == pybreaker.STATE_CLOSED and old_state is not None:
+            logger.info("generation circuit closed: the model server answers again")
+
+
+def circuit_breaker(failures: int, reset_s: float, backend: str, storage) -> pybreaker.CircuitBreaker:
+    """closed -> (``failures`` consecutive failures) -> open -> (``reset_s``) -> half-open -> a success
+    closes it, a failure opens it again for a full period."""
+    return pybreaker.CircuitBreaker(
+        fail_max=max(1, int(failures)), reset_timeout=float(reset_s), exclude=[_is_healthy_outcome],
+        throw_new_error_on_trip=False, state_storage=storage,
+        listeners=[_BreakerEvents(backend)], name=backend,
+    )
+
+
+# --------------------------------------------------------------------------- the client
+
+class _NoTimeLeft(Exception):
+    pass
+
+
+class _Client(openai.OpenAI):
+    """The openai client with this backend's retry delay: ``backoff_s * 2**n`` with jitter, at least
+    a 429's ``Retry-After``, never past the call's deadline (``call.deadline``, set per thread)."""
+
+    def __init__(self, *, backoff_s: float, backend_url: str, **kwargs):
+        super().__init__(**kwargs)
+        self.backoff_s = backoff_s
+        self.backend_url = backend_url
+        self.call = threading.local()
+
+    # The SDK's retry-delay hook (openai 3.51: called once before every retry).
+    def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None) -> float:
+        max_retries = options.get_max_retries(self.max_retries)
+        attempt = max_retries - remaining_retries + 1
+        delay = self.backoff_s * (2 ** (attempt - 1))
+        delay = delay / 2 + random.uniform(0, delay / 2)
+        retry_after = self._parse_retry_after_header(response_headers)
+        if retry_after is not None and 0 < retry_after < float("inf"):
+            delay = max(delay, retry_after)
+        failed = sys.exc_info()[1]  # called while handling the failed attempt
+        if time.monotonic() + delay >= getattr(self.call, "deadline", float("inf")):
+            raise _NoTimeLeft(f"no time left to retry after attempt {attempt}")
+        metrics.MODEL_RETRIES.labels(getattr(self.call, "backend", "model")).inc()
+        logger.warning("generation attempt %d/%d to %s failed (%s); retrying in %.2fs", attempt, max_retries + 1,
+                       self.backend_url, _transport_failure(failed)[1], delay)
+        return delay
+
+
 class OpenAIHTTPBackend(GenerationBackend):
     """A client of one OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM, or a router in front of many)."""
 
@@ -235,14 +144,14 @@ class OpenAIHTTPBackend(GenerationBackend):
         self.connect_timeout_s = connect_timeout_s
         self.timeout_s = timeout_s
         self.max_retries = max(0, int(max_retries))
-        self.retry_backoff_s = max(0.0, retry_backoff_s)
-        self.breaker = CircuitBreaker(breaker_failures, breaker_reset_s)
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        self._client = httpx.Client(
-            base_url=self.base_url, headers=headers, follow_redirects=False,
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+        self._breaker_storage = pybreaker.CircuitMemoryStorage(pybreaker.STATE_CLOSED)
+        self.breaker = circuit_breaker(breaker_failures, breaker_reset_s, self.name, self._breaker_storage)
+        self._client = httpx2.Client(follow_redirects=False,
+                                     limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16))
+        self._openai = _Client(
+            base_url=self.base_url + "/v1", api_key=api_key or "none", max_retries=self.max_retries,
+            timeout=httpx2.Timeout(timeout_s, connect=connect_timeout_s), http_client=self._client,
+            backoff_s=max(0.0, retry_backoff_s), backend_url=self.base_url,
         )
 
     @classmethod
@@ -257,50 +166,105 @@ class OpenAIHTTPBackend(GenerationBackend):
                    **timeouts_from_settings())
 
     def close(self) -> None:
-        self._client.close()
+        self._openai.close()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.base_url} model={self.model_id}>"
 
+    @property
+    def breaker_state(self) -> str:
+        """closed | open | half_open (open, and the next call will be the probe)."""
+        state = self.breaker.current_state
+        if state == pybreaker.STATE_OPEN:
+            opened_at = self._breaker_storage.opened_at
+            if opened_at is None or datetime.now(UTC) >= opened_at + timedelta(seconds=self.breaker.reset_timeout):
+                return "half_open"
+            return "open"
+        return "half_open" if state == pybreaker.STATE_HALF_OPEN else "closed"
+
     # ------------------------------------------------------------------ the calls
 
     def complete(self, request: ChatRequest) -> GenerationResult:
-        started = time.monotonic()
-        deadline = started + self.timeout_s
-        body = self._body(request, stream=False)
-        self.breaker.acquire()
-        healthy = False
+        def once():
+            yield self._complete(request)
+        return self._guarded(once)[0]
+
+    def stream(self, request: ChatRequest) -> Iterator[str | GenerationResult]:
         try:
-            data = self._with_retries(lambda: self._complete_once(body, deadline, request), deadline)
-            result = _parse_completion(data)
-            healthy = True
+            guarded = self.breaker.call(self._stream, request)
+        except pybreaker.CircuitBreakerError as exc:
+            self._count("circuit_open")
+            raise GenerationError("circuit_open", f"model server failing; {exc}") from exc
+        yield from guarded
+
+    # ------------------------------------------------------------------ internals
+
+    def _guarded(self, generator_fn) -> list:
+        """Run a call through the breaker. pybreaker holds its lock for the whole of a plain call but
+        only for the start of a generator, so every call goes through as a generator."""
+        try:
+            return list(self.breaker.call(generator_fn))
+        except pybreaker.CircuitBreakerError as exc:
+            self._count("circuit_open")
+            raise GenerationError("circuit_open", f"model server failing; {exc}") from exc
+
+    def _count(self, outcome: str) -> None:
+        metrics.MODEL_CALLS.labels(self.name, outcome).inc()
+
+    def _create(self, request: ChatRequest, *, stream: bool, deadline: float):
+        """One call of the client (its own retries included), errors as GenerationError."""
+        body = dict(request.params)
+        if request.cache_salt:
+            body["cache_salt"] = request.cache_salt
+        headers = {AFFINITY_HEADER: affinity_key(request.cache_salt)} if request.cache_salt else {}
+        extra = {"stream_options": {"include_usage": True}} if stream else {}
+        self._openai.call.deadline, self._openai.call.backend = deadline, self.name
+        try:
+            return self._openai.chat.completions.create(
+                model=self.model_id, messages=request.messages, stream=stream, extra_body=body, extra_headers=headers,
+                timeout=self._timeout(deadline), **extra)
+        except _NoTimeLeft as exc:
+            reason, detail, status = _transport_failure(exc.__context__)
+            raise GenerationError(reason, f"{detail} ({exc})", status=status) from exc
+        except (openai.APIError, ValueError) as exc:
+            raise _as_generation_error(exc) from exc
+
+    def _timeout(self, deadline: float) -> httpx2.Timeout:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise GenerationError("timeout", f"no answer within {self.timeout_s:.0f}s")
+        return httpx2.Timeout(min(self.timeout_s, remaining), connect=min(self.connect_timeout_s, remaining))
+
+    def _complete(self, request: ChatRequest) -> GenerationResult:
+        started = time.monotonic()
+        try:
+            completion = self._create(request, stream=False, deadline=started + self.timeout_s)
+            result = _parse_completion(completion)
         except GenerationError as exc:
-            healthy = exc.reason == "client_error"  # the server answered; the request was wrong
+            self._count(exc.reason)
             raise
-        finally:
-            self._record(healthy)
+        self._count("ok")
         result.total_ms = (time.monotonic() - started) * 1000
         return result
 
-    def stream(self, request: ChatRequest) -> Iterator[str | GenerationResult]:
+    def _stream(self, request: ChatRequest) -> Iterator[str | GenerationResult]:
         started = time.monotonic()
         deadline = started + self.timeout_s
-        body = self._body(request, stream=True)
-        self.breaker.acquire()
-        healthy = False
+        outcome = "interrupted"
         try:
             attempt = 0
             while True:
                 state = _StreamState()  # nothing was yielded yet, so a retry starts from scratch
                 try:
-                    yield from self._stream_once(body, deadline, request, state, started)
+                    yield from self._stream_once(request, deadline, state, started)
                     break
-                except (_Retryable, httpx.TransportError) as exc:
-                    if state.yielded:  # never retried: the customer has seen part of this answer
-                        reason = "timeout" if isinstance(exc, httpx.TimeoutException) else "interrupted"
-                        raise GenerationError(reason, f"stream broke off: {_describe(exc)}") from exc
-                    attempt = self._before_retry(_as_retryable(exc), attempt, deadline)
-            healthy = True
+                except _BrokeOffEarly as exc:  # before any text: the client never retries a stream, we do
+                    attempt += 1
+                    if attempt > self.max_retries or time.monotonic() >= deadline:
+                        raise GenerationError("interrupted", f"{exc} (gave up after {attempt} attempts)") from exc
+                    logger.warning("generation stream from %s broke off before any text (%s); trying again",
+                                   self.base_url, exc)
+            outcome = "ok"
             yield GenerationResult(
                 text=state.text(), finish_reason=state.finish_reason, model=state.model or self.model_id,
                 prompt_tokens=state.prompt_tokens, completion_tokens=state.completion_tokens,
@@ -308,160 +272,56 @@ class OpenAIHTTPBackend(GenerationBackend):
                 total_ms=(time.monotonic() - started) * 1000,
             )
         except GeneratorExit:
-            healthy = True  # the caller went away; the server was streaming fine
+            outcome = "abandoned"  # the caller went away; the server was streaming fine
             raise
         except GenerationError as exc:
-            healthy = exc.reason == "client_error"
+            outcome = exc.reason
             raise
         finally:
-            self._record(healthy)
+            self._count(outcome)
 
-    def metrics(self) -> PrefixCacheMetrics:
-        """This server's prefix-cache counters (not counted by the circuit breaker)."""
-        return scrape_prefix_cache_metrics(self.base_url, api_key=self.api_key)
-
-    # ------------------------------------------------------------------ internals
-
-    def _record(self, healthy: bool) -> None:
-        if healthy:
-            self.breaker.record_success()
-        else:
-            self.breaker.record_failure()
-
-    def _body(self, request: ChatRequest, *, stream: bool) -> bytes:
-        body = dict(request.params)
-        body.update(model=self.model_id, messages=request.messages, stream=stream)
-        if stream:
-            body["stream_options"] = {"include_usage": True}
-        if request.cache_salt:
-            body["cache_salt"] = request.cache_salt
-        return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-    def _headers(self, request: ChatRequest, *, stream: bool) -> dict:
-        headers = {}
-        if request.cache_salt:
-            headers[AFFINITY_HEADER] = affinity_key(request.cache_salt)
-        if stream:
-            headers["Accept"] = "text/event-stream"
-        return headers
-
-    def _timeout(self, deadline: float) -> httpx.Timeout:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise GenerationError("timeout", f"no answer within {self.timeout_s:.0f}s")
-        return httpx.Timeout(connect=min(self.connect_timeout_s, remaining), read=min(self.timeout_s, remaining),
-                             write=min(self.timeout_s, remaining), pool=min(self.connect_timeout_s, remaining))
-
-    def _open(self, body: bytes, deadline: float, request: ChatRequest, *, stream: bool) -> httpx.Response:
-        """One attempt: a 2xx response with its body unread, or an exception that says whether to retry."""
-        http_request = self._client.build_request(
-            "POST", CHAT_PATH, content=body, headers=self._headers(request, stream=stream),
-            timeout=self._timeout(deadline),
-        )
-        try:
-            response = self._client.send(http_request, stream=True)
-        except httpx.TransportError as exc:
-            raise _as_retryable(exc) from exc
-        except httpx.HTTPError as exc:
-            raise GenerationError("bad_response", _describe(exc)) from exc
-        if 200 <= response.status_code < 300:
-            return response
-        try:
-            detail = _error_detail(response)
-        finally:
-            response.close()
-        status = response.status_code
-        if status == 429 or status >= 500:
-            raise _Retryable("unavailable", f"HTTP {status}: {detail}", _retry_after(response), status)
-        if 400 <= status < 500:
-            raise GenerationError("client_error", f"HTTP {status}: {detail}", status=status)
-        raise GenerationError("bad_response", f"unexpected HTTP {status}: {detail}", status=status)
-
-    def _complete_once(self, body: bytes, deadline: float, request: ChatRequest) -> dict:
-        response = self._open(body, deadline, request, stream=False)
-        try:
-            chunks, size = [], 0
-            for chunk in response.iter_bytes():
-                size += len(chunk)
-                if size > _MAX_BODY_BYTES:
-                    raise GenerationError("bad_response", "response body too large")
-                if time.monotonic() > deadline:
-                    raise GenerationError("timeout", f"no answer within {self.timeout_s:.0f}s")
-                chunks.append(chunk)
-        except httpx.TransportError as exc:
-            raise _as_retryable(exc) from exc
-        except httpx.HTTPError as exc:
-            raise GenerationError("bad_response", _describe(exc)) from exc
-        finally:
-            response.close()
-        try:
-            data = json.loads(b"".join(chunks))
-        except ValueError as exc:
-            raise GenerationError("bad_response", f"invalid JSON from the model server: {exc}") from exc
-        if not isinstance(data, dict):
-            raise GenerationError("bad_response", "completion is not a JSON object")
-        return data
-
-    def _with_retries(self, attempt_fn, deadline: float):
-        attempt = 0
-        while True:
-            try:
-                return attempt_fn()
-            except _Retryable as exc:
-                attempt = self._before_retry(exc, attempt, deadline)
-
-    def _before_retry(self, exc: _Retryable, attempt: int, deadline: float) -> int:
-        """Sleep before the next attempt, or raise the final GenerationError. Returns the attempt count."""
-        attempt += 1
-        if attempt > self.max_retries:
-            raise GenerationError(exc.reason, f"{exc.message} (gave up after {attempt} attempts)", status=exc.status)
-        delay = self.retry_backoff_s * (2 ** (attempt - 1))
-        delay = delay / 2 + random.uniform(0, delay / 2)
-        if exc.retry_after is not None:
-            delay = max(delay, exc.retry_after)
-        if time.monotonic() + delay >= deadline:
-            raise GenerationError(exc.reason, f"{exc.message} (no time left to retry)", status=exc.status)
-        logger.warning("generation attempt %d/%d to %s failed (%s: %s); retrying in %.2fs",
-                       attempt, self.max_retries + 1, self.base_url, exc.reason, exc.message, delay)
-        time.sleep(delay)
-        return attempt
-
-    def _stream_once(self, body: bytes, deadline: float, request: ChatRequest, state: _StreamState,
+    def _stream_once(self, request: ChatRequest, deadline: float, state: _StreamState,
                      started: float) -> Iterator[str]:
-        response = self._open(body, deadline, request, stream=True)
+        stream = self._create(request, stream=True, deadline=deadline)
         try:
-            content_type = response.headers.get("content-type", "")
+            content_type = stream.response.headers.get("content-type", "")
             if "text/event-stream" not in content_type:
                 raise GenerationError("bad_response", f"expected an event stream, got {content_type or 'nothing'}")
-            for data in _sse_data(response.iter_lines()):
+            for chunk in stream:
                 if time.monotonic() > deadline:
                     raise GenerationError("timeout", f"no complete answer within {self.timeout_s:.0f}s")
-                if data == "[DONE]":
-                    state.done = True
-                    break
-                delta = state.apply(_json_event(data))
+                delta = state.apply(chunk)
                 if delta:
                     if state.ttft_ms is None:
                         state.ttft_ms = (time.monotonic() - started) * 1000
                     state.yielded = True
                     yield delta
-        except httpx.TransportError:
-            raise  # retried, or "interrupted" once text was yielded
-        except httpx.HTTPError as exc:
-            raise GenerationError("interrupted" if state.yielded else "bad_response", _describe(exc)) from exc
+        except openai.APIError as exc:
+            if state.yielded:  # never retried: the customer has seen part of this answer
+                reason = "timeout" if isinstance(exc, openai.APITimeoutError) else "interrupted"
+                raise GenerationError(reason, f"stream broke off: {_describe(exc)}") from exc
+            if isinstance(exc, openai.APIConnectionError):
+                raise _BrokeOffEarly(_describe(exc)) from exc
+            raise GenerationError("bad_response", f"server error in stream: {_describe(exc)}") from exc
+        except ValueError as exc:  # a data line that is not JSON
+            raise GenerationError("interrupted" if state.yielded else "bad_response",
+                                  f"invalid JSON in stream: {exc}") from exc
         finally:
-            response.close()
-        if not state.done:
-            raise _Retryable("interrupted", "stream ended without [DONE]")
-        if state.finish_reason is None:
-            raise GenerationError("bad_response", "stream ended without a finish_reason")
+            stream.close()
+        if state.finish_reason is None:  # ended without a last chunk: the server went away
+            if state.yielded:
+                raise GenerationError("interrupted", "stream ended without a finish_reason")
+            raise _BrokeOffEarly("stream ended before any text")
+
+
+class _BrokeOffEarly(Exception):
+    pass
 
 
 class _StreamState:
     def __init__(self):
         self.parts: list[str] = []
         self.yielded = False
-        self.done = False
         self.finish_reason: str | None = None
         self.model: str | None = None
         self.prompt_tokens = 0
@@ -472,27 +332,23 @@ class _StreamState:
     def text(self) -> str:
         return "".join(self.parts)
 
-    def apply(self, event: dict) -> str:
-        """Fold one chunk into the state; return its text delta."""
-        if "error" in event:
-            error = event["error"] if isinstance(event["error"], dict) else {"message": event["error"]}
-            raise GenerationError("interrupted" if self.yielded else "bad_response",
-                                  f"server error in stream: {error.get('message')}")
+    def apply(self, chunk) -> str:
+        """Fold one ``ChatCompletionChunk`` into the state; return its text delta."""
         try:
-            if isinstance(event.get("model"), str):
-                self.model = event["model"]
-            if event.get("usage"):
-                self.prompt_tokens, self.completion_tokens, self.cached_tokens = _usage(event["usage"])
+            if isinstance(chunk.model, str) and chunk.model:
+                self.model = chunk.model
+            if chunk.usage:
+                self.prompt_tokens, self.completion_tokens, self.cached_tokens = _usage(chunk.usage)
             delta_text = ""
-            for choice in event.get("choices") or []:
-                if choice.get("index", 0) != 0:
+            for choice in chunk.choices or []:
+                if (choice.index or 0) != 0:
                     continue
-                content = (choice.get("delta") or {}).get("content")
+                content = choice.delta.content if choice.delta is not None else None
                 if content is not None and not isinstance(content, str):
                     raise TypeError("delta.content is not a string")
                 delta_text += content or ""
-                if choice.get("finish_reason"):
-                    self.finish_reason = str(choice["finish_reason"])
+                if choice.finish_reason:
+                    self.finish_reason = str(choice.finish_reason)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise GenerationError("bad_response", f"malformed stream chunk: {exc}") from exc
         if delta_text:
@@ -500,42 +356,11 @@ class _StreamState:
         return delta_text
 
 
-def _sse_data(lines: Iterator[str]) -> Iterator[str]:
-    """The ``data`` payloads of a server-sent event stream (multi-line data joined with newlines)."""
-    pending: list[str] = []
-    for line in lines:
-        if not line:
-            if pending:
-                yield "\n".join(pending)
-                pending = []
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        if field == "data":
-            pending.append(value[1:] if value.startswith(" ") else value)
-    if pending:
-        yield "\n".join(pending)
-
-
-def _json_event(data: str) -> dict:
-    try:
-        event = json.loads(data)
-    except ValueError as exc:
-        raise GenerationError("bad_response", f"invalid JSON in stream: {data[:80]!r}") from exc
-    if not isinstance(event, dict):
-        raise GenerationError("bad_response", "stream chunk is not a JSON object")
-    return event
-
-
-def _usage(usage: dict) -> tuple[int, int, int | None]:
-    details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens")
-    return (
-        _count(usage.get("prompt_tokens", 0)),
-        _count(usage.get("completion_tokens", 0)),
-        None if cached is None else _count(cached),
-    )
+def _usage(usage) -> tuple[int, int, int | None]:
+    details = usage.prompt_tokens_details
+    cached = details.cached_tokens if details is not None else None
+    return _count(usage.prompt_tokens or 0), _count(usage.completion_tokens or 0), \
+        None if cached is None else _count(cached)
 
 
 def _count(value) -> int:
@@ -544,19 +369,17 @@ def _count(value) -> int:
     return value
 
 
-def _parse_completion(data: dict) -> GenerationResult:
-    if "error" in data:
-        raise GenerationError("bad_response", f"server error: {data['error']}")
+def _parse_completion(completion) -> GenerationResult:
     try:
-        choice = data["choices"][0]
-        content = choice["message"].get("content")
+        choice = completion.choices[0]
+        content = choice.message.content
         if content is not None and not isinstance(content, str):
             raise TypeError("message.content is not a string")
-        finish_reason = choice["finish_reason"]
+        finish_reason = choice.finish_reason
         if not isinstance(finish_reason, str) or not finish_reason:
             raise ValueError("missing finish_reason")
-        prompt_tokens, completion_tokens, cached_tokens = _usage(data.get("usage") or {})
-        model = data.get("model")
+        prompt_tokens, completion_tokens, cached_tokens = _usage(completion.usage) if completion.usage else (0, 0, None)
+        model = completion.model
     except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
         raise GenerationError("bad_response", f"malformed completion: {exc}") from exc
     return GenerationResult(
@@ -566,43 +389,48 @@ def _parse_completion(data: dict) -> GenerationResult:
     )
 
 
-def _as_retryable(exc: Exception) -> _Retryable:
-    if isinstance(exc, _Retryable):
+def _as_generation_error(exc: BaseException, note: str = "") -> GenerationError:
+    """The client's exception as the backend's failure reason."""
+    suffix = f" {note}" if note else ""
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        reason = "unavailable" if status == 429 or status >= 500 else "client_error" if status >= 400 else "bad_response"
+        return GenerationError(reason, f"HTTP {status}: {_error_detail(exc)}{suffix}", status=status)
+    if isinstance(exc, openai.APITimeoutError):
+        return GenerationError("timeout", _describe(exc) + suffix)
+    if isinstance(exc, openai.APIConnectionError):
+        return GenerationError("unavailable", _describe(exc) + suffix)
+    if isinstance(exc, GenerationError):
         return exc
-    if isinstance(exc, httpx.TimeoutException):
-        return _Retryable("timeout", _describe(exc))
-    return _Retryable("unavailable", _describe(exc))
+    return GenerationError("bad_response", f"invalid response from the model server: {_describe(exc)}{suffix}")
 
 
-def _describe(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+def _transport_failure(exc: BaseException | None) -> tuple[str, str, int | None]:
+    """A failed attempt as the client's transport saw it: (reason, detail, HTTP status)."""
+    if isinstance(exc, httpx2.HTTPStatusError):
+        status = exc.response.status_code
+        return "unavailable", f"HTTP {status}", status
+    if isinstance(exc, httpx2.TimeoutException):
+        return "timeout", _describe(exc), None
+    return "unavailable", _describe(exc) if exc is not None else "unknown failure", None
 
 
-def _error_detail(response: httpx.Response) -> str:
-    raw = b""
-    try:
-        for chunk in response.iter_bytes():
-            raw += chunk
-            if len(raw) >= _ERROR_DETAIL_BYTES:
-                break
-    except httpx.HTTPError:
-        pass
-    text = raw[:_ERROR_DETAIL_BYTES].decode("utf-8", "replace")
-    try:
-        error = json.loads(text).get("error")
+def _error_detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error", body)
         if isinstance(error, dict) and error.get("message"):
             return str(error["message"])[:500]
-    except (ValueError, AttributeError):
-        pass
-    return text[:500] or response.reason_phrase
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
     try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
+        return exc.response.text[:500] or exc.response.reason_phrase
+    except Exception:  # noqa: BLE001 - a detail is best effort
+        return exc.message[:500]
+
+
+def _describe(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return f"{text} ({type(cause).__name__})" if cause is not None and not isinstance(exc, GenerationError) else text
 
 
 def timeouts_from_settings() -> dict:

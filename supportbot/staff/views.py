@@ -117,6 +117,26 @@ def _hit_rate_chart(series: dict, period: dict):
     return rate, volume
 
 
+def _model_side_chart(period: dict, tenant: Tenant | None):
+    """Cached-token share (a share of prompt tokens), vLLM's prefix-cache hit rate and KV-cache usage."""
+    buckets = _buckets(period["start"], period["end"], period["bucket"])
+    share = {t: (cached / prompt) if prompt else None for t, prompt, cached in selectors.cached_token_share_series(
+        period["start"], period["end"], tenant.pk if tenant else None, period["bucket"])}
+    fleet = {t: (hit_rate, kv) for t, hit_rate, kv in selectors.prefix_cache_series(
+        period["start"], period["end"], period["bucket"])}
+    lines = [
+        charts.Series("cached-token share" + (f" ({tenant.slug})" if tenant else ""),
+                      [(t.timestamp(), share.get(t)) for t in buckets]),
+        charts.Series("prefix-cache hit rate (model servers)", [(t.timestamp(), fleet.get(t, (None, None))[0])
+                                                                for t in buckets]),
+        charts.Series("KV-cache usage (model servers)", [(t.timestamp(), fleet.get(t, (None, None))[1])
+                                                         for t in buckets]),
+    ]
+    return charts.line_chart(lines, x_min=period["start"].timestamp(), x_max=buckets[-1].timestamp(),
+                             x_labels=charts.time_labels(period["start"], period["end"], period["bucket"]),
+                             title="The model side: prefix cache and KV cache")
+
+
 @staff_view("caching.view_hourlyrollup")
 def dashboard(request):
     period = _period(request)
@@ -144,7 +164,8 @@ def dashboard(request):
         "wrong_by_intent": [{"stratum": s, "intent": i, "rate": r} for (s, i), r in wrong["by_intent"].items()],
         "economics": data["economics"], "prices": data["prices"], "rate_chart": rate_chart,
         "admission": data["admission"],
-        "volume_chart": volume_chart, "ranges": list(RANGES) + ["custom"], "modes": Tenant.SemanticMode.choices,
+        "volume_chart": volume_chart, "model_chart": _model_side_chart(period, tenant),
+        "model_servers": selectors.prefix_cache_latest(), "ranges": list(RANGES) + ["custom"], "modes": Tenant.SemanticMode.choices,
         "can_switch_mode": request.user.has_perm("supportbot.change_semantic_mode"),
         "open_items": scope.filter(ReviewItem.objects.filter(status=ReviewItem.Status.OPEN)).count(),
         "to_label": scope.filter(SampledHit.objects.filter(labeled=False)).count(),

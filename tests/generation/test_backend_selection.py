@@ -8,7 +8,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from supportbot.generation import get_backend
 from supportbot.generation.embedded import EmbeddedBackend
-from supportbot.generation.openai_http import OpenAIHTTPBackend, metrics_targets
+from supportbot.generation.fleet import metrics_targets
+from supportbot.generation.openai_http import OpenAIHTTPBackend
 from supportbot.generation.prompt import build_chat_request
 from supportbot.modelserver import SERVED_MODEL_NAME, default_model_path
 

@@ -40,7 +40,7 @@ def test_refused_connections_are_retried_then_the_breaker_opens_and_recovers(cap
         assert err.value.reason == "unavailable"
         assert len(attempts) == 3 * call  # every call: one attempt and two retries
         assert retry_warnings(caplog) == 2 * call
-    assert backend.breaker.state == "open"
+    assert backend.breaker_state == "open"
 
     started = time.monotonic()
     with pytest.raises(GenerationError) as err:
@@ -50,9 +50,9 @@ def test_refused_connections_are_retried_then_the_breaker_opens_and_recovers(cap
 
     with dedicated_model_server(port):
         time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))  # model load usually takes longer anyway
-        assert backend.breaker.state == "half_open"
+        assert backend.breaker_state == "half_open"
         assert backend.complete(SHORT).completion_tokens >= 1  # the probe goes through
-        assert backend.breaker.state == "closed"
+        assert backend.breaker_state == "closed"
 
 
 def test_server_killed_mid_stream_raises_interrupted():
@@ -69,7 +69,7 @@ def test_server_killed_mid_stream_raises_interrupted():
                 assert not isinstance(item, GenerationResult), "a cut-off stream must not end with a result"
                 received.append(item)
         assert err.value.reason == "interrupted"
-        assert backend.breaker.state == "closed"  # one failure is not yet a dead server
+        assert backend.breaker_state == "closed"  # one failure is not yet a dead server
         with pytest.raises(GenerationError) as err:  # and the next call finds nothing listening
             backend.complete(SHORT)
         assert err.value.reason == "unavailable"
@@ -95,4 +95,4 @@ def test_abandoned_stream_stops_generating(backend):
     # The abandoned answer stopped within a few tokens instead of running to its 400-token limit.
     spent = server_counter(backend.port, "vllm:generation_tokens_total") - generated - result.completion_tokens
     assert 1 <= spent < 100
-    assert backend.breaker.state == "closed"
+    assert backend.breaker_state == "closed"

@@ -8,13 +8,12 @@ import time
 import pytest
 
 from supportbot.generation.base import ChatRequest, GenerationError
+from supportbot.generation.fleet import parse_prefix_cache_metrics
 from supportbot.generation.openai_http import (
     AFFINITY_HEADER,
-    CircuitBreaker,
     OpenAIHTTPBackend,
     affinity_key,
     normalize_base_url,
-    parse_prefix_cache_metrics,
 )
 
 REQUEST = ChatRequest(messages=[{"role": "user", "content": "hi"}],
@@ -119,7 +118,7 @@ def test_breaker_opens_after_consecutive_failures_and_fails_fast(scripted):
         backend.complete(REQUEST)
     assert err.value.reason == "circuit_open"
     assert len(server.requests) == 3
-    assert backend.breaker.state == "open"
+    assert backend.breaker_state == "open"
 
 
 def test_client_errors_do_not_open_the_breaker(scripted):
@@ -128,37 +127,49 @@ def test_client_errors_do_not_open_the_breaker(scripted):
     for _ in range(4):
         with pytest.raises(GenerationError):
             backend.complete(REQUEST)
-    assert backend.breaker.state == "closed" and len(server.requests) == 4
+    assert backend.breaker_state == "closed" and len(server.requests) == 4
 
 
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
+def test_breaker_half_open_probe_closes_it_or_opens_it_for_another_period(scripted):
+    server = scripted([(500, {}, b"down")] * 3 + [(200, JSON, COMPLETION)])
+    backend = backend_for(server, max_retries=0, breaker_failures=2, breaker_reset_s=0.3)
+    for _ in range(2):
+        with pytest.raises(GenerationError):
+            backend.complete(REQUEST)
+    assert backend.breaker_state == "open"
+    with pytest.raises(GenerationError) as err:
+        backend.complete(REQUEST)
+    assert err.value.reason == "circuit_open" and len(server.requests) == 2
+    time.sleep(0.35)
+    assert backend.breaker_state == "half_open"
+    with pytest.raises(GenerationError) as err:  # the probe fails: open again for a full period
+        backend.complete(REQUEST)
+    assert err.value.reason == "unavailable" and backend.breaker_state == "open"
+    with pytest.raises(GenerationError) as err:
+        list(backend.stream(REQUEST))
+    assert err.value.reason == "circuit_open" and len(server.requests) == 3
+    time.sleep(0.35)
+    assert backend.complete(REQUEST).text == "Hello [1]."  # the next probe succeeds
+    assert backend.breaker_state == "closed" and len(server.requests) == 4
 
-    def __call__(self):
-        return self.now
+
+def test_retry_backoff_grows_from_the_configured_base(scripted, caplog):
+    server = scripted([(503, {}, b"busy"), (503, {}, b"busy"), (200, JSON, COMPLETION)])
+    started = time.monotonic()
+    backend_for(server, max_retries=2, retry_backoff_s=0.2).complete(REQUEST)
+    # delays are drawn from [b/2, b] then [b, 2b]: at least 0.1 + 0.2 s, far below the client's own 0.5 s base
+    assert 0.3 <= time.monotonic() - started < 1.2
+    assert sum("retrying in" in r.getMessage() for r in caplog.records) == 2
 
 
-def test_breaker_half_open_lets_one_probe_through():
-    clock = Clock()
-    breaker = CircuitBreaker(failures=2, reset_s=10, clock=clock)
-    breaker.acquire(); breaker.record_failure()
-    breaker.acquire(); breaker.record_failure()
-    assert breaker.state == "open"
-    with pytest.raises(GenerationError):
-        breaker.acquire()
-    clock.now += 10
-    assert breaker.state == "half_open"
-    breaker.acquire()  # the probe
-    with pytest.raises(GenerationError):  # everyone else still fails fast while it runs
-        breaker.acquire()
-    breaker.record_failure()  # the probe failed: open again for a full period
-    assert breaker.state == "open"
-    clock.now += 10
-    breaker.acquire()
-    breaker.record_success()
-    assert breaker.state == "closed"
-    breaker.acquire()
+def test_no_retry_starts_past_the_deadline(scripted):
+    server = scripted([(429, {"Retry-After": "5", **JSON}, b'{"error": {"message": "slow down"}}'),
+                       (200, JSON, COMPLETION)])
+    started = time.monotonic()
+    with pytest.raises(GenerationError) as err:
+        backend_for(server, timeout_s=1.0).complete(REQUEST)
+    assert err.value.reason == "unavailable" and err.value.status == 429
+    assert time.monotonic() - started < 1.0 and len(server.requests) == 1
 
 
 def test_base_url_forms():

@@ -99,7 +99,7 @@ def test_dashboard_page_shows_rates_savings_charts_and_economics(client, agent, 
     response = client.get("/admin/ask/", {"range": "24h", "tenant": acme.slug})
     assert response.status_code == 200
     html = response.content.decode()
-    assert html.count("<svg class=\"chart\"") == 2  # hit rate by layer, asks
+    assert html.count("<svg class=\"chart\"") == 3  # hit rate by layer, asks, the model side
     assert "exact hit rate" in html and ("<polyline" in html or "<circle" in html)
     exact_row = html.split('data-layer="exact"')[1].split("</tr>")[0]
     assert "50.0%" in exact_row  # 1 hit of 2 lookups

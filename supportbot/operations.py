@@ -1,0 +1,48 @@
+"""``/metrics``: the Prometheus scrape endpoint (``docs/operations.md``).
+
+Protected: with ``METRICS_TOKEN`` set, only a request bearing it gets the metrics; without
+one, only a loopback client does, and in production nobody (behind a reverse proxy on the same
+host every client looks local)."""
+from __future__ import annotations
+
+import hmac
+import ipaddress
+
+from django.conf import settings
+from django.http import Http404, HttpResponse
+from django.views.decorators.http import require_GET
+import redis
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from supportbot import metrics
+from supportbot.redis_client import get_redis
+
+
+def _allowed(request) -> bool:
+    token = settings.METRICS_TOKEN
+    if token:
+        scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+    if settings.PRODUCTION:
+        return False
+    try:
+        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+    except ValueError:
+        return False
+
+
+def _broker() -> redis.Redis:
+    return redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
+                                socket_connect_timeout=settings.REDIS_SOCKET_TIMEOUT_S)
+
+
+@require_GET
+def metrics_view(request):
+    if not _allowed(request):
+        if settings.METRICS_TOKEN:
+            response = HttpResponse("a bearer token is required\n", status=401, content_type="text/plain")
+            response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+            return response
+        raise Http404("not found")
+    broker = metrics.BrokerCollector(settings.CELERY_WORKER_QUEUES, _broker, get_redis)
+    return HttpResponse(metrics.exposition([broker]), content_type=CONTENT_TYPE_LATEST)
