@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from caching import guards
 from caching.guards import classify
 from caching.layers.base import CachedAnswer
 from caching.layers.semantic import SemanticLayer
@@ -58,6 +59,11 @@ def test_a_paraphrase_is_served_from_the_semantic_layer_and_every_layer_records_
     assert layers[3:] in ([("embedding", "miss")], [("embedding", "hit")])
     hit = decision(state, "semantic")
     assert hit.candidate == str(entry.pk) and hit.candidate_question == "What is your return policy?"
+    # the judge that served it, and how sure it was, are recorded with the decision and the entry
+    assert hit.judge_version == guards.judge_version() != "" and entry.judge_version == hit.judge_version
+    assert hit.judge_probability is not None and 0.0 <= hit.judge_probability <= 1.0
+    recorded = event.decisions.get(layer="semantic")
+    assert (recorded.judge_version, recorded.judge_probability) == (hit.judge_version, hit.judge_probability)
     assert hit.threshold is not None and hit.similarity >= hit.threshold
     assert hit.filters["tenant_id"] == acme.pk and hit.filters["locale"] == "en"
     assert hit.entry_age_s is not None and hit.entry_age_s >= 0
@@ -103,10 +109,11 @@ def test_signature_guards_refuse_a_near_miss_the_embedding_alone_would_serve(acm
     assert served is None
     d = decision(state, "semantic")
     assert d.disposition == "miss" and d.candidate == str(entry.pk)
-    # the similarity clears the intent's threshold: only the signature stands between them
+    # the similarity clears the intent's floor: only the veto stands between them
     assert d.similarity >= d.threshold, (d.similarity, d.threshold)
     assert field in d.signature_difference, d.signature_difference
-    assert "signature differs" in d.reason
+    assert d.reason.startswith("veto:") and field in d.reason, d.reason
+    assert d.judge_probability is None  # a veto refuses before the judge is asked
     assert AskEvent.objects.get(request_id=state.request_id).serving_layer == AskEvent.Layer.NONE
 
 
