@@ -1,6 +1,6 @@
 """How well the semantic judge generalises: held-out intents and leave-one-dataset-out.
 
-    .venv/bin/python -m bench.judge_eval [--splits heldout,to_clinc,to_banking] [--steps N]
+    .venv/bin/python -m bench.judge_eval [--splits heldout,to_clinc,to_banking]
 
 Each split trains a judge from scratch with the production recipe (``caching.judge_train``: its
 own calibration intents held out of the training part, threshold chosen there), then scores pairs
@@ -13,9 +13,9 @@ built the same way from questions it never saw (the datasets' *test* rows):
 
 Evaluation pairs: same-intent positives, nearest-other-intent negatives and one-detail
 perturbations (both kinds of pair ``caching.judge_data`` makes), of evaluation questions only.
-Reported per split: AUC of the judge and of the plain embedding cosine, and the precision and
-recall of the serving decision (no veto and calibrated probability >= threshold), overall and
-by pair kind. Eligibility is not applied (it is about the customer, not the pair).
+Reported per split: AUC of the judge and of the plain embedding cosine on the pairs the vetoes let
+through, and the precision and recall of the serving decision (no veto and calibrated probability
+>= the threshold chosen on the split's own calibration intents), overall and by pair kind. Eligibility is not applied (it is about the customer, not the pair).
 Ends with one line ``judge_eval_<split>_precision=… judge_eval_<split>_recall=… …``.
 """
 from __future__ import annotations
@@ -35,6 +35,9 @@ from caching import judge_data, judge_train
 from caching.judge_data import BANKING77, CLINC150, NLUPP
 
 SPLITS = ("heldout", "to_clinc", "to_banking")
+# Fewer pairs than the production recipe (``PairConfig()``), so that three trainings embed fewer
+# questions; the recipe is otherwise the same.
+PAIR_CONFIG = judge_data.PairConfig(positives_per_intent=12, negatives_per_question=0.25, perturbations=2500)
 
 
 def split_questions(name: str) -> tuple[list, list]:
@@ -66,7 +69,7 @@ def run_split(name: str, config: judge_train.TrainConfig, workdir: Path) -> dict
     print(f"\n{name}: {len(train_q)} training questions ({len({q.intent for q in train_q})} intents), "
           f"{len(eval_q)} evaluation questions ({len({q.intent for q in eval_q})} intents)", flush=True)
     out = workdir / name
-    meta = judge_train.train_judge(out, train_q, config, with_oos=False, version=f"eval-{name}",
+    meta = judge_train.train_judge(out, train_q, config, PAIR_CONFIG, with_oos=False, version=f"eval-{name}",
                                    progress=lambda m: print(f"  {m}", flush=True))
     from caching.guards import LearnedJudge
 
@@ -74,9 +77,8 @@ def run_split(name: str, config: judge_train.TrainConfig, workdir: Path) -> dict
     pairs = evaluation_pairs(eval_q)
     texts = [(p.cached, p.new) for p in pairs]
     labels = np.array([p.label for p in pairs])
-    logit = judge_train.logits(learned._scorer, learned._tokenizer, texts, learned.max_length)
-    cosine = judge_train.cosines(judge_train.base_model_dir(), texts)
-    prob = judge_train.calibrated(learned.calibrator, logit, cosine)
+    cosine = judge_train.cosines(texts)
+    prob = learned.calibrate(learned.scores(judge_train.features(texts, cosine)))
     no_veto = judge_train.passes_vetoes(texts)
     served = no_veto & (prob >= learned.threshold)
     overall = judge_train.precision_recall(served, labels)
@@ -88,12 +90,13 @@ def run_split(name: str, config: judge_train.TrainConfig, workdir: Path) -> dict
                for k, ix in sorted(kinds.items())}
     figures = {
         "training_questions": len(train_q), "evaluation_questions": len(eval_q), "pairs": len(pairs),
-        "auc_judge": judge_train.auc(logit, labels), "auc_cosine": judge_train.auc(cosine, labels),
+        "auc_judge": judge_train.auc(prob[no_veto], labels[no_veto]),
+        "auc_cosine": judge_train.auc(cosine[no_veto], labels[no_veto]),
         "threshold": learned.threshold, "served": overall, "judge_without_vetoes": judge_only, "by_kind": by_kind,
         "calibration": meta["calibration"], "seconds": round(time.perf_counter() - started, 1),
     }
     print(f"  evaluation pairs: {len(pairs)} ({int(labels.sum())} should hit)")
-    print(f"  AUC judge {figures['auc_judge']:.3f}, cosine {figures['auc_cosine']:.3f}")
+    print(f"  AUC on the pairs past the vetoes: judge {figures['auc_judge']:.3f}, cosine {figures['auc_cosine']:.3f}")
     print(f"  vetoes + judge at {learned.threshold:.3f}: precision {overall['precision']:.3f}, "
           f"recall {overall['recall']:.3f} ({overall['served']} served, {overall['false']} false)")
     print(f"  judge alone:              precision {judge_only['precision']:.3f}, recall {judge_only['recall']:.3f}")
@@ -105,11 +108,9 @@ def run_split(name: str, config: judge_train.TrainConfig, workdir: Path) -> dict
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--splits", default=",".join(SPLITS))
-    parser.add_argument("--steps", type=int, default=judge_train.TrainConfig().steps,
-                        help="training steps a split (default: the production recipe's)")
     args = parser.parse_args(argv)
-    config = dataclasses.replace(judge_train.TrainConfig(), steps=args.steps)
-    figures = {"steps": args.steps}
+    config = judge_train.TrainConfig()
+    figures = {"config": dataclasses.asdict(config), "pair_config": dataclasses.asdict(PAIR_CONFIG)}
     with tempfile.TemporaryDirectory(prefix="judge-eval-") as tmp:
         for name in args.splits.split(","):
             figures[name] = run_split(name.strip(), config, Path(tmp))

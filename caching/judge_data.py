@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from caching.guards.lexicon import OPPOSITE_OF
+
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 # Dataset names, as the leave-one-dataset-out splits use them.
@@ -151,21 +153,6 @@ _SWAP_SETS = [
 ]
 _SWAP_OF = {w: s for s in _SWAP_SETS for w in s}
 
-# Pairs of words whose swap changes the answer.
-_OPPOSITES = [
-    ("open", "close"), ("add", "remove"), ("enable", "disable"), ("activate", "deactivate"), ("increase", "decrease"),
-    ("accept", "decline"), ("before", "after"), ("over", "under"), ("more", "less"), ("lock", "unlock"),
-    ("freeze", "unfreeze"), ("deposit", "withdraw"), ("send", "receive"), ("sent", "received"), ("import", "export"),
-    ("upload", "download"), ("buy", "sell"), ("subscribe", "unsubscribe"), ("start", "stop"), ("with", "without"),
-    ("domestic", "international"), ("personal", "business"), ("debit", "credit"), ("physical", "virtual"),
-    ("available", "unavailable"), ("possible", "impossible"), ("safe", "unsafe"), ("allowed", "forbidden"),
-    ("minimum", "maximum"), ("highest", "lowest"), ("higher", "lower"), ("earliest", "latest"), ("early", "late"),
-    ("first", "last"), ("cheapest", "most expensive"), ("fastest", "slowest"), ("turn on", "turn off"),
-    ("incoming", "outgoing"), ("refundable", "non-refundable"), ("paid", "unpaid"), ("new", "old"),
-    ("upgrade", "downgrade"), ("join", "leave"), ("login", "logout"), ("top up", "withdraw"), ("eat", "avoid"),
-    ("include", "exclude"), ("included", "excluded"), ("approved", "rejected"), ("can", "can't"),
-]
-_OPPOSITE_OF = {a: b for a, b in _OPPOSITES} | {b: a for a, b in _OPPOSITES}
 
 # Answer-type switches: the same topic, a different question about it.
 _ANSWER_TYPE = [
@@ -225,11 +212,11 @@ def _swap_number(text: str, rng: random.Random) -> str | None:
 
 def _opposite(text: str, rng: random.Random) -> str | None:
     low = text.lower()
-    hits = [(m, w) for w in _OPPOSITE_OF for m in re.finditer(rf"\b{re.escape(w)}\b", low)]
+    hits = [(m, w) for w in OPPOSITE_OF for m in re.finditer(rf"\b{re.escape(w)}\b", low)]
     if not hits:
         return None
     m, w = rng.choice(hits)
-    return low[: m.start()] + _OPPOSITE_OF[w] + low[m.end():]
+    return low[: m.start()] + OPPOSITE_OF[w] + low[m.end():]
 
 
 def _negate(text: str, rng: random.Random) -> str | None:
@@ -330,6 +317,12 @@ def intent_pairs(questions: list[Question], rng: random.Random, positives_per_in
             if other is not None:
                 pairs.append(Pair(members[other].text, members[i].text, 0, "neighbour",
                                   (members[i].intent, members[other].intent)))
+        # and a few random other-intent questions of the domain: the easy negatives, so the judge
+        # has seen what an unrelated question looks like (low cosine, little shared)
+        for i in chosen[: len(chosen) // 3]:
+            j = rng.randrange(len(members))
+            if members[j].intent != members[i].intent:
+                pairs.append(Pair(members[j].text, members[i].text, 0, "random", (members[i].intent, members[j].intent)))
     return pairs
 
 

@@ -1,23 +1,31 @@
-"""Training the semantic judge: a cross-encoder fine-tuned from the shipped all-MiniLM-L6-v2 weights.
+"""Training the semantic judge: gradient-boosted trees over pair features, calibrated on held-out intents.
 
-The judge reads both questions at once (``[CLS] cached [SEP] new [SEP]``), so unlike the embedding
-it can see that "open" and "closed" change the answer while "shop" and "store" do not. The recipe:
+The judge answers "is the cached answer the right answer to the new question?" for a pair the
+vetoes let through. It sees ``guards.judge.pair_features``: the MiniLM cosine (the shipped
+all-MiniLM-L6-v2 weights, the same vector the semantic layer already has) and the guards' soft
+evidence (which signature fields differ, shared content terms, word links and wording, opposite
+words, same kind of question). The recipe:
 
 1. pairs from ``caching.judge_data`` (same-intent positives, nearest-other-intent and one-detail
    perturbation negatives, the paraphrase sets); whole intents are held out for calibration
-   (``calibration_share``), so the calibration pairs share no intent with the training pairs;
-2. fine-tune encoder and a linear head with binary cross-entropy, AdamW, linear warm-up and decay,
-   a fixed number of steps (the bootstrap budget) and fixed seeds;
-3. calibrate on the held-out intents: logistic regression (Platt scaling) on the judge's logit
-   and the embedding cosine, so the probability is a calibrated P(same answer);
-4. choose the operating threshold: the lowest probability at which the pairs that also pass the
-   guards' vetoes reach ``target_precision`` on the calibration pairs.
+   (``calibration_share``), so the calibration pairs share no intent with the training pairs.
+   Only pairs of two eligible questions that the vetoes let through are used: the judge never
+   sees the others;
+2. fit ``HistGradientBoostingClassifier`` and, as the simpler alternative, logistic regression;
+   keep the one with the higher AUC on the calibration pairs;
+3. calibrate its score on the calibration pairs (isotonic regression), so the probability is a
+   calibrated P(same answer);
+4. choose the operating threshold: the lowest probability at which the calibration pairs reach
+   ``target_precision``.
 
-The artefact is a directory ``<root>/<version>/`` (encoder weights, tokenizer, ``head.pt``,
-``judge.json``); ``version`` hashes the data files, both configs and the base model, so the
-same inputs give the same directory and ``ensure_artefact`` skips a build that exists.
-Runs without Django: ``python -m caching.judge_train [--if-missing]`` (bootstrap) or
-``manage.py train_judge``.
+(A MiniLM cross-encoder fine-tuned on the same pairs was tried first: on 2 shared cores its loss
+was still 0.709 after 125 of 600 steps, 2.4-3 s a step, and it would cost each candidate 6-12 ms
+more at lookup; the trees train in seconds once the questions are embedded and cost ~1 ms.)
+
+The artefact is a directory ``<root>/<version>/`` (``model.pkl``, ``judge.json``); ``version``
+hashes the data files, both configs and the base model, so the same inputs give the same
+directory and ``ensure_artefact`` skips a build that exists. Runs without Django:
+``python -m caching.judge_train`` (bootstrap) or ``manage.py train_judge``.
 """
 from __future__ import annotations
 
@@ -27,7 +35,7 @@ import hashlib
 import json
 import logging
 import os
-import random
+import pickle
 import shutil
 import sys
 import time
@@ -43,24 +51,19 @@ log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = ROOT / "var" / "judge"
-# Bump when the recipe changes in a way the configs below do not show (it is part of the version).
-RECIPE = 1
+# Bump when the recipe or the features change in a way the configs below do not show.
+RECIPE = 3
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    pooling: str = "cls"  # "cls" | "mean"
-    layers: int = 3  # the first N of MiniLM's 6 layers: half the cost to train and to ask
-    freeze_embeddings: bool = True
-    lr: float = 5e-5
-    steps: int = 600
-    batch_size: int = 32
-    max_length: int = 64
-    warmup: float = 0.1
+    max_iter: int = 300
+    learning_rate: float = 0.08
+    max_leaf_nodes: int = 31
+    l2_regularization: float = 1.0
     seed: int = 12
     calibration_share: float = 0.15
     target_precision: float = 0.99
-    threads: int = 1  # deterministic, and faster than two on a shared machine
     recipe: int = RECIPE
 
 
@@ -83,157 +86,110 @@ def _file_digest(paths: list[Path], root: Path) -> str:
 
 def artefact_version(config: TrainConfig = TrainConfig(), pair_config: PairConfig = PairConfig(),
                      data_dir: Path = judge_data.DATA_DIR, model_dir: Path | None = None) -> str:
-    """``judge-<12 hex>``: the data files, both configs and the base model weights."""
+    """``judge-<12 hex>``: the data files, both configs, the features and the base model weights."""
+    from caching.guards.judge import FEATURES
+
     model_dir = model_dir or base_model_dir()
     weights = sorted(p for p in model_dir.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors", ".txt"})
     digest = hashlib.sha256()
     digest.update(judge_data.data_hash(data_dir).encode())
     digest.update(json.dumps(dataclasses.asdict(config), sort_keys=True).encode())
     digest.update(json.dumps(dataclasses.asdict(pair_config), sort_keys=True).encode())
+    digest.update(json.dumps(FEATURES).encode())
     digest.update(_file_digest(weights, model_dir).encode())
     return "judge-" + digest.hexdigest()[:12]
 
 
-# --------------------------------------------------------------------------- the model
+# --------------------------------------------------------------------------- features
 
-def _torch():
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+def cosines(pairs: list[tuple[str, str]], model_dir: Path | None = None) -> np.ndarray:
+    """The embedding cosine of each pair, as the semantic layer sees it (MiniLM, mean pooling, normalised).
+    One thread: on a shared machine it is faster than two, and the vectors are the same."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import torch
-
-    return torch
-
-
-def make_scorer(encoder, pooling: str, head=None):
-    torch = _torch()
-
-    class PairScorer(torch.nn.Module):
-        """Encoder, pooling ([CLS] or mean over tokens) and one linear unit: the pair's logit."""
-
-        def __init__(self):
-            super().__init__()
-            self.encoder = encoder
-            self.pooling = pooling
-            self.head = head if head is not None else torch.nn.Linear(encoder.config.hidden_size, 1)
-
-        def forward(self, batch):
-            hidden = self.encoder(**batch).last_hidden_state
-            if self.pooling == "mean":
-                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            else:
-                pooled = hidden[:, 0]
-            return self.head(pooled).squeeze(-1)
-
-    return PairScorer()
-
-
-def load_base(model_dir: Path):
-    _torch()
-    from transformers import AutoModel, AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(model_dir)), AutoModel.from_pretrained(str(model_dir))
-
-
-def logits(scorer, tokenizer, pairs: list[tuple[str, str]], max_length: int, batch_size: int = 64) -> np.ndarray:
-    torch = _torch()
-    out = []
-    scorer.eval()
-    with torch.inference_mode():
-        for start in range(0, len(pairs), batch_size):
-            chunk = pairs[start:start + batch_size]
-            batch = tokenizer([a for a, _ in chunk], [b for _, b in chunk], padding=True, truncation=True,
-                              max_length=max_length, return_tensors="pt")
-            out.append(scorer(batch).float().numpy())
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
-
-
-def cosines(model_dir: Path, pairs: list[tuple[str, str]]) -> np.ndarray:
-    """The embedding cosine of each pair, as the semantic layer sees it (mean pooling, normalised)."""
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(str(model_dir), device="cpu")
-    texts = sorted({t for pair in pairs for t in pair})
-    vectors = dict(zip(texts, model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)))
-    return np.array([float(vectors[a] @ vectors[b]) for a, b in pairs], dtype=np.float32)
+    store = _vector_store(model_dir or base_model_dir())
+    if not _vectors and store.exists():
+        with np.load(store, allow_pickle=False) as saved:
+            _vectors.update(zip(saved["texts"].tolist(), saved["vectors"]))
+    texts = sorted({t for pair in pairs for t in pair} - set(_vectors))
+    if texts:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            model = SentenceTransformer(str(model_dir or base_model_dir()), device="cpu")
+            vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+        finally:
+            torch.set_num_threads(threads)
+        _vectors.update(zip(texts, vectors))
+        store.parent.mkdir(parents=True, exist_ok=True)
+        tmp = store.with_name(store.name + ".tmp.npz")
+        np.savez(tmp, texts=np.array(list(_vectors)), vectors=np.stack(list(_vectors.values())))
+        tmp.replace(store)
+    return np.array([float(_vectors[a] @ _vectors[b]) for a, b in pairs], dtype=np.float64)
 
 
-def train_scorer(pairs: list[Pair], config: TrainConfig, model_dir: Path, progress=None):
-    """Fine-tune encoder + head on ``pairs``; returns ``(scorer, tokenizer)``. Deterministic for a
-    given config on one machine (seeded order, seeded head, fixed thread count)."""
-    torch = _torch()
-    torch.manual_seed(config.seed)
-    random.seed(config.seed)
-    np.random.seed(config.seed)
-    torch.set_num_threads(config.threads)
-    tokenizer, encoder = load_base(model_dir)
-    encoder.encoder.layer = encoder.encoder.layer[:config.layers]
-    encoder.config.num_hidden_layers = config.layers
-    for param in encoder.embeddings.parameters():
-        param.requires_grad = not config.freeze_embeddings
-    scorer = make_scorer(encoder, config.pooling)
-    scorer.train()
-    optimiser = torch.optim.AdamW([p for p in scorer.parameters() if p.requires_grad], lr=config.lr, weight_decay=0.01)
-    warmup = max(1, int(config.steps * config.warmup))
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: (s + 1) / warmup if s < warmup else max(
-        0.0, (config.steps - s) / max(1, config.steps - warmup)))
-    rng = random.Random(config.seed)
-    order: list[int] = []
-    started, running = time.perf_counter(), []
-    for step in range(config.steps):
-        if len(order) < config.batch_size:
-            order += rng.sample(range(len(pairs)), len(pairs))
-        idx, order = order[:config.batch_size], order[config.batch_size:]
-        batch_pairs = []
-        for i in idx:
-            p = pairs[i]
-            # either order: the judge is asked (cached, new), and a paraphrase is one both ways
-            batch_pairs.append((p.cached, p.new) if rng.random() < 0.5 else (p.new, p.cached))
-        batch = tokenizer([a for a, _ in batch_pairs], [b for _, b in batch_pairs], padding=True, truncation=True,
-                          max_length=config.max_length, return_tensors="pt")
-        labels = torch.tensor([float(pairs[i].label) for i in idx])
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(scorer(batch), labels)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(scorer.parameters(), 1.0)
-        optimiser.step()
-        schedule.step()
-        optimiser.zero_grad()
-        running.append(float(loss.detach()))
-        if progress and ((step + 1) % 25 == 0 or step + 1 == config.steps):
-            progress(f"step {step + 1}/{config.steps} loss {np.mean(running[-25:]):.4f} "
-                     f"({time.perf_counter() - started:.0f} s)")
-    scorer.eval()
-    return scorer, tokenizer
+_vectors: dict[str, np.ndarray] = {}  # question -> vector, kept for the process (several trainings share them)
 
 
-# --------------------------------------------------------------------------- calibration
+def _vector_store(model_dir: Path) -> Path:
+    """Where the training questions' vectors are kept between builds (``var/judge/vectors-<model>.npz``):
+    a rebuild after a recipe change embeds only new questions."""
+    weights = sorted(p for p in model_dir.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors", ".txt"})
+    return DEFAULT_ROOT / f"vectors-{_file_digest(weights, model_dir)[:12]}.npz"
 
-def fit_calibrator(logit: np.ndarray, cosine: np.ndarray, labels: np.ndarray) -> dict:
-    """Platt scaling over (logit, cosine): ``p = sigmoid(a * logit + b * cosine + c)``."""
+
+def features(pairs: list[tuple[str, str]], cosine: np.ndarray) -> np.ndarray:
+    from caching.guards.judge import pair_features
+
+    return np.array([pair_features(a, b, s) for (a, b), s in zip(pairs, cosine)], dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- models and calibration
+
+def fit_model(x: np.ndarray, y: np.ndarray, config: TrainConfig, kind: str):
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):  # one thread: deterministic, and OpenMP's spinning costs more than it gains when shared
+        return _fit_model(x, y, config, kind)
+
+
+def _fit_model(x: np.ndarray, y: np.ndarray, config: TrainConfig, kind: str):
+    if kind == "trees":
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        return HistGradientBoostingClassifier(
+            max_iter=config.max_iter, learning_rate=config.learning_rate, max_leaf_nodes=config.max_leaf_nodes,
+            l2_regularization=config.l2_regularization, random_state=config.seed, early_stopping=False,
+        ).fit(x, y)
     from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
 
-    model = LogisticRegression(C=10.0, max_iter=1000)
-    model.fit(np.stack([logit, cosine], axis=1), labels)
-    return {"logit": float(model.coef_[0][0]), "cosine": float(model.coef_[0][1]), "bias": float(model.intercept_[0])}
+    return make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000)).fit(x, y)
 
 
-def calibrated(calibrator: dict, logit: np.ndarray, cosine: np.ndarray) -> np.ndarray:
-    z = calibrator["logit"] * logit + calibrator["cosine"] * cosine + calibrator["bias"]
-    return 1.0 / (1.0 + np.exp(-z))
+def fit_calibration(scores: np.ndarray, labels: np.ndarray) -> dict:
+    """Isotonic regression from the model's score to P(same answer), as a piecewise-linear map."""
+    from sklearn.isotonic import IsotonicRegression
+
+    iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(scores, labels)
+    return {"x": [float(v) for v in iso.X_thresholds_], "y": [float(v) for v in iso.y_thresholds_]}
 
 
 def choose_threshold(prob: np.ndarray, labels: np.ndarray, target: float, min_served: int = 20) -> float:
     """The lowest threshold whose served pairs (prob >= threshold) reach ``target`` precision, with
-    at least ``min_served`` of them; 1.0 (serve nothing) when none does."""
-    order = np.argsort(-prob, kind="stable")
-    tp = np.cumsum(labels[order] == 1)
-    served = np.arange(1, len(order) + 1)
-    precision = tp / served
+    at least ``min_served`` of them; 1.0 (serve nothing) when none does. Ties serve together."""
     best = 1.0
-    for k in range(len(order)):
-        if served[k] >= min_served and precision[k] >= target:
-            # a threshold between this pair and the next one down keeps exactly k+1 pairs served
-            best = float(prob[order[k]])
+    for t in sorted(set(prob.tolist()), reverse=True):
+        served = prob >= t
+        n = int(served.sum())
+        if n >= min_served and labels[served].mean() >= target:
+            best = float(t)
+        elif n >= min_served:
+            break
     return best
 
 
@@ -251,6 +207,21 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
     return float(roc_auc_score(labels, scores)) if 0 < labels.sum() < len(labels) else float("nan")
 
 
+def passes_vetoes(pairs: list[tuple[str, str]]) -> np.ndarray:
+    from caching.guards import veto
+
+    return np.array([veto(a, b) is None for a, b in pairs], dtype=bool)
+
+
+def judge_sees(pairs: list[tuple[str, str]]) -> np.ndarray:
+    """The pairs the judge is asked about in the semantic layer: both questions eligible, no veto.
+    It is trained and calibrated on those only (a personal question never reaches it)."""
+    from caching.guards import classify
+
+    eligible = np.array([classify(a).eligible and classify(b).eligible for a, b in pairs], dtype=bool)
+    return eligible & passes_vetoes(pairs)
+
+
 # --------------------------------------------------------------------------- building an artefact
 
 def split_for_calibration(questions, config: TrainConfig, pair_config: PairConfig,
@@ -266,50 +237,56 @@ def split_for_calibration(questions, config: TrainConfig, pair_config: PairConfi
     return train, calibration
 
 
-def passes_vetoes(pairs: list[tuple[str, str]]) -> np.ndarray:
-    from caching.guards import veto
-
-    return np.array([veto(a, b) is None for a, b in pairs])
-
-
 def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), pair_config: PairConfig = PairConfig(),
                 *, with_paraphrases: bool = True, with_oos: bool = True, version: str = "",
                 progress=print) -> dict:
     """Train, calibrate and write an artefact to ``out_dir``; returns its ``judge.json`` contents."""
-    torch = _torch()
-    model_dir = base_model_dir()
+    from caching.guards.judge import FEATURES
+
     started = time.perf_counter()
     train, calibration = split_for_calibration(questions, config, pair_config, with_paraphrases, with_oos)
-    progress(f"pairs: {len(train)} training ({sum(p.label for p in train)} positive), "
-             f"{len(calibration)} calibration ({sum(p.label for p in calibration)} positive), "
-             f"{time.perf_counter() - started:.0f} s")
-    scorer, tokenizer = train_scorer(train, config, model_dir, progress)
+    train_pairs = [(p.cached, p.new) for p in train]
     cal_pairs = [(p.cached, p.new) for p in calibration]
-    cal_labels = np.array([p.label for p in calibration])
-    cal_logit = logits(scorer, tokenizer, cal_pairs, config.max_length)
-    cal_cos = cosines(model_dir, cal_pairs)
-    calibrator = fit_calibrator(cal_logit, cal_cos, cal_labels)
-    prob = calibrated(calibrator, cal_logit, cal_cos)
-    kept = passes_vetoes(cal_pairs)
-    threshold = choose_threshold(prob[kept], cal_labels[kept], config.target_precision)
-    served = (prob >= threshold) & kept
+    keep_train, keep_cal = judge_sees(train_pairs), judge_sees(cal_pairs)
+    progress(f"pairs: {len(train)} training, {int(keep_train.sum())} eligible and past the vetoes "
+             f"({sum(p.label for p, k in zip(train, keep_train) if k)} positive); {len(calibration)} calibration, "
+             f"{int(keep_cal.sum())} eligible and past the vetoes; {time.perf_counter() - started:.0f} s")
+    train_pairs = [p for p, k in zip(train_pairs, keep_train) if k]
+    cal_pairs = [p for p, k in zip(cal_pairs, keep_cal) if k]
+    y_train = np.array([p.label for p, k in zip(train, keep_train) if k])
+    y_cal = np.array([p.label for p, k in zip(calibration, keep_cal) if k])
+    cos = cosines(train_pairs + cal_pairs)
+    progress(f"embedded {len({t for p in train_pairs + cal_pairs for t in p})} questions, "
+             f"{time.perf_counter() - started:.0f} s")
+    x_train, x_cal = features(train_pairs, cos[:len(train_pairs)]), features(cal_pairs, cos[len(train_pairs):])
+    candidates = {}
+    for kind in ("trees", "linear"):
+        model = fit_model(x_train, y_train, config, kind)
+        score = model.predict_proba(x_cal)[:, 1]
+        candidates[kind] = (auc(score, y_cal), model, score)
+        progress(f"{kind}: calibration AUC {candidates[kind][0]:.3f}")
+    kind = max(candidates, key=lambda k: candidates[k][0])
+    _, model, score = candidates[kind]
+    calibration_map = fit_calibration(score, y_cal)
+    prob = np.interp(score, calibration_map["x"], calibration_map["y"])
+    threshold = choose_threshold(prob, y_cal, config.target_precision)
     meta = {
-        "version": version, "pooling": config.pooling, "max_length": config.max_length, "threshold": threshold,
-        "calibrator": calibrator, "config": dataclasses.asdict(config), "pair_config": dataclasses.asdict(pair_config),
-        "calibration": {"auc_logit": auc(cal_logit, cal_labels), "auc_cosine": auc(cal_cos, cal_labels),
-                        **precision_recall(served, cal_labels)},
-        "training_pairs": len(train), "seconds": round(time.perf_counter() - started, 1),
+        "version": version, "model": kind, "features": list(FEATURES), "threshold": threshold,
+        "calibration_map": calibration_map, "config": dataclasses.asdict(config),
+        "pair_config": dataclasses.asdict(pair_config),
+        "calibration": {"auc": {k: v[0] for k, v in candidates.items()}, "auc_cosine": auc(x_cal[:, 0], y_cal),
+                        **precision_recall(prob >= threshold, y_cal)},
+        "training_pairs": len(train_pairs), "seconds": round(time.perf_counter() - started, 1),
     }
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "encoder").mkdir(parents=True)
-    scorer.encoder.save_pretrained(str(tmp / "encoder"))
-    tokenizer.save_pretrained(str(tmp / "encoder"))
-    torch.save(scorer.head.state_dict(), tmp / "head.pt")
+    tmp.mkdir(parents=True)
+    with open(tmp / "model.pkl", "wb") as fh:
+        pickle.dump(model, fh)
     (tmp / "judge.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
-    progress(f"judge {version}: threshold {threshold:.3f}, calibration {json.dumps(meta['calibration'])}, "
+    progress(f"judge {version}: {kind}, threshold {threshold:.3f}, calibration {json.dumps(meta['calibration'])}, "
              f"{meta['seconds']:.0f} s")
     return meta
 
@@ -317,11 +294,11 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
 def ensure_artefact(root: Path = DEFAULT_ROOT, *, force: bool = False, progress=print) -> Path:
     """Build the artefact for the current data and configs unless it is already there."""
     version = artefact_version()
-    out = root / version
+    out = Path(root) / version
     if (out / "judge.json").exists() and not force:
         progress(f"judge {version} already built in {out}")
         return out
-    root.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     questions = [q for q in judge_data.load_questions() if q.split == "train"]
     train_judge(out, questions, version=version, progress=progress)
     return out

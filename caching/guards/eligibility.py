@@ -65,6 +65,7 @@ _HOWTO_FRAME = re.compile(r"^(?:(?:hi|hello|hey|please|ok|okay)[, ]+)?(?:(?:find
 # A first-person story that ends in a how-to ("I forgot my password, what should I do?", "I want to
 # close my account, how do I do it?") asks for the general procedure: its answer is the help article.
 _HOWTO_CLAUSE = re.compile(r"(?:[,.;:?!-]|\b(?:so|and|but))\s*(?:how (?:do|can|should|would|could) (?:i|we)|how to|what (?:should|do|can|must) (?:i|we) do|what are (?:the|my) options|where (?:can|do|should) (?:i|we))\b|\bhow\s*[?!.]*$")
+_SELF_ID = re.compile(r"\bmy (?:full |first |last )?(?:name|email|phone|postaladdress|address|username|date of birth|birthday|account number|card number) (?:is|was)\b|[\w.+-]+@[\w-]+\.\w+")
 _STATE_Q = re.compile(r"\bwhere (?:did|has|have|had) (?:the|my|this|that|our)\b|\b(?:where|when|why|what|how much|how many|how long|how come) (?:is|are|was|were|will|would|did|does|do|has|have|had|happened to|about|has happened to|is going on with|is wrong with|is happening (?:to|with)|going on with|wrong with)(?: not)? (?:my|our)\b|\b(?:has|have|did|is|was|were|are|will|does|do) not (?:my|our) \w+|\b(?:has|have|had|did|is|was|were|are|will|does|do) (?:my|our) \w+")
 _NARRATIVE = re.compile(r"\bi (?:need|want|would like|demand|expect) (?:my|our)\b|(?<!\bif )(?<!\bafter )(?<!\bbefore )(?<!\bwhen )(?<!\bonce )(?<!\buntil )(?<!\bwhether )(?<!\bam )(?<!\bwas )(?<!\bwere )(?<!\bhave )(?<!\bhad )(?<!\bdid )(?<!\bdo )(?<!\bcan )(?<!\bcould )(?<!\bshould )(?<!\bwould )(?<!\bwill )(?<!\bshall )(?<!\bmay )(?<!\bmust )\b(?:i|we) (?:just |already |recently |accidentally )?[a-z]{3,}ed\b(?! to (?:know|ask))|(?<!\bif )(?<!\bafter )(?<!\bbefore )(?<!\bwhen )(?<!\bonce )(?<!\buntil )(?<!\bwhether )\b(?:i|we) (?:have been|have not|had|was|were|got|just|already|accidentally|recently|never|still|ordered|paid|bought|received|sent|made|lost|tried|applied|booked|placed|submitted|returned|requested|noticed|see|saw|can not see|did not|do not see|am still|am waiting|have a|have an|was charged|haven|am having|keep getting|can not|could not|need help with my)\b")
 _OWN_STATE = re.compile(r"\b(?:tell|show|give|send|check|get|find|list|read) me (?:\w+ ){0,4}?(?:my|our)\b|\b(?:can|could|will|would|should|may|might) (?:my|our)\b|\b(?:are|have|has|did|will|were|was) you (?:\w+ ){1,2}?(?:me|my|our|us)\b|\b(?:has|have|did|is|was) (?:anyone|someone|somebody) (?:\w+ ){1,3}?(?:my|our)\b|\bcheck (?:my|our)\b|\bwhy (?:did|was|were|has|have|had|is|are)(?: not)? (?:i|me|the \w+(?: \w+)? (?:give|charge|take|decline|block|refuse|reject|cancel)\w* (?:me|my))\b|\b(?:do i have(?! to\b)|have i got|am i (?:owed|due|eligible|entitled|getting)|do i owe|did i|have i|was i|my (?:balance|points|statement|credit score|limit|status)|how much (?:money )?(?:do i|have i|is in my|is on my|did i)|how many \w+(?: \w+)? (?:do|did|have) i(?! have to\b))\b")
@@ -113,6 +114,10 @@ def _eligibility(norm: str, tokens: list[str], sig: dict, intent: str) -> Eligib
     for rq in _REQUEST_FOR_ME.finditer(norm):
         if not howto and (rq.group(1) is None or rq.group(1) in _ACTION_VERBS):
             return Eligibility(False, "action", intent, f"action: a request addressed to us ('{rq.group(0)}')")
+    # Personal details given in the question ("my name is ...", an email address) keep it out of
+    # shared caches even when it then asks a how-to.
+    if sid := _SELF_ID.search(norm):
+        return Eligibility(False, "personal", intent, f"personal: gives the customer's own details ('{sid.group(0)[:40]}')")
     # Personal: the customer's own order, account, balance, refund...
     if sig["ids"] and any(t in _ID_HEADS for t in tokens):
         return Eligibility(False, "personal", intent, f"personal: refers to a specific record ({', '.join(sig['ids'])})")

@@ -6,9 +6,9 @@ In order, the first that refuses decides:
 2. a cosine floor: candidates the embedding puts far apart are not worth the judge's time;
 3. vetoes (``signature.vetoes``): a number, id, amount, date, place, tier, audience, condition,
    negation or answer-type difference refuses, whatever the judge says;
-4. the learned judge (``LearnedJudge``, a cross-encoder fine-tuned from the shipped MiniLM weights,
-   see ``caching.judge_train``): serve when its calibrated probability that the cached answer
-   answers the new question reaches the artefact's threshold. It reads English only: in another
+4. the learned judge (``LearnedJudge``, gradient-boosted trees over ``pair_features``: the MiniLM
+   cosine and the guards' soft evidence, see ``caching.judge_train``): serve when its calibrated
+   probability that the cached answer answers the new question reaches the artefact's threshold. It reads English only: in another
    locale it abstains and the strict lexical match (every signature field, content term and word
    link equal) decides instead, as before the judge.
 
@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
+import pickle
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from caching.guards.eligibility import _analyse
-from caching.guards.lexicon import concept
-from caching.guards.signature import GUARDS_VERSION, _CONTENT_FIELDS, signature_difference, vetoes
+import numpy as np
+
+from caching.guards.eligibility import INTENT_FAMILIES, _analyse
+from caching.guards.lexicon import OPPOSITE_OF, concept
+from caching.guards.signature import GUARDS_VERSION, SIGNATURE_FIELDS, _CONTENT_FIELDS, signature_difference, vetoes
 
 log = logging.getLogger(__name__)
 
@@ -64,47 +66,90 @@ class Judgement:
 
 # --------------------------------------------------------------------------- the learned judge
 
+_QUESTION_WORDS = ("how", "what", "when", "where", "why", "which", "who", "can", "do", "does", "is", "are", "will")
+
+
+def _question_word(tokens: tuple[str, ...]) -> str:
+    return next((t for t in tokens[:4] if t in _QUESTION_WORDS), "")
+
+
+def _jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _opposite_present(a_norm: str, b_norm: str) -> bool:
+    """One question says a word and the other its opposite ("open" / "close"), and neither says both."""
+    a_words, b_words = set(a_norm.split()), set(b_norm.split())
+    for word, other in OPPOSITE_OF.items():
+        if " " in word:
+            if word in a_norm and other in b_norm and other not in a_norm and word not in b_norm:
+                return True
+        elif word in a_words and other in b_words and other not in a_words and word not in b_words:
+            return True
+    return False
+
+
+FEATURES: tuple[str, ...] = (
+    "cosine", *(f"differs:{f}" for f in SIGNATURE_FIELDS), "terms_jaccard", "terms_only_cached", "terms_only_new",
+    "links_jaccard", "words_jaccard", "operations_jaccard", "opposite", "same_intent", "same_family",
+    "same_question_word", "length_ratio", "negations_delta", "ineligible",
+)
+
+
+def pair_features(cached_q: str, new_q: str, cosine: float) -> list[float]:
+    """What the learned judge sees of a pair: the embedding cosine and the guards' view of the two
+    questions (which signature fields differ, how much of the content and wording they share,
+    whether one says the opposite of the other, whether they ask the same kind of question).
+    Soft evidence: none of it refuses on its own."""
+    a, b = _analyse(cached_q), _analyse(new_q)
+    sa, sb = a.signature, b.signature
+    diff = signature_difference(sa, sb) or {}
+    ta, tb = set(sa.get("terms", ())), set(sb.get("terms", ()))
+    wa, wb = set(a.tokens), set(b.tokens)
+    return [
+        float(cosine), *(float(f in diff) for f in SIGNATURE_FIELDS), _jaccard(ta, tb),
+        len(ta - tb) / max(1, len(ta)), len(tb - ta) / max(1, len(tb)),
+        _jaccard(set(sa.get("links", ())), set(sb.get("links", ()))), _jaccard(wa, wb),
+        _jaccard(set(sa.get("operations", ())), set(sb.get("operations", ()))),
+        float(_opposite_present(a.norm, b.norm)), float(a.eligibility.intent == b.eligibility.intent),
+        float(INTENT_FAMILIES.get(a.eligibility.intent, a.eligibility.intent)
+              == INTENT_FAMILIES.get(b.eligibility.intent, b.eligibility.intent)),
+        float(_question_word(a.tokens) == _question_word(b.tokens)),
+        min(len(a.tokens), len(b.tokens)) / max(1, len(a.tokens), len(b.tokens)),
+        float(abs(len(sa.get("negations", ())) - len(sb.get("negations", ())))),
+        float(not (a.eligibility.eligible and b.eligibility.eligible)),
+    ]
+
+
 class LearnedJudge:
     """A built judge artefact (``caching.judge_train``) loaded for scoring: ``probability`` is the
     calibrated probability that the cached question's answer is the right answer to the new one."""
 
     def __init__(self, path: Path):
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-
-        from caching.judge_train import make_scorer
-
         self.path = Path(path)
         meta = json.loads((self.path / "judge.json").read_text())
+        if tuple(meta["features"]) != FEATURES:
+            raise ValueError(f"judge {self.path.name} was built with other features; rebuild it (manage.py train_judge)")
         self.version: str = meta["version"] or self.path.name
         self.threshold: float = float(meta["threshold"])
-        self.max_length: int = int(meta["max_length"])
-        self.calibrator: dict = meta["calibrator"]
         self.meta = meta
-        self._tokenizer = AutoTokenizer.from_pretrained(str(self.path / "encoder"))
-        encoder = AutoModel.from_pretrained(str(self.path / "encoder"))
-        head = torch.nn.Linear(encoder.config.hidden_size, 1)
-        head.load_state_dict(torch.load(self.path / "head.pt", weights_only=True))
-        self._scorer = make_scorer(encoder, meta["pooling"], head).eval()
-        self._lock = threading.Lock()
+        with open(self.path / "model.pkl", "rb") as fh:
+            self._model = pickle.load(fh)  # noqa: S301 - our own artefact, written by caching.judge_train
+        self._calibration = (np.array(meta["calibration_map"]["x"]), np.array(meta["calibration_map"]["y"]))
 
-    def logits(self, pairs: list[tuple[str, str]]) -> list[float]:
-        import torch
+    def scores(self, features: np.ndarray) -> np.ndarray:
+        """The model's raw P(same answer) for rows of ``pair_features``."""
+        return self._model.predict_proba(features)[:, 1]
 
-        with self._lock, torch.inference_mode():
-            torch.set_num_threads(1)  # one short pair: a single thread is fastest (no fan-out cost)
-            batch = self._tokenizer([a for a, _ in pairs], [b for _, b in pairs], padding=True, truncation=True,
-                                    max_length=self.max_length, return_tensors="pt")
-            return [float(x) for x in self._scorer(batch)]
+    def calibrate(self, scores: np.ndarray) -> np.ndarray:
+        return np.interp(scores, *self._calibration)
+
+    def probabilities(self, rows: list[tuple[str, str, float]]) -> np.ndarray:
+        features = np.array([pair_features(c, n, s) for c, n, s in rows], dtype=np.float64)
+        return self.calibrate(self.scores(features))
 
     def probability(self, cached_q: str, new_q: str, similarity: float) -> float:
-        import math
-
-        c = self.calibrator
-        z = c["logit"] * self.logits([(cached_q, new_q)])[0] + c["cosine"] * similarity + c["bias"]
-        return 1.0 / (1.0 + math.exp(-z))
+        return float(self.probabilities([(cached_q, new_q, similarity)])[0])
 
 
 _learned: LearnedJudge | None = None

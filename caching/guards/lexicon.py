@@ -447,4 +447,18 @@ _TIME_DEPENDENT = [
     (re.compile(r"\b((?:next|last|previous|upcoming|coming) (?:holiday|holidays|business day|working day|day off|day|payday|pay day|billing (?:cycle|date|period)|statement|payment|run|sale|event|release|update|opening|deadline|flight|train|bus|departure|delivery slot|available (?:slot|appointment|date)))\b"), "relative date ('{0}')"),
 ]
 
-
+# Pairs of words whose swap changes the answer.
+OPPOSITES = [
+    ("open", "close"), ("add", "remove"), ("enable", "disable"), ("activate", "deactivate"), ("increase", "decrease"),
+    ("accept", "decline"), ("before", "after"), ("over", "under"), ("more", "less"), ("lock", "unlock"),
+    ("freeze", "unfreeze"), ("deposit", "withdraw"), ("send", "receive"), ("sent", "received"), ("import", "export"),
+    ("upload", "download"), ("buy", "sell"), ("subscribe", "unsubscribe"), ("start", "stop"), ("with", "without"),
+    ("domestic", "international"), ("personal", "business"), ("debit", "credit"), ("physical", "virtual"),
+    ("available", "unavailable"), ("possible", "impossible"), ("safe", "unsafe"), ("allowed", "forbidden"),
+    ("minimum", "maximum"), ("highest", "lowest"), ("higher", "lower"), ("earliest", "latest"), ("early", "late"),
+    ("first", "last"), ("cheapest", "most expensive"), ("fastest", "slowest"), ("turn on", "turn off"),
+    ("incoming", "outgoing"), ("refundable", "non-refundable"), ("paid", "unpaid"), ("new", "old"),
+    ("upgrade", "downgrade"), ("join", "leave"), ("login", "logout"), ("top up", "withdraw"), ("eat", "avoid"),
+    ("include", "exclude"), ("included", "excluded"), ("approved", "rejected"), ("can", "can't"),
+]
+OPPOSITE_OF = {a: b for a, b in OPPOSITES} | {b: a for a, b in OPPOSITES}

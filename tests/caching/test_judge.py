@@ -115,8 +115,9 @@ def test_first_person_how_to_questions_and_product_names_are_eligible(question):
     "Where is my order?",
     "Cancel my order",
     "Are you open now?",
+    "My name is Jane Doe, how do I return an item?",
 ])
-def test_records_actions_and_the_present_moment_still_bypass(question):
+def test_records_actions_personal_details_and_the_present_moment_still_bypass(question):
     assert not guards.classify(question).eligible
 
 
