@@ -175,8 +175,8 @@ _CONDITIONS = [
 _AUX = re.compile(r"\b(do|does|did|is|are|can|will|should|would|could|was|were|has|have)\b", re.I)
 _NEG_FORM = {"can": "can't", "will": "won't"}
 
-_HARMLESS_PREFIX = ["hi, ", "hello, ", "hey, ", "please, ", "quick question: ", "sorry to bother you, ", "excuse me, "]
-_HARMLESS_SUFFIX = [" thanks", " thank you!", " please", "?", " - thanks in advance", "??"]
+_HARMLESS_PREFIX = ["hi, ", "hello, ", "hey, ", "please, ", "ok, ", "so "]
+_HARMLESS_SUFFIX = [" thanks", " thank you!", " please", "?", "??", "!", " please?"]
 _REPHRASE = [
     (r"^how do i\b", "how can i"), (r"^how can i\b", "how do i"), (r"^how do i\b", "what is the way to"),
     (r"^can i\b", "is it possible to"), (r"^is it possible to\b", "can i"), (r"^what is\b", "what's"),
@@ -343,10 +343,13 @@ def perturbation_pairs(questions: list[Question], rng: random.Random, n: int) ->
                 pairs.append(Pair(first, second, 0, f"perturb:{kind}", (q.intent,)))
                 made += 1
                 break
-    for i in order[: n // 2]:
+    # as many harmless rewrites of the same questions: a pair that shares almost every word is then
+    # as often the same question as a one-detail change, and the judge must look at the detail
+    for i in order[:n]:
         out = harmless_rewrite(questions[i].text, rng)
         if out:
-            pairs.append(Pair(questions[i].text, out, 1, "rewrite", (questions[i].intent,)))
+            first, second = (questions[i].text, out) if rng.random() < 0.5 else (out, questions[i].text)
+            pairs.append(Pair(first, second, 1, "rewrite", (questions[i].intent,)))
     return pairs
 
 

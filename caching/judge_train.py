@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = ROOT / "var" / "judge"
 # Bump when the recipe or the features change in a way the configs below do not show.
-RECIPE = 3
+RECIPE = 4
 
 
 @dataclass(frozen=True)

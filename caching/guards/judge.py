@@ -121,6 +121,45 @@ def pair_features(cached_q: str, new_q: str, cosine: float) -> list[float]:
     ]
 
 
+class _Trees:
+    """A fitted binary ``HistGradientBoostingClassifier`` as arrays, walked for all trees at once.
+
+    scikit-learn's own ``predict_proba`` validates its input and fans out over OpenMP threads: for
+    the one row of a lookup that costs a millisecond or more (far more on a busy host), while the
+    walk below costs tens of microseconds. Same rule as scikit-learn (``x <= threshold`` goes left;
+    the features are never missing), same result (``tests/caching/test_judge.py`` compares them)."""
+
+    def __init__(self, model):
+        nodes = [predictor[0].nodes for predictor in model._predictors]
+        width = max(len(n) for n in nodes)
+
+        def table(field, fill):
+            out = np.full((len(nodes), width), fill, dtype=np.asarray(nodes[0][field]).dtype)
+            for i, n in enumerate(nodes):
+                out[i, :len(n)] = n[field]
+            return out
+
+        self.feature = table("feature_idx", 0).astype(np.intp)
+        self.threshold = table("num_threshold", 0.0)
+        self.left, self.right = table("left", 0).astype(np.intp), table("right", 0).astype(np.intp)
+        self.leaf, self.value = table("is_leaf", 1).astype(bool), table("value", 0.0)
+        self.depth = int(max(n["depth"].max() for n in nodes)) + 1
+        self.rows = np.arange(len(nodes))
+        self.baseline = float(np.ravel(model._baseline_prediction)[0])
+
+    def probability(self, x: np.ndarray) -> float:
+        node = np.zeros(len(self.rows), dtype=np.intp)
+        for _ in range(self.depth):
+            leaf = self.leaf[self.rows, node]
+            if leaf.all():
+                break
+            left = x[self.feature[self.rows, node]] <= self.threshold[self.rows, node]
+            nxt = np.where(left, self.left[self.rows, node], self.right[self.rows, node])
+            node = np.where(leaf, node, nxt)
+        raw = self.baseline + float(self.value[self.rows, node].sum())
+        return 1.0 / (1.0 + np.exp(-raw))
+
+
 class LearnedJudge:
     """A built judge artefact (``caching.judge_train``) loaded for scoring: ``probability`` is the
     calibrated probability that the cached question's answer is the right answer to the new one."""
@@ -136,9 +175,12 @@ class LearnedJudge:
         with open(self.path / "model.pkl", "rb") as fh:
             self._model = pickle.load(fh)  # noqa: S301 - our own artefact, written by caching.judge_train
         self._calibration = (np.array(meta["calibration_map"]["x"]), np.array(meta["calibration_map"]["y"]))
+        self._trees = _Trees(self._model) if hasattr(self._model, "_predictors") else None
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         """The model's raw P(same answer) for rows of ``pair_features``."""
+        if self._trees is not None:
+            return np.array([self._trees.probability(row) for row in features])
         return self._model.predict_proba(features)[:, 1]
 
     def calibrate(self, scores: np.ndarray) -> np.ndarray:
@@ -263,12 +305,12 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
         return refuse(f"cached question ineligible: {cached_e.reason}")
     if similarity < floor:
         return refuse(f"similarity {similarity:.3f} below the {intent} floor {floor:.2f}")
-    veto = vetoes(cached_sig, new_sig, (cached_e.intent, new_e.intent))
+    language = (locale or "en").split("-")[0].lower()
+    veto = vetoes(cached_sig, new_sig, (cached_e.intent, new_e.intent), products=language in JUDGE_LOCALES)
     if veto:
         return refuse("veto: " + _describe(veto))
     if not any(new_sig.get(f) for f in _CONTENT_FIELDS):
         return refuse("no content words: too vague to share an answer")
-    language = (locale or "en").split("-")[0].lower()
     if language not in JUDGE_LOCALES:
         why = _strict_match(new_a, cached_a, new_sig, cached_sig)
         if why:

@@ -392,10 +392,11 @@ def _negation_kinds(sig: dict) -> tuple[int, set[str]]:
     return sum(k in _POLARITY for k in kinds) % 2, {k for k in kinds if k in _EXCEPTIONS}
 
 
-def vetoes(cached: dict, new: dict, intents: tuple[str, str] | None = None) -> dict | None:
+def vetoes(cached: dict, new: dict, intents: tuple[str, str] | None = None, products: bool = True) -> dict | None:
     """The reliable differences between two signatures (``{field: {"cached": [...], "new": [...]}}``),
     or None. Unlike ``signature_difference`` it leaves out what paraphrases change freely (operations,
-    roles, pronouns, content words): the judge weighs those."""
+    roles, pronouns, content words): the judge weighs those. ``products=False`` where capitals do not
+    mark names (German capitalises every noun)."""
     diff: dict = {}
     for field in VETO_FIELDS:
         a, b = set(cached.get(field, ())), set(new.get(field, ()))
@@ -412,7 +413,7 @@ def vetoes(cached: dict, new: dict, intents: tuple[str, str] | None = None) -> d
     if pa != pb or ea != eb:
         diff["negations"] = {"cached": sorted(cached.get("negations", ())), "new": sorted(new.get("negations", ()))}
     pa, pb = set(cached.get("products", ())), set(new.get("products", ()))
-    if pa and pb and not pa & pb:  # two named products ("Apple Pay" / "Google Pay"); one side lower-case is no proof
+    if products and pa and pb and not pa & pb:  # two named products ("Apple Pay" / "Google Pay"); one side lower-case is no proof
         diff["products"] = {"cached": sorted(pa), "new": sorted(pb)}
     if intents and frozenset(intents) in _ANSWER_TYPE_CLASHES:
         diff["answer_type"] = {"cached": [intents[0]], "new": [intents[1]]}
