@@ -180,8 +180,10 @@ def fit_calibration(scores: np.ndarray, labels: np.ndarray) -> dict:
 
 
 def choose_threshold(prob: np.ndarray, labels: np.ndarray, target: float, min_served: int = 20) -> float:
-    """The lowest threshold whose served pairs (prob >= threshold) reach ``target`` precision, with
-    at least ``min_served`` of them; 1.0 (serve nothing) when none does. Ties serve together."""
+    """Scanning down from the most probable pair, the last threshold before the served pairs'
+    (prob >= threshold) precision first falls below ``target``, once at least ``min_served`` are
+    served; 1.0 (serve nothing) when none qualifies. Ties serve together. Conservative: a lower
+    threshold where precision recovers is not taken."""
     best = 1.0
     for t in sorted(set(prob.tolist()), reverse=True):
         served = prob >= t

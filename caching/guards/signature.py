@@ -371,10 +371,9 @@ def signature(question: str) -> dict[str, list[str]]:
 VETO_FIELDS: tuple[str, ...] = (
     "numbers", "money", "ids", "dates", "times", "time_words", "places", "sizes", "tiers", "audience", "conditions",
 )
-# Comparatives are vetoes only next to a quantity ("over 500"); "before"/"after" only when either
-# question has a number, date or time to be before or after ("after placing it" is not one).
-_QUANTITY_COMPARATIVES = frozenset({"gt", "lt", "ge", "le"})
-_TEMPORAL_FIELDS = ("numbers", "dates", "times", "time_words")
+# Comparatives are vetoes only when either question has a quantity to compare: "over 500",
+# "at least 2 bags", "after 6pm"; not "the minimum order for free shipping" or "after placing it".
+_QUANTITY_FIELDS = ("numbers", "money", "sizes", "dates", "times", "time_words")
 # Negation scope: the count of plain negations (parity: "not" vs none; "not ... not" is two), and
 # the exception words, which restrict what the answer covers.
 _POLARITY = frozenset({"not"})
@@ -403,12 +402,8 @@ def vetoes(cached: dict, new: dict, intents: tuple[str, str] | None = None, prod
         if a != b:
             diff[field] = {"cached": sorted(a - b), "new": sorted(b - a)}
     a, b = set(cached.get("comparatives", ())), set(new.get("comparatives", ()))
-    if any(cached.get(f) or new.get(f) for f in _TEMPORAL_FIELDS):
-        ca, cb = a, b
-    else:
-        ca, cb = a & _QUANTITY_COMPARATIVES, b & _QUANTITY_COMPARATIVES
-    if ca != cb:
-        diff["comparatives"] = {"cached": sorted(ca - cb), "new": sorted(cb - ca)}
+    if a != b and any(cached.get(f) or new.get(f) for f in _QUANTITY_FIELDS):
+        diff["comparatives"] = {"cached": sorted(a - b), "new": sorted(b - a)}
     (pa, ea), (pb, eb) = _negation_kinds(cached), _negation_kinds(new)
     if pa != pb or ea != eb:
         diff["negations"] = {"cached": sorted(cached.get("negations", ())), "new": sorted(new.get("negations", ()))}
