@@ -212,7 +212,7 @@ def test_shadow_mode_serves_fresh_but_records_the_would_be_hit(acme):
         assert entry.hit_count == 0
 
         # the whole Ask: the customer gets the model's fresh answer, the record says what would have been served
-        result = pipeline.ask(asker(acme), "return policy details")
+        result = pipeline.ask(asker(acme), "hi, what is your return policy")
     assert len(server.requests) == 1
     assert result.answer == "Unused items can be returned within 30 days of delivery [1]."
     assert result.layer == "none" and result.reason.startswith("shadow: would serve")
