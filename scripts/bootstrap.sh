@@ -34,6 +34,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# The semantic judge (a cross-encoder fine-tuned from the MiniLM weights, tens of MB): built once
+# for the current training data and recipe, under var/judge/<version>; a few minutes on 2 cores.
+.venv/bin/python -m caching.judge_train --root "${SEMANTIC_JUDGE_DIR:-var/judge}"
+
 if [ "${BOOTSTRAP_BROWSER:-0}" = "1" ] && [ ! -x /usr/bin/chromium ]; then
   echo "bootstrap: installing Debian's chromium for the browser tests"
   if [ "$(id -u)" = "0" ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null

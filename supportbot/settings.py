@@ -225,6 +225,8 @@ SEMANTIC_CACHE_TTL_S = env.int("SEMANTIC_CACHE_TTL_S", default=7 * 86400)
 SEMANTIC_THRESHOLDS = env.json("SEMANTIC_THRESHOLDS", default={})
 # In assist mode, a near hit at least this similar is given to the model as context.
 SEMANTIC_ASSIST_MIN_SIMILARITY = env.float("SEMANTIC_ASSIST_MIN_SIMILARITY", default=0.6)
+# Folder of the semantic judge's artefacts (built by `manage.py train_judge` / bootstrap, one folder a version).
+SEMANTIC_JUDGE_DIR = env.path("SEMANTIC_JUDGE_DIR", default=BASE_DIR / "var" / "judge")
 # Tenant rows, API keys and cited article versions are kept in each process under a revision
 # in Redis (supportbot.localcache); no local copy is older than this, even if a bump was lost.
 LOCAL_CACHE_MAX_AGE_S = env.float("LOCAL_CACHE_MAX_AGE_S", default=30.0)

@@ -27,6 +27,7 @@ def warm_up() -> dict:
     database (not migrated yet, unreachable) the embedder loads on first use instead."""
     from django.db import DatabaseError, connections
 
+    from caching import guards
     from supportbot.pipeline import query_embedder
 
     started = time.perf_counter()
@@ -34,6 +35,7 @@ def warm_up() -> dict:
     try:
         query_embedder().model  # noqa: B018 - loads the weights
         loaded = True
+        guards.learned_judge()  # the semantic judge's weights (None, logged, when not built)
     except (DatabaseError, OSError) as exc:  # not migrated yet, unreachable: expected at times
         log.warning("web warm-up: the query embedder loads on first use (%s)", exc)
     except Exception:  # noqa: BLE001 - a model that cannot load fails its lookups loudly later, not the worker

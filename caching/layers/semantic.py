@@ -1,9 +1,11 @@
 """Guarded semantic answer cache in pgvector.
 
 Hard filters first (tenant, locale, every version, active, unexpired), then the
-nearest neighbours; a candidate is served only when ``guards.judge`` accepts it
-(same eligible intent, similarity over that intent's threshold, compatible
-signatures) and every version it cites is still current."""
+nearest neighbours, nearest first; a candidate is served only when ``guards.judge``
+accepts it (both questions eligible, similarity over the cosine floor, no veto, and
+the learned judge's calibrated probability over its threshold) and every version it
+cites is still current. The decision records the judge's version and its probability
+for the best candidate (the served one, else the one it rated highest)."""
 from __future__ import annotations
 
 import functools
@@ -111,15 +113,17 @@ class SemanticLayer(CacheLayer):
         for row in rows:
             similarity = float(1.0 - row.distance)
             judgement = guards.judge(question, row.question, similarity, new_sig=new_sig,
-                                     cached_sig=row.signature, thresholds=thresholds)
-            if best is None:
+                                     cached_sig=row.signature, thresholds=thresholds, locale=scope.locale)
+            if best is None or (judgement.probability is not None and (
+                    best[2].probability is None or judgement.probability > best[2].probability)):
                 best = (row, similarity, judgement)
             if judgement.serve:
                 stale = stale_citations(scope.tenant_id, row.citations)
                 if stale:
                     SemanticEntry.objects.filter(pk=row.pk).update(status=SemanticEntry.Status.PURGED)
                     judgement = guards.Judgement(False, "cited article changed", judgement.intent,
-                                                 judgement.threshold, judgement.difference)
+                                                 judgement.threshold, judgement.difference, judgement.probability,
+                                                 judgement.judge_version)
                     if best[0] is row:  # the stale row was the best so far: it must not be served below
                         best = (row, similarity, judgement)
                     continue
@@ -129,6 +133,7 @@ class SemanticLayer(CacheLayer):
         result.candidate, result.candidate_question = str(row.pk), row.question
         result.similarity, result.threshold = similarity, judgement.threshold
         result.signature_difference, result.intent = judgement.difference, judgement.intent
+        result.judge_version, result.judge_probability = judgement.judge_version, judgement.probability
         result.entry_age_s = (timezone.now() - row.created_at).total_seconds()
         result.reason = judgement.reason
         if judgement.serve:
@@ -172,7 +177,8 @@ class SemanticLayer(CacheLayer):
             tenant_id=scope.tenant_id, locale=scope.locale, question=question,
             normalized_question=normalized_question, embedding=vector, embedding_model=scope.embedding_model,
             embedding_version=scope.embedding_version, answer=answer.answer, citations=answer.citations,
-            intent=answer.intent, signature=guards.signature(question), exact_key=exact_key,
+            intent=answer.intent, signature=guards.signature(question), judge_version=guards.judge_version(),
+            exact_key=exact_key,
             prompt_version=scope.prompt_version, model=scope.model, model_revision=scope.model_revision,
             policy_version=scope.policy_version, retrieval_version=scope.retrieval_version, source=source,
             source_ask=source_ask, expires_at=timezone.now() + timedelta(seconds=settings.SEMANTIC_CACHE_TTL_S),

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from caching import guards
 from caching.guards import classify
 from caching.layers.base import CachedAnswer
 from caching.layers.semantic import SemanticLayer
@@ -46,7 +47,7 @@ def test_a_paraphrase_is_served_from_the_semantic_layer_and_every_layer_records_
     entry = entry_for(offered)
     assert str(entry.source_ask.request_id) == offered.request_id  # provenance
 
-    state, served = cached_lookup(asker(acme), "return policy details")
+    state, served = cached_lookup(asker(acme), "Can you tell me your return policy?")
 
     assert served is not None and served.answer == "Synthetic verified answer to: What is your return policy? [1]"
     assert served.entry_id == entry.pk and served.citations == offered.citations
@@ -58,6 +59,11 @@ def test_a_paraphrase_is_served_from_the_semantic_layer_and_every_layer_records_
     assert layers[3:] in ([("embedding", "miss")], [("embedding", "hit")])
     hit = decision(state, "semantic")
     assert hit.candidate == str(entry.pk) and hit.candidate_question == "What is your return policy?"
+    # the judge that served it, and how sure it was, are recorded with the decision and the entry
+    assert hit.judge_version == guards.judge_version() != "" and entry.judge_version == hit.judge_version
+    assert hit.judge_probability is not None and 0.0 <= hit.judge_probability <= 1.0
+    recorded = event.decisions.get(layer="semantic")
+    assert (recorded.judge_version, recorded.judge_probability) == (hit.judge_version, hit.judge_probability)
     assert hit.threshold is not None and hit.similarity >= hit.threshold
     assert hit.filters["tenant_id"] == acme.pk and hit.filters["locale"] == "en"
     assert hit.entry_age_s is not None and hit.entry_age_s >= 0
@@ -72,7 +78,7 @@ def test_the_newest_verified_answer_replaces_the_entry_of_the_same_question(acme
     assert first.admitted and second.admitted
     rows = SemanticEntry.objects.filter(tenant=acme, normalized_question="what is your return policy")
     assert sorted(rows.values_list("answer", "status")) == [("New answer [1]", "active"), ("Old answer [1]", "retired")]
-    _, served = cached_lookup(asker(acme), "return policy details")
+    _, served = cached_lookup(asker(acme), "Can you tell me your return policy?")
     assert served.answer == "New answer [1]"
 
 
@@ -103,10 +109,11 @@ def test_signature_guards_refuse_a_near_miss_the_embedding_alone_would_serve(acm
     assert served is None
     d = decision(state, "semantic")
     assert d.disposition == "miss" and d.candidate == str(entry.pk)
-    # the similarity clears the intent's threshold: only the signature stands between them
+    # the similarity clears the intent's floor: only the veto stands between them
     assert d.similarity >= d.threshold, (d.similarity, d.threshold)
     assert field in d.signature_difference, d.signature_difference
-    assert "signature differs" in d.reason
+    assert d.reason.startswith("veto:") and field in d.reason, d.reason
+    assert d.judge_probability is None  # a veto refuses before the judge is asked
     assert AskEvent.objects.get(request_id=state.request_id).serving_layer == AskEvent.Layer.NONE
 
 
@@ -146,7 +153,7 @@ def test_an_answer_never_crosses_tenants(acme, initech):
         assert decision(state, "exact").disposition == "miss"
         assert decision(state, "semantic").reason == "no candidate in scope"
     # control: the same lookups in acme hit
-    assert cached_lookup(asker(acme), "return policy details")[1] is not None
+    assert cached_lookup(asker(acme), "Can you tell me your return policy?")[1] is not None
 
 
 def test_an_answer_never_crosses_locales(acme):
@@ -196,7 +203,7 @@ def test_shadow_mode_serves_fresh_but_records_the_would_be_hit(acme):
         offered = offer(asker(acme), "What is your return policy?")
         entry = entry_for(offered)
 
-        state, served = cached_lookup(asker(acme), "return policy details")
+        state, served = cached_lookup(asker(acme), "Can you tell me your return policy?")
         assert served is None
         d = decision(state, "semantic")
         assert d.disposition == "shadow_hit" and d.candidate == str(entry.pk)
@@ -205,7 +212,7 @@ def test_shadow_mode_serves_fresh_but_records_the_would_be_hit(acme):
         assert entry.hit_count == 0
 
         # the whole Ask: the customer gets the model's fresh answer, the record says what would have been served
-        result = pipeline.ask(asker(acme), "return policy details")
+        result = pipeline.ask(asker(acme), "hi, what is your return policy")
     assert len(server.requests) == 1
     assert result.answer == "Unused items can be returned within 30 days of delivery [1]."
     assert result.layer == "none" and result.reason.startswith("shadow: would serve")
@@ -236,7 +243,7 @@ def test_assist_mode_gives_a_near_hit_to_the_model_and_never_admits_the_result(a
 def test_assist_mode_still_serves_a_real_hit(acme):
     set_mode(acme, Tenant.SemanticMode.ASSIST)
     offer(asker(acme), "What is your return policy?")
-    state, served = cached_lookup(asker(acme), "return policy details")
+    state, served = cached_lookup(asker(acme), "Can you tell me your return policy?")
     assert served is not None and decision(state, "semantic").disposition == "hit"
 
 
@@ -244,7 +251,7 @@ def test_mode_off_skips_the_semantic_layer_and_stores_nothing_there(acme):
     set_mode(acme, Tenant.SemanticMode.OFF)
     assert offer(asker(acme), "What is your return policy?").admitted
     assert not SemanticEntry.objects.filter(tenant=acme).exists()
-    state, served = cached_lookup(asker(acme), "return policy details")
+    state, served = cached_lookup(asker(acme), "Can you tell me your return policy?")
     assert served is None
     d = decision(state, "semantic")
     assert d.disposition == "skipped" and d.reason == "semantic cache off for this tenant"
@@ -259,7 +266,7 @@ def test_an_entry_citing_a_changed_article_is_refused_and_purged(acme):
     article = Article.objects.get(tenant=acme, locale="en", external_id="return-policy")
     article_edit(article, title=article.title, body=article.body + "\n\nReturns now take 45 days.", url=article.url)
 
-    state, served = cached_lookup(asker(acme), "return policy details")
+    state, served = cached_lookup(asker(acme), "Can you tell me your return policy?")
 
     assert served is None
     d = decision(state, "semantic")
@@ -275,7 +282,7 @@ def test_an_entry_citing_a_retired_article_is_refused(acme):
 
     offer(asker(acme), "What is your return policy?")
     article_retire(Article.objects.get(tenant=acme, locale="en", external_id="return-policy"))
-    assert cached_lookup(asker(acme), "return policy details")[1] is None
+    assert cached_lookup(asker(acme), "Can you tell me your return policy?")[1] is None
 
 
 def test_a_policy_version_bump_makes_every_older_entry_unreachable(acme):
@@ -291,20 +298,20 @@ def test_a_policy_version_bump_makes_every_older_entry_unreachable(acme):
         assert decision(state, "semantic").reason == "no candidate in scope"
     # answers admitted under the new policy are served again
     offer(asker(acme), "What is your return policy?")
-    assert cached_lookup(asker(acme), "return policy details")[1] is not None
+    assert cached_lookup(asker(acme), "Can you tell me your return policy?")[1] is not None
 
 
 def test_an_expired_entry_is_not_a_candidate(acme):
     entry = entry_for(offer(asker(acme), "What is your return policy?"))
     SemanticEntry.objects.filter(pk=entry.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    state, served = cached_lookup(asker(acme), "return policy details")
+    state, served = cached_lookup(asker(acme), "Can you tell me your return policy?")
     assert served is None and decision(state, "semantic").reason == "no candidate in scope"
 
 
 def test_an_entry_embedded_by_another_model_version_is_not_a_candidate(acme):
     entry = entry_for(offer(asker(acme), "What is your return policy?"))
     SemanticEntry.objects.filter(pk=entry.pk).update(embedding_version="older-version")
-    state, served = cached_lookup(asker(acme), "return policy details")
+    state, served = cached_lookup(asker(acme), "Can you tell me your return policy?")
     assert served is None and decision(state, "semantic").reason == "no candidate in scope"
 
 

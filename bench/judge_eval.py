@@ -1,0 +1,125 @@
+"""How well the semantic judge generalises: held-out intents and leave-one-dataset-out.
+
+    .venv/bin/python -m bench.judge_eval [--splits heldout,to_clinc,to_banking]
+
+Each split trains a judge from scratch with the production recipe (``caching.judge_train``: its
+own calibration intents held out of the training part, threshold chosen there), then scores pairs
+built the same way from questions it never saw (the datasets' *test* rows):
+
+- ``heldout``: 20% of the intents of BANKING77, CLINC150 and NLU++ banking are held out whole;
+  no evaluation intent appears in training or calibration;
+- ``to_clinc``: train on BANKING77 + NLU++ (and the paraphrase sets), evaluate on CLINC150;
+- ``to_banking``: train on CLINC150 (and the paraphrase sets), evaluate on BANKING77 + NLU++.
+
+Evaluation pairs: same-intent positives, nearest-other-intent negatives and one-detail
+perturbations (both kinds of pair ``caching.judge_data`` makes), of evaluation questions only.
+Reported per split: AUC of the judge and of the plain embedding cosine on the pairs the vetoes let
+through, and the precision and recall of the serving decision (no veto and calibrated probability
+>= the threshold chosen on the split's own calibration intents), overall and by pair kind. Eligibility is not applied (it is about the customer, not the pair).
+Ends with one line ``judge_eval_<split>_precision=… judge_eval_<split>_recall=… …``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import bench_result
+from caching import judge_data, judge_train
+from caching.judge_data import BANKING77, CLINC150, NLUPP
+
+SPLITS = ("heldout", "to_clinc", "to_banking")
+# Fewer pairs than the production recipe (``PairConfig()``), so that three trainings embed fewer
+# questions; the recipe is otherwise the same.
+PAIR_CONFIG = judge_data.PairConfig(positives_per_intent=12, negatives_per_question=0.25, perturbations=2500)
+
+
+def split_questions(name: str) -> tuple[list, list]:
+    """(training questions, evaluation questions) of a split."""
+    questions = judge_data.load_questions()
+    if name == "heldout":
+        kept, held = judge_data.split_intents(questions, 0.2, "evaluation")
+        return ([q for q in questions if q.split == "train" and q.intent in kept],
+                [q for q in questions if q.split == "test" and q.intent in held])
+    if name == "to_clinc":
+        return ([q for q in questions if q.split == "train" and q.dataset in (BANKING77, NLUPP)],
+                [q for q in questions if q.split == "test" and q.dataset == CLINC150])
+    if name == "to_banking":
+        return ([q for q in questions if q.split == "train" and q.dataset == CLINC150],
+                [q for q in questions if q.split == "test" and q.dataset in (BANKING77, NLUPP)])
+    raise ValueError(f"unknown split {name!r}; choose from {', '.join(SPLITS)}")
+
+
+def evaluation_pairs(questions) -> list[judge_data.Pair]:
+    config = judge_data.PairConfig(seed=1012, positives_per_intent=8, negatives_per_question=0.3, perturbations=1000)
+    return judge_data.build_pairs(questions, config, with_paraphrases=False)
+
+
+def run_split(name: str, config: judge_train.TrainConfig, workdir: Path) -> dict:
+    started = time.perf_counter()
+    train_q, eval_q = split_questions(name)
+    leaked = {q.intent for q in train_q} & {q.intent for q in eval_q}
+    assert not leaked, f"{name}: evaluation intents in training: {sorted(leaked)[:5]}"
+    print(f"\n{name}: {len(train_q)} training questions ({len({q.intent for q in train_q})} intents), "
+          f"{len(eval_q)} evaluation questions ({len({q.intent for q in eval_q})} intents)", flush=True)
+    out = workdir / name
+    meta = judge_train.train_judge(out, train_q, config, PAIR_CONFIG, with_oos=False, version=f"eval-{name}",
+                                   progress=lambda m: print(f"  {m}", flush=True))
+    from caching.guards import LearnedJudge
+
+    learned = LearnedJudge(out)
+    pairs = evaluation_pairs(eval_q)
+    texts = [(p.cached, p.new) for p in pairs]
+    labels = np.array([p.label for p in pairs])
+    cosine = judge_train.cosines(texts)
+    prob = learned.calibrate(learned.scores(judge_train.features(texts, cosine)))
+    no_veto = judge_train.passes_vetoes(texts)
+    served = no_veto & (prob >= learned.threshold)
+    overall = judge_train.precision_recall(served, labels)
+    judge_only = judge_train.precision_recall(prob >= learned.threshold, labels)
+    kinds = defaultdict(list)
+    for i, p in enumerate(pairs):
+        kinds[p.kind].append(i)
+    by_kind = {k: {"pairs": len(ix), "label": int(labels[ix[0]]), "served": int(served[ix].sum())}
+               for k, ix in sorted(kinds.items())}
+    figures = {
+        "training_questions": len(train_q), "evaluation_questions": len(eval_q), "pairs": len(pairs),
+        "auc_judge": judge_train.auc(prob[no_veto], labels[no_veto]),
+        "auc_cosine": judge_train.auc(cosine[no_veto], labels[no_veto]),
+        "threshold": learned.threshold, "served": overall, "judge_without_vetoes": judge_only, "by_kind": by_kind,
+        "calibration": meta["calibration"], "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(f"  evaluation pairs: {len(pairs)} ({int(labels.sum())} should hit)")
+    print(f"  AUC on the pairs past the vetoes: judge {figures['auc_judge']:.3f}, cosine {figures['auc_cosine']:.3f}")
+    print(f"  vetoes + judge at {learned.threshold:.3f}: precision {overall['precision']:.3f}, "
+          f"recall {overall['recall']:.3f} ({overall['served']} served, {overall['false']} false)")
+    print(f"  judge alone:              precision {judge_only['precision']:.3f}, recall {judge_only['recall']:.3f}")
+    for k, row in by_kind.items():
+        print(f"    {k:24s} {row['served']:5d}/{row['pairs']:<5d} served (label {row['label']})")
+    return figures
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--splits", default=",".join(SPLITS))
+    args = parser.parse_args(argv)
+    config = judge_train.TrainConfig()
+    figures = {"config": dataclasses.asdict(config), "pair_config": dataclasses.asdict(PAIR_CONFIG)}
+    with tempfile.TemporaryDirectory(prefix="judge-eval-") as tmp:
+        for name in args.splits.split(","):
+            figures[name] = run_split(name.strip(), config, Path(tmp))
+    last = " ".join(f"judge_eval_{n}_precision={figures[n]['served']['precision']:.3f} "
+                    f"judge_eval_{n}_recall={figures[n]['served']['recall']:.3f}"
+                    for n in args.splits.split(","))
+    bench_result("judge_eval", figures, last)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Guards for the semantic answer cache.
+
+A semantic cache is a classifier with a false-positive rate. Sentence embeddings put "Where is
+order 4417?" 0.78 away from "Where is order 4471?" and "transfers under 500" nearer to "transfers
+over 500" than most true paraphrases, so cosine similarity alone can never separate paraphrases
+from near misses. The guards, one module a job:
+
+* ``lexicon``: normalisation, tokens, lemmas and the word lists the rules read;
+* ``signature``: the answer-changing details of a question and the *vetoes*, the differences
+  reliable enough to refuse a hit on their own (numbers, ids, money, dates, places, tiers,
+  audiences, conditions, negation scope, comparatives next to a quantity, answer type);
+* ``eligibility``: personal, action and time-dependent questions bypass every shared cache;
+* ``judge``: the serve/no-serve decision: eligibility, a cosine floor, the vetoes, then the learned
+  judge (a cross-encoder, ``caching.judge_train``) and its calibrated threshold.
+
+Everything but the learned judge is pure Python on strings (results memoised per question text).
+"""
+from caching.guards.eligibility import CATEGORIES, INTENT_CLASSES, INTENT_FAMILIES, Eligibility, classify
+from caching.guards.judge import (
+    DEFAULT_THRESHOLDS, JUDGE_LOCALES, Judgement, LearnedJudge, judge, judge_version, learned_judge, set_learned_judge,
+    veto,
+)
+from caching.guards.lexicon import _OPERATIONS, concept
+from caching.guards.signature import (
+    GUARDS_VERSION, SIGNATURE_FIELDS, VETO_FIELDS, signature, signature_difference, vetoes,
+)
+
+__all__ = [
+    "CATEGORIES", "DEFAULT_THRESHOLDS", "GUARDS_VERSION", "INTENT_CLASSES", "INTENT_FAMILIES", "JUDGE_LOCALES",
+    "SIGNATURE_FIELDS", "VETO_FIELDS", "Eligibility", "Judgement", "LearnedJudge", "_OPERATIONS", "classify", "concept",
+    "judge", "judge_version", "learned_judge", "set_learned_judge", "signature", "signature_difference", "veto", "vetoes",
+]

@@ -1,0 +1,337 @@
+"""The serve/no-serve judgement for one (cached question, new question) pair.
+
+In order, the first that refuses decides:
+
+1. eligibility: both questions must be shareable (``eligibility.classify``);
+2. a cosine floor: candidates the embedding puts far apart are not worth the judge's time;
+3. vetoes (``signature.vetoes``): a number, id, amount, date, place, tier, audience, condition,
+   negation or answer-type difference refuses, whatever the judge says;
+4. the learned judge (``LearnedJudge``, gradient-boosted trees over ``pair_features``: the MiniLM
+   cosine and the guards' soft evidence, see ``caching.judge_train``): serve when its calibrated
+   probability that the cached answer answers the new question reaches the artefact's threshold. It reads English only: in another
+   locale it abstains and the strict lexical match (every signature field, content term and word
+   link equal) decides instead, as before the judge.
+
+Every refusal carries a reason; ``Judgement.probability`` is the judge's probability (None when it
+did not run) and ``judge_version`` the artefact it came from.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from caching.guards.eligibility import INTENT_FAMILIES, _analyse
+from caching.guards.lexicon import OPPOSITE_OF, concept
+from caching.guards.signature import GUARDS_VERSION, SIGNATURE_FIELDS, _CONTENT_FIELDS, signature_difference, vetoes
+
+log = logging.getLogger(__name__)
+
+# Cosine floors per intent class (MiniLM, normalised vectors): below it a candidate is refused
+# without asking the judge. The judge and the vetoes carry the precision; the floor only keeps
+# unrelated candidates away from it. The lead exposes them through settings/DB rows.
+DEFAULT_THRESHOLDS: dict[str, float] = {
+    "howto": 0.45,
+    "policy": 0.45,
+    "availability": 0.45,
+    "pricing": 0.45,
+    "duration": 0.45,
+    "schedule": 0.45,
+    "location": 0.45,
+    "contact": 0.45,
+    "reason": 0.45,
+    "status": 0.90,
+    "general": 0.45,
+}
+
+# Locales the judge reads (MiniLM was trained on English).
+JUDGE_LOCALES = frozenset({"en"})
+
+
+@dataclass(frozen=True)
+class Judgement:
+    serve: bool
+    reason: str
+    intent: str
+    threshold: float
+    difference: dict | None
+    probability: float | None = None  # the learned judge's calibrated P(same answer); None when it did not run
+    judge_version: str = ""
+
+
+# --------------------------------------------------------------------------- the learned judge
+
+_QUESTION_WORDS = ("how", "what", "when", "where", "why", "which", "who", "can", "do", "does", "is", "are", "will")
+
+
+def _question_word(tokens: tuple[str, ...]) -> str:
+    return next((t for t in tokens[:4] if t in _QUESTION_WORDS), "")
+
+
+def _jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _opposite_present(a_norm: str, b_norm: str) -> bool:
+    """One question says a word and the other its opposite ("open" / "close"), and neither says both."""
+    a_words, b_words = set(a_norm.split()), set(b_norm.split())
+    for word, other in OPPOSITE_OF.items():
+        if " " in word:
+            if word in a_norm and other in b_norm and other not in a_norm and word not in b_norm:
+                return True
+        elif word in a_words and other in b_words and other not in a_words and word not in b_words:
+            return True
+    return False
+
+
+FEATURES: tuple[str, ...] = (
+    "cosine", *(f"differs:{f}" for f in SIGNATURE_FIELDS), "terms_jaccard", "terms_only_cached", "terms_only_new",
+    "links_jaccard", "words_jaccard", "operations_jaccard", "opposite", "same_intent", "same_family",
+    "same_question_word", "length_ratio", "negations_delta", "ineligible",
+)
+
+
+def pair_features(cached_q: str, new_q: str, cosine: float) -> list[float]:
+    """What the learned judge sees of a pair: the embedding cosine and the guards' view of the two
+    questions (which signature fields differ, how much of the content and wording they share,
+    whether one says the opposite of the other, whether they ask the same kind of question).
+    Soft evidence: none of it refuses on its own."""
+    a, b = _analyse(cached_q), _analyse(new_q)
+    sa, sb = a.signature, b.signature
+    diff = signature_difference(sa, sb) or {}
+    ta, tb = set(sa.get("terms", ())), set(sb.get("terms", ()))
+    wa, wb = set(a.tokens), set(b.tokens)
+    return [
+        float(cosine), *(float(f in diff) for f in SIGNATURE_FIELDS), _jaccard(ta, tb),
+        len(ta - tb) / max(1, len(ta)), len(tb - ta) / max(1, len(tb)),
+        _jaccard(set(sa.get("links", ())), set(sb.get("links", ()))), _jaccard(wa, wb),
+        _jaccard(set(sa.get("operations", ())), set(sb.get("operations", ()))),
+        float(_opposite_present(a.norm, b.norm)), float(a.eligibility.intent == b.eligibility.intent),
+        float(INTENT_FAMILIES.get(a.eligibility.intent, a.eligibility.intent)
+              == INTENT_FAMILIES.get(b.eligibility.intent, b.eligibility.intent)),
+        float(_question_word(a.tokens) == _question_word(b.tokens)),
+        min(len(a.tokens), len(b.tokens)) / max(1, len(a.tokens), len(b.tokens)),
+        float(abs(len(sa.get("negations", ())) - len(sb.get("negations", ())))),
+        float(not (a.eligibility.eligible and b.eligibility.eligible)),
+    ]
+
+
+class _Trees:
+    """A fitted binary ``HistGradientBoostingClassifier`` as arrays, walked for all trees at once.
+
+    scikit-learn's own ``predict_proba`` validates its input and fans out over OpenMP threads: for
+    the one row of a lookup that costs a millisecond or more (far more on a busy host), while the
+    walk below costs tens of microseconds. Same rule as scikit-learn (``x <= threshold`` goes left;
+    the features are never missing), same result (``tests/caching/test_judge.py`` compares them)."""
+
+    def __init__(self, model):
+        nodes = [predictor[0].nodes for predictor in model._predictors]
+        width = max(len(n) for n in nodes)
+
+        def table(field, fill):
+            out = np.full((len(nodes), width), fill, dtype=np.asarray(nodes[0][field]).dtype)
+            for i, n in enumerate(nodes):
+                out[i, :len(n)] = n[field]
+            return out
+
+        self.feature = table("feature_idx", 0).astype(np.intp)
+        self.threshold = table("num_threshold", 0.0)
+        self.left, self.right = table("left", 0).astype(np.intp), table("right", 0).astype(np.intp)
+        self.leaf, self.value = table("is_leaf", 1).astype(bool), table("value", 0.0)
+        self.depth = int(max(n["depth"].max() for n in nodes)) + 1
+        self.rows = np.arange(len(nodes))
+        self.baseline = float(np.ravel(model._baseline_prediction)[0])
+
+    def probability(self, x: np.ndarray) -> float:
+        node = np.zeros(len(self.rows), dtype=np.intp)
+        for _ in range(self.depth):
+            leaf = self.leaf[self.rows, node]
+            if leaf.all():
+                break
+            left = x[self.feature[self.rows, node]] <= self.threshold[self.rows, node]
+            nxt = np.where(left, self.left[self.rows, node], self.right[self.rows, node])
+            node = np.where(leaf, node, nxt)
+        raw = self.baseline + float(self.value[self.rows, node].sum())
+        return 1.0 / (1.0 + np.exp(-raw))
+
+
+class LearnedJudge:
+    """A built judge artefact (``caching.judge_train``) loaded for scoring: ``probability`` is the
+    calibrated probability that the cached question's answer is the right answer to the new one."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        meta = json.loads((self.path / "judge.json").read_text())
+        if tuple(meta["features"]) != FEATURES:
+            raise ValueError(f"judge {self.path.name} was built with other features; rebuild it (manage.py train_judge)")
+        self.version: str = meta["version"] or self.path.name
+        self.threshold: float = float(meta["threshold"])
+        self.meta = meta
+        with open(self.path / "model.pkl", "rb") as fh:
+            self._model = pickle.load(fh)  # noqa: S301 - our own artefact, written by caching.judge_train
+        self._calibration = (np.array(meta["calibration_map"]["x"]), np.array(meta["calibration_map"]["y"]))
+        self._trees = _Trees(self._model) if hasattr(self._model, "_predictors") else None
+
+    def scores(self, features: np.ndarray) -> np.ndarray:
+        """The model's raw P(same answer) for rows of ``pair_features``."""
+        if self._trees is not None:
+            return np.array([self._trees.probability(row) for row in features])
+        return self._model.predict_proba(features)[:, 1]
+
+    def calibrate(self, scores: np.ndarray) -> np.ndarray:
+        return np.interp(scores, *self._calibration)
+
+    def probabilities(self, rows: list[tuple[str, str, float]]) -> np.ndarray:
+        features = np.array([pair_features(c, n, s) for c, n, s in rows], dtype=np.float64)
+        return self.calibrate(self.scores(features))
+
+    def probability(self, cached_q: str, new_q: str, similarity: float) -> float:
+        return float(self.probabilities([(cached_q, new_q, similarity)])[0])
+
+
+_learned: LearnedJudge | None = None
+_learned_missing: str = ""
+_learned_lock = threading.Lock()
+
+
+def judge_root() -> Path:
+    """``SEMANTIC_JUDGE_DIR``; ``var/judge`` where Django is not configured (training, pure tests)."""
+    from django.conf import settings
+
+    if settings.configured:
+        return Path(settings.SEMANTIC_JUDGE_DIR)
+    from caching.judge_train import DEFAULT_ROOT
+
+    return DEFAULT_ROOT
+
+
+def learned_judge() -> LearnedJudge | None:
+    """The process's judge: the artefact built for the current data and configs, loaded once; None
+    (logged once) when it has not been built (``manage.py train_judge``)."""
+    global _learned, _learned_missing
+    if _learned is not None or _learned_missing:
+        return _learned
+    with _learned_lock:
+        if _learned is None and not _learned_missing:
+            from caching.judge_train import artefact_version
+
+            path = judge_root() / artefact_version()
+            if (path / "judge.json").exists():
+                _learned = LearnedJudge(path)
+            else:
+                _learned_missing = f"judge abstains: not built ({path.name} missing; run manage.py train_judge)"
+                log.warning("semantic judge: %s", _learned_missing)
+    return _learned
+
+
+def set_learned_judge(judge: LearnedJudge | None) -> None:
+    """Swap the process's judge (a rebuilt artefact, or tests); None loads it again on next use."""
+    global _learned, _learned_missing
+    _learned, _learned_missing = judge, ""
+
+
+def judge_version() -> str:
+    j = learned_judge()
+    return j.version if j is not None else ""
+
+
+# --------------------------------------------------------------------------- the judgement
+
+def _threshold_for(intent_a: str, intent_b: str, thresholds: dict[str, float]) -> float:
+    ta = thresholds.get(intent_a, DEFAULT_THRESHOLDS.get(intent_a, 1.0))
+    tb = thresholds.get(intent_b, DEFAULT_THRESHOLDS.get(intent_b, 1.0))
+    return max(ta, tb)
+
+
+def _surface(analysis, concepts: list[str]) -> list[str]:
+    """The words the customer typed for some canonical concepts (for reasons people read)."""
+    seen = {}
+    for tok in analysis.tokens:
+        if tok.isalpha():
+            seen.setdefault(concept(tok), tok)
+    return [seen.get(c, c) for c in concepts]
+
+
+def _describe(diff: dict) -> str:
+    return "; ".join(f"{f} (cached {d['cached']} vs new {d['new']})" for f, d in diff.items())
+
+
+def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | None:
+    """Where the judge cannot read the language: every signature field, content term and word link
+    equal, or the reason why not."""
+    diff = signature_difference(cached_sig, new_sig)
+    if diff:
+        return "signature differs: " + _describe(diff)
+    a, b = set(cached_sig.get("terms", ())), set(new_sig.get("terms", ()))
+    if a != b:
+        return f"content words differ: cached {_surface(cached_a, sorted(a - b))}, new {_surface(new_a, sorted(b - a))}"
+    if set(cached_sig.get("links", ())) != set(new_sig.get("links", ())):
+        return "same words, different arrangement"
+    return None
+
+
+_DEFAULT = object()
+
+
+def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
+          cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *, locale: str = "en",
+          learned=_DEFAULT, judge_threshold: float | None = None) -> Judgement:
+    """Decide whether the cached answer to ``cached_q`` may be served for ``new_q`` (see the module
+    docstring for the order). ``thresholds`` are the per-intent cosine floors; ``learned`` the judge
+    to ask (default: the process's, ``learned_judge()``); ``judge_threshold`` overrides the
+    artefact's calibrated operating point."""
+    thresholds = thresholds or DEFAULT_THRESHOLDS
+    new_a, cached_a = _analyse(new_q), _analyse(cached_q)
+    if new_sig is None or new_sig.get("version") != [GUARDS_VERSION]:
+        new_sig = new_a.signature
+    if cached_sig is None or cached_sig.get("version") != [GUARDS_VERSION]:
+        cached_sig = cached_a.signature
+    new_e, cached_e = new_a.eligibility, cached_a.eligibility
+    intent = new_e.intent
+    floor = _threshold_for(new_e.intent, cached_e.intent, thresholds)
+    difference = signature_difference(cached_sig, new_sig)
+
+    def refuse(reason: str, probability: float | None = None, version: str = "") -> Judgement:
+        return Judgement(False, reason, intent, floor, difference, probability, version)
+
+    if not new_e.eligible:
+        return refuse(f"new question ineligible: {new_e.reason}")
+    if not cached_e.eligible:
+        return refuse(f"cached question ineligible: {cached_e.reason}")
+    if similarity < floor:
+        return refuse(f"similarity {similarity:.3f} below the {intent} floor {floor:.2f}")
+    language = (locale or "en").split("-")[0].lower()
+    veto = vetoes(cached_sig, new_sig, (cached_e.intent, new_e.intent), products=language in JUDGE_LOCALES)
+    if veto:
+        return refuse("veto: " + _describe(veto))
+    if not any(new_sig.get(f) for f in _CONTENT_FIELDS):
+        return refuse("no content words: too vague to share an answer")
+    if language not in JUDGE_LOCALES:
+        why = _strict_match(new_a, cached_a, new_sig, cached_sig)
+        if why:
+            return refuse(f"judge abstains: locale {locale}; strict match refused: {why}")
+        return Judgement(True, f"judge abstains: locale {locale}; strict match (similarity {similarity:.3f})",
+                         intent, floor, None)
+    model = learned_judge() if learned is _DEFAULT else learned
+    if model is None:
+        return refuse(_learned_missing or "judge abstains: no judge loaded")
+    probability = model.probability(cached_q, new_q, similarity)
+    cut = model.threshold if judge_threshold is None else judge_threshold
+    if probability < cut:
+        return refuse(f"judge: p={probability:.3f} below {cut:.3f} (similarity {similarity:.3f})", probability,
+                      model.version)
+    return Judgement(True, f"judge: p={probability:.3f} >= {cut:.3f} (similarity {similarity:.3f}), no veto",
+                     intent, floor, difference, probability, model.version)
+
+
+def veto(cached_q: str, new_q: str) -> str | None:
+    """The vetoes' reason for a pair of questions, or None (used to pick the judge's operating point
+    on pairs the vetoes let through)."""
+    cached_a, new_a = _analyse(cached_q), _analyse(new_q)
+    diff = vetoes(cached_a.signature, new_a.signature, (cached_a.eligibility.intent, new_a.eligibility.intent))
+    return _describe(diff) if diff else None

@@ -1,0 +1,151 @@
+"""The learned semantic judge: its artefact, its output, the vetoes around it, its training data.
+
+Uses the judge built for the current data and recipe (``var/judge``: bootstrap or
+``manage.py train_judge``); no database:
+
+    .venv/bin/python -m pytest tests/caching/test_judge.py -q -p no:django
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from caching import guards, judge_data, judge_train  # noqa: E402
+from caching.guards.judge import pair_features  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def learned():
+    judge = guards.learned_judge()
+    assert judge is not None, "the judge is not built: run scripts/bootstrap.sh or manage.py train_judge"
+    return judge
+
+
+def test_the_judge_for_the_current_data_and_recipe_loads(learned):
+    assert learned.version == judge_train.artefact_version()
+    assert guards.judge_version() == learned.version
+    assert 0.0 < learned.threshold < 1.0
+    calibration = learned.meta["calibration"]
+    # the operating point was chosen on held-out intents for the target precision
+    assert calibration["served"] > 0 and calibration["precision"] >= learned.meta["config"]["target_precision"]
+
+
+PAIRS = [
+    ("How do I reset my password?", "I forgot my password, what should I do?", 0.62),
+    ("What are your opening hours?", "When are you open?", 0.71),
+    ("Can I pay with PayPal?", "How long does delivery take?", 0.12),
+    ("Is the clinic open on Sundays?", "Is the clinic closed on Sundays?", 0.93),
+]
+
+
+@pytest.mark.parametrize("cached,new,similarity", PAIRS)
+def test_the_probability_is_deterministic_and_a_probability(learned, cached, new, similarity):
+    first = learned.probability(cached, new, similarity)
+    assert learned.probability(cached, new, similarity) == first
+    assert 0.0 <= first <= 1.0
+
+
+def test_an_unrelated_question_scores_below_a_paraphrase(learned):
+    paraphrase = learned.probability("How do I reset my password?", "how can i reset my password", 0.95)
+    unrelated = learned.probability("Can I pay with PayPal?", "How long does delivery take?", 0.12)
+    assert unrelated < learned.threshold and unrelated < paraphrase
+
+
+def test_the_tree_walk_gives_scikit_learns_probabilities(learned):
+    from threadpoolctl import threadpool_limits
+
+    rows = np.array([pair_features(c, n, s) for c, n, s in PAIRS])
+    with threadpool_limits(1):
+        expected = learned._model.predict_proba(rows)[:, 1]
+    assert np.allclose(learned.scores(rows), expected, rtol=0, atol=1e-9)
+
+
+def test_the_judgement_carries_the_probability_and_the_version(learned):
+    j = guards.judge("Can you tell me your return policy?", "What is your return policy?", 0.959)
+    assert j.serve, j.reason
+    assert j.probability is not None and j.probability >= learned.threshold
+    assert j.judge_version == learned.version and j.reason.startswith("judge: p=")
+
+
+def test_without_a_judge_nothing_is_served_and_the_reason_says_why():
+    j = guards.judge("how can i reset my password", "How do I reset my password?", 0.93, learned=None)
+    assert not j.serve and j.reason.startswith("judge abstains")
+    assert j.probability is None
+
+
+def test_the_judge_abstains_in_other_languages_and_a_strict_match_decides():
+    same = guards.judge("Wie kann ich mein Passwort zurücksetzen", "Wie kann ich mein Passwort zurücksetzen?", 0.99,
+                        locale="de")
+    assert same.serve and same.reason.startswith("judge abstains: locale de")
+    assert same.probability is None
+    other = guards.judge("Wie lange dauert der Versand?", "Wie lange dauert die Rückerstattung?", 0.9, locale="de")
+    assert not other.serve and other.reason.startswith("judge abstains: locale de")
+
+
+# --------------------------------------------------------------------------- vetoes on one-detail swaps
+
+QUESTIONS = [
+    "Can I transfer 500 dollars to Canada on Monday?",
+    "Is the premium plan free for students in March 2025?",
+    "Do you ship 2 parcels to Germany on Saturday?",
+    "How much is the fee for a 20 euro top up in France?",
+]
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+@pytest.mark.parametrize("kind", ["number", "entity", "negation"])
+def test_vetoes_catch_one_detail_swaps(question, kind):
+    rng = random.Random(7)
+    changed = judge_data.perturb(question, kind, rng)
+    assert changed is not None
+    assert guards.veto(question, changed) is not None, (question, changed)
+    assert not guards.judge(changed, question, 1.0).serve
+
+
+# --------------------------------------------------------------------------- eligibility
+
+@pytest.mark.parametrize("question", [
+    "I forgot my password, what should I do?",
+    "where can I get a PDF of my invoice",
+    "I want to close my account, how do I do it?",
+    "I need to change my email address, how?",
+    "Do you offer buy now pay later?",
+])
+def test_first_person_how_to_questions_and_product_names_are_eligible(question):
+    e = guards.classify(question)
+    assert e.eligible, e.reason
+
+
+@pytest.mark.parametrize("question", [
+    "I was charged twice for the same purchase",
+    "Where is my order?",
+    "Cancel my order",
+    "Are you open now?",
+    "My name is Jane Doe, how do I return an item?",
+])
+def test_records_actions_personal_details_and_the_present_moment_still_bypass(question):
+    assert not guards.classify(question).eligible
+
+
+# --------------------------------------------------------------------------- training data
+
+def test_pairs_are_reproducible_and_hold_out_whole_intents():
+    questions = [q for q in judge_data.load_questions((judge_data.BANKING77,)) if q.split == "train"][:1500]
+    config = judge_data.PairConfig(positives_per_intent=3, perturbations=100)
+    first = judge_data.build_pairs(questions, config, with_paraphrases=False)
+    assert first == judge_data.build_pairs(questions, config, with_paraphrases=False)
+    assert {p.label for p in first} == {0, 1}
+    kept, held = judge_data.split_intents(questions, 0.2, "test")
+    assert kept and held and not kept & held
+    assert kept | held == {q.intent for q in questions}
+
+
+def test_the_training_data_ships_with_its_licences():
+    for folder in ("banking77", "clinc150", "nlupp_banking", "gptcache_mock"):
+        assert (judge_data.DATA_DIR / folder / "LICENSE").exists(), folder
+    assert (judge_data.DATA_DIR / "paws_ni_sample" / "LICENSE-PAWS.txt").exists()
