@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('caching', '0004_record_indexes'),
+        ('caching', '0006_answer_wrong_and_retrieval_purge'),
     ]
 
     operations = [
