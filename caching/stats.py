@@ -106,8 +106,7 @@ def wrong_answers_confirmed(start=None, end=None, tenant_id=None) -> dict[str, i
         qs = qs.filter(resolved_at__gte=start)
     if end is not None:
         qs = qs.filter(resolved_at__lt=end)
-    if tenant_id is not None:
-        qs = qs.filter(tenant_id=tenant_id)
+    qs = qs.filter(**tenant_lookup(tenant_id))
     return dict(qs.values_list("layer").annotate(n=Count("pk")).values_list("layer", "n"))
 
 
@@ -302,9 +301,8 @@ def money_saved(layers: dict[str, dict], econ: list[Economics], intents: dict[st
 def admission_totals(start, end, tenant_id=None) -> dict:
     """Fresh answers offered to admission, the share admitted, and refusals by reason code
     ("polarity", "ungrounded_facts", "loop", ...), most frequent first."""
-    rows = CacheDecision.objects.filter(layer="admission", created_at__gte=start, created_at__lt=end)
-    if tenant_id is not None:
-        rows = rows.filter(tenant_id=tenant_id)
+    rows = CacheDecision.objects.filter(layer="admission", created_at__gte=start, created_at__lt=end,
+                                        **tenant_lookup(tenant_id))
     grouped = (rows.annotate(code=Func(F("reason"), Value(":"), Value(1), function="split_part",
                                       output_field=CharField()))
                .values("disposition", "code").annotate(n=Count("id")))
