@@ -85,7 +85,7 @@ MEANINGS = {
     "RECORD_RETENTION_DAYS": "Ask and decision records older than this are purged nightly",
     "RECORD_PURGE_BATCH_SIZE": "rows deleted per batch by the retention purge",
 }
-DEFAULTS = {"CALIBRATION_GRID": "0.40 … 0.99 by 0.01"}
+DEFAULTS = {"CALIBRATION_GRID": "0.40 … 0.99 by 0.01", "JUDGE_CALIBRATION_GRID": "0.05 … 0.99 by 0.01"}
 
 
 def rows() -> list[tuple[str, str, str]]:

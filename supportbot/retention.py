@@ -25,7 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from caching.keys import KEY_VERSION, digest
-from caching.models import CacheDecision, SemanticEntry
+from caching.models import CacheDecision, LabeledPair, SemanticEntry
 from retrieval.embeddings import get_embedder
 from supportbot.models import AskEvent, Tenant
 from supportbot.pipeline import Asker, customer_ref
@@ -97,6 +97,10 @@ def customer_erase(tenant: Tenant, customer: str) -> dict[str, int]:
         entries = SemanticEntry.objects.filter(tenant=tenant, source_ask__in=asks)
         _, deleted = entries.delete()
         counts["semantic_entries"] = deleted.get("caching.SemanticEntry", 0)
+        # Aliases the customer's near misses made go with their Asks (cascade); the verifier's
+        # training labels hold the question text without a link, so they go by text.
+        counts["verifier_labels"] = LabeledPair.objects.filter(
+            tenant=tenant, source=LabeledPair.Source.VERIFIER, new_question__in=questions).delete()[0]
         counts["decisions"] = CacheDecision.objects.filter(ask__in=asks).count()
         _, deleted = asks.delete()
     counts["asks"] = deleted.get("supportbot.AskEvent", 0)
