@@ -40,10 +40,14 @@ ABSTAIN_PREFIX = "judge abstains"  # the judge's reason when it does not score a
 RATE_KEY = "judge:verify:{tenant}:{window}"
 
 
+# The signature differences that are reliable vetoes (issue 12): a pair differing in one of these
+# is never sent to the verifier. Words, operations and phrasing are what the verifier is for.
+RELIABLE_VETOES = frozenset({"numbers", "money", "ids", "dates", "times", "places", "sizes", "tiers", "audience",
+                             "negations", "comparatives"})
+
+
 def vetoed(result: LayerResult) -> bool:
-    """A reliable guard refused the pair: any signature difference but the content-term alignment
-    (which is not a veto: paraphrases differ in words)."""
-    return any(k != "terms" for k in (result.signature_difference or {}))
+    return bool(RELIABLE_VETOES & set(result.signature_difference or {}))
 
 
 def serve_threshold(result: LayerResult, tenant_threshold: float | None = None) -> float | None:

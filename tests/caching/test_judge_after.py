@@ -20,9 +20,8 @@ from caching.thresholds import invalidate_judge_thresholds
 from supportbot import pipeline
 from supportbot.generation.verifier import VERIFIER_SYSTEM
 from supportbot.models import Tenant
-from tests.caching.helpers import cached_lookup, decided, offer, scripted_model
+from tests.caching.helpers import JUDGE, cached_lookup, decided, offer, scripted_model, stand_in_judge
 
-JUDGE = "judge-test"
 POLICY = "What is your return policy?"
 SEND_BACK = "how long do I have to send stuff back"  # the guards refuse it (intent differs), no veto fires
 RETURN_Q = "How do I return an item?"
@@ -32,18 +31,7 @@ PARAPHRASE = "What's the process for sending back a product?"  # the guards serv
 @pytest.fixture
 def judge_scores(monkeypatch):
     """{new question: judge probability}; the judge's threshold is 0.9."""
-    scores: dict[str, float] = {}
-    real = pipeline.semantic_layer.lookup
-
-    def lookup(scope, question, vector, mode):
-        result = real(scope, question, vector, mode)
-        if result.candidate and question in scores:
-            result.judge_probability, result.judge_version, result.threshold = scores[question], JUDGE, 0.9
-        return result
-
-    monkeypatch.setattr(pipeline.semantic_layer, "lookup", lookup)
-    invalidate_judge_thresholds()
-    yield scores
+    yield stand_in_judge(monkeypatch)
     invalidate_judge_thresholds()
 
 
@@ -77,7 +65,8 @@ def test_the_unsure_band(settings):
     assert not learning.unsure(LayerResult("semantic", "miss", judge_probability=0.5, threshold=0.9))  # no candidate
     # a reliable veto is never second-guessed; a content-term difference is no veto
     assert not learning.unsure(band(0.5, signature_difference={"numbers": {"cached": ["30"], "new": ["60"]}}))
-    assert learning.unsure(band(0.5, signature_difference={"terms": {"cached": ["shop"], "new": ["store"]}}))
+    assert learning.unsure(band(0.5, signature_difference={"terms": {"cached": ["shop"], "new": ["store"]},
+                                                           "operations": {"cached": ["return"], "new": ["send"]}}))
     assert not learning.unsure(band(0.5, reason="judge abstains: the judge is trained on English (locale de)"))
     # a tenant's recalibrated threshold raises the top of the band, never lowers it
     assert learning.unsure(band(0.93), tenant_threshold=0.97)
