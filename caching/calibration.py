@@ -91,7 +91,8 @@ def similarities(texts_a: list[str], texts_b: list[str]) -> list[float]:
 
 def pairs_from_db(tenant_id: int | None = None) -> list[Pair]:
     """Labelled pairs from review and labelling; similarities of another embedding version are redone."""
-    rows = list(LabeledPair.objects.all() if tenant_id is None else LabeledPair.objects.filter(tenant_id=tenant_id))
+    staff = LabeledPair.objects.exclude(source=LabeledPair.Source.VERIFIER)  # a model's labels calibrate nothing
+    rows = list(staff if tenant_id is None else staff.filter(tenant_id=tenant_id))
     version = get_embedder().version
     stale = [r for r in rows if r.similarity is None or r.embedding_version != version]
     if stale:

@@ -114,8 +114,9 @@ def prompt_of(server, n: int = -1) -> str:
 JUDGE = "judge-test"
 
 
-def stand_in_judge(monkeypatch, threshold: float = 0.9) -> dict[str, float]:
-    """Returns {new question: judge probability} for the test to fill."""
+def stand_in_judge(monkeypatch, threshold: float = 0.9, abstain_locales=()) -> dict[str, float]:
+    """Returns {new question: judge probability} for the test to fill; in ``abstain_locales`` the
+    judge abstains (no probability, a miss)."""
     from caching.thresholds import invalidate_judge_thresholds
 
     scores: dict[str, float] = {}
@@ -123,7 +124,10 @@ def stand_in_judge(monkeypatch, threshold: float = 0.9) -> dict[str, float]:
 
     def lookup(scope, question, vector, mode):
         result = real(scope, question, vector, mode)
-        if result.candidate and question in scores:
+        if result.candidate and scope.locale in abstain_locales:
+            result.disposition, result.value, result.judge_version = "miss", None, JUDGE
+            result.reason = f"judge abstains: trained on English questions, locale {scope.locale}"
+        elif result.candidate and question in scores:
             result.judge_probability, result.judge_version, result.threshold = scores[question], JUDGE, threshold
         return result
 
