@@ -157,3 +157,21 @@ def test_the_calibration_page_shows_the_judge_curve_and_recalibrates(client, age
     assert row.value == pytest.approx(0.93) and row.created_by == cache_admin
     page = client.get("/admin/ask/calibration/", {"judge_tenant": "acme"}).content.decode()
     assert 'class="judge-current">0.93<' in page and "v1" in page and "button judge-recalibrate" in page
+
+
+def test_the_calibrate_command_recalibrates_the_judge(acme, settings):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    settings.JUDGE_RECALIBRATE_MIN_LABELS = 10
+    staff_labels(acme, [0.97] * 12, [0.92])
+    out = io.StringIO()
+    call_command("calibrate", "--judge", "acme", "--curve", stdout=out)
+    assert "13 staff labels of judge judge-test" in out.getvalue() and "recommended 0.93" in out.getvalue()
+    assert not JudgeThreshold.objects.exists()
+    call_command("calibrate", "--judge", "acme", "--apply", stdout=out)
+    assert "applied judge threshold 0.93 (v1)" in out.getvalue()
+    with pytest.raises(CommandError, match="no tenant"):
+        call_command("calibrate", "--judge", "nobody", stdout=io.StringIO())
