@@ -46,7 +46,7 @@ def judge_curve(pairs: list[tuple[float, bool]], target: float | None = None, gr
     """Precision and coverage by judge-probability threshold, and the recommended threshold."""
     target = settings.CALIBRATION_TARGET_PRECISION if target is None else target
     grid = sorted(settings.JUDGE_CALIBRATION_GRID if grid is None else grid)
-    c = Curve("judge")
+    c = Curve("learned judge, by probability")
     c.positives = sum(ok for _, ok in pairs)
     c.negatives = len(pairs) - c.positives
     for t in grid:

@@ -16,8 +16,9 @@ A verifier error, a reply that is not yes/no and a timeout are misses: no alias,
 The queue is deduplicated (one ``PairVerification`` per entry and question, ever: the row is
 created before the task is queued, under a unique constraint) and rate-limited per tenant
 (``JUDGE_VERIFY_MAX_PER_MINUTE``, a fixed window in Redis; with Redis down nothing is queued).
-Candidates a reliable guard vetoed (a number, an entity, a negation ... differs) and locales
-the judge abstains for are never sent: the verifier must not talk the cache out of a veto.
+Candidates a reliable guard vetoed (a number, an entity, a negation ... differs; the judge does
+not even score those) and locales the judge abstains for are never sent: the verifier must not
+talk the cache out of a veto.
 """
 from __future__ import annotations
 
@@ -40,33 +41,21 @@ ABSTAIN_PREFIX = "judge abstains"  # the judge's reason when it does not score a
 RATE_KEY = "judge:verify:{tenant}:{window}"
 
 
-# The signature differences that are reliable vetoes (issue 12): a pair differing in one of these
-# is never sent to the verifier. Words, operations and phrasing are what the verifier is for.
-RELIABLE_VETOES = frozenset({"numbers", "money", "ids", "dates", "times", "places", "sizes", "tiers", "audience",
-                             "negations", "comparatives"})
-
-
-def vetoed(result: LayerResult) -> bool:
-    return bool(RELIABLE_VETOES & set(result.signature_difference or {}))
-
-
-def serve_threshold(result: LayerResult, tenant_threshold: float | None = None) -> float | None:
-    """The judge probability a candidate needed: the tenant's recalibrated one when stricter."""
-    if tenant_threshold is not None and (result.threshold is None or tenant_threshold > result.threshold):
-        return tenant_threshold
-    return result.threshold
+# Refusals that no verifier may overturn: a reliable veto (a number, place, tier, negation ...
+# differs), a locale the judge cannot read, an entry whose cited article changed.
+FINAL_REFUSALS = ("veto", ABSTAIN_PREFIX, "cited article changed")
 
 
 def unsure(result: LayerResult, tenant_threshold: float | None = None) -> bool:
-    """The judge scored the best candidate in the unsure band and nothing else refused it."""
+    """The judge scored the best candidate in the unsure band: at or above the floor, and refused
+    by its probability alone. The judge scores a candidate only after eligibility, the cosine
+    floor and the vetoes let it through, so a refused candidate with a probability was refused
+    for being below the threshold in force (the artefact's, or the tenant's when stricter)."""
     p = result.judge_probability
     if (result.layer != "semantic" or result.disposition not in ("miss", "assist") or not result.candidate.isdigit()
-            or p is None or p < settings.JUDGE_LEARN_MIN_PROBABILITY):
+            or p is None or p < settings.JUDGE_LEARN_MIN_PROBABILITY or result.reason.startswith(FINAL_REFUSALS)):
         return False
-    if result.reason.startswith(ABSTAIN_PREFIX) or vetoed(result):
-        return False
-    threshold = serve_threshold(result, tenant_threshold)
-    return threshold is None or p < threshold
+    return tenant_threshold is None or p < tenant_threshold
 
 
 # --------------------------------------------------------------------------- queueing (request path)

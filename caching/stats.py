@@ -351,8 +351,9 @@ def serve_readiness(rate: Rate | None, target: float | None = None) -> tuple[str
 
 
 def semantic_by_locale(start, end, tenant_id=None) -> list[dict]:
-    """Per locale: semantic lookups, hits, shadow would-hits and lookups the judge abstained on
-    (read from the decisions: the roll-ups have no locale)."""
+    """Per locale: semantic lookups, hits, shadow would-hits and lookups the judge abstained on (its
+    reason says so, on a refusal, a strict-match hit or a shadow would-hit alike), read from the
+    decisions: the roll-ups have no locale."""
     qs = CacheDecision.objects.filter(layer=CacheDecision.Layer.SEMANTIC, created_at__gte=start, created_at__lt=end,
                                       disposition__in=LOOKUP_DISPOSITIONS)
     if tenant_id is not None:
@@ -360,7 +361,7 @@ def semantic_by_locale(start, end, tenant_id=None) -> list[dict]:
     rows = (qs.values("ask__locale").annotate(
         lookups=Count("id"), hits=Count("id", filter=Q(disposition="hit")),
         shadow_hits=Count("id", filter=Q(disposition="shadow_hit")),
-        abstained=Count("id", filter=Q(reason__startswith=ABSTAIN_PREFIX))).order_by("ask__locale"))
+        abstained=Count("id", filter=Q(reason__contains=ABSTAIN_PREFIX))).order_by("ask__locale"))
     return [{"locale": r["ask__locale"], "lookups": r["lookups"], "hits": r["hits"], "shadow_hits": r["shadow_hits"],
              "abstained": r["abstained"], "hit_rate": _rate(r["hits"], r["lookups"]),
              "shadow_rate": _rate(r["shadow_hits"], r["lookups"]),

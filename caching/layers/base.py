@@ -41,8 +41,8 @@ class LayerResult:
     signature_difference: dict | None = None
     entry_age_s: float | None = None
     intent: str = ""
-    judge_version: str = ""  # the learned judge that scored the best candidate (empty: no judge ran)
-    judge_probability: float | None = None  # its probability that the cached answer answers the new question
+    judge_version: str = ""  # the semantic judge artefact that judged the candidate ("" when none ran)
+    judge_probability: float | None = None  # its calibrated P(same answer) for the best candidate; None when it did not run
     saved_tokens: int = 0
     saved_ms: float = 0.0
     lookup_ms: float = 0.0

@@ -314,16 +314,7 @@ def _judge_section(request, target: float) -> dict:
     version, pairs = judge_calibration.judge_pairs(tenant.pk if tenant else None)
     curve = judge_calibration.judge_curve(pairs, target)
     curve.current = judge_threshold(tenant.pk, version, refresh=True) if tenant and version else None
-    xs = [p.threshold for p in curve.points]
-    markers = [(curve.recommended, f"recommended {curve.recommended:.2f}")] if curve.recommended is not None else []
-    if curve.current is not None:
-        markers.append((curve.current, f"{tenant.slug} now {curve.current:.2f}"))
-    chart = charts.line_chart(
-        [charts.Series("precision", [(p.threshold, p.precision) for p in curve.points]),
-         charts.Series("coverage", [(p.threshold, p.coverage) for p in curve.points])],
-        x_min=min(xs), x_max=max(xs), markers=markers, height=200, width=560,
-        x_labels=[(x, f"{x:.2f}") for x in xs[:: max(1, len(xs) // 6)]],
-        title="Judge precision and coverage by probability threshold") if xs else ""
+    chart = _curve_chart(curve) if curve.points else ""
     return {"judge": {"tenants": tenants, "tenant": tenant, "version": version, "labels": len(pairs), "curve": curve,
                       "chart": chart, "min_labels": settings.JUDGE_RECALIBRATE_MIN_LABELS,
                       "history": judge_calibration.judge_threshold_history(tenant.pk) if tenant else []}}

@@ -109,12 +109,12 @@ def prompt_of(server, n: int = -1) -> str:
 # --------------------------------------------------------------------------- the learned judge's contract
 # The judge is built on another branch (issue 12, i12a). Until it lands this stands in for its
 # contract only: the real semantic lookup runs, then its best candidate carries the judge's
-# probability, version and threshold, as ``LayerResult`` declares them.
+# probability and version, as ``LayerResult`` declares them.
 
 JUDGE = "judge-test"
 
 
-def stand_in_judge(monkeypatch, threshold: float = 0.9, abstain_locales=()) -> dict[str, float]:
+def stand_in_judge(monkeypatch, abstain_locales=()) -> dict[str, float]:
     """Returns {new question: judge probability} for the test to fill; in ``abstain_locales`` the
     judge abstains (no probability, a miss)."""
     from caching.thresholds import invalidate_judge_thresholds
@@ -128,7 +128,7 @@ def stand_in_judge(monkeypatch, threshold: float = 0.9, abstain_locales=()) -> d
             result.disposition, result.value, result.judge_version = "miss", None, JUDGE
             result.reason = f"judge abstains: trained on English questions, locale {scope.locale}"
         elif result.candidate and question in scores:
-            result.judge_probability, result.judge_version, result.threshold = scores[question], JUDGE, threshold
+            result.judge_probability, result.judge_version = scores[question], JUDGE
         return result
 
     monkeypatch.setattr(pipeline.semantic_layer, "lookup", lookup)

@@ -3,7 +3,7 @@ recalibrated threshold, aliases the verifier approved and the optional second st
 
 The learned judge itself is built on another branch (i12a); ``judge_scores`` stands in for its
 contract only: the real semantic lookup runs, and its best candidate then carries the judge's
-probability, version and threshold (``LayerResult.judge_probability`` ...)."""
+probability and version (``LayerResult.judge_probability``, ``judge_version``)."""
 from __future__ import annotations
 
 import json
@@ -30,7 +30,7 @@ PARAPHRASE = "What's the process for sending back a product?"  # the guards serv
 
 @pytest.fixture
 def judge_scores(monkeypatch):
-    """{new question: judge probability}; the judge's threshold is 0.9."""
+    """{new question: judge probability}."""
     yield stand_in_judge(monkeypatch)
     invalidate_judge_thresholds()
 
@@ -51,26 +51,24 @@ def semantic(state) -> LayerResult:
 
 def band(p, **fields) -> LayerResult:
     return LayerResult("semantic", fields.pop("disposition", "miss"), candidate="7", judge_probability=p,
-                       judge_version=JUDGE, threshold=0.9, **fields)
+                       judge_version=JUDGE, **fields)
 
 
 def test_the_unsure_band(settings):
     settings.JUDGE_LEARN_MIN_PROBABILITY = 0.3
-    assert learning.unsure(band(0.5))
+    assert learning.unsure(band(0.5, reason="judge: p=0.500 below 0.900"))
     assert learning.unsure(band(0.3))  # the floor is in the band
     assert not learning.unsure(band(0.29))
-    assert not learning.unsure(band(0.95))  # above the threshold yet refused: something else said no
-    assert not learning.unsure(band(None))
+    assert not learning.unsure(band(None))  # the judge did not score it (refused before, or no judge)
     assert not learning.unsure(band(0.5, disposition="hit"))
-    assert not learning.unsure(LayerResult("semantic", "miss", judge_probability=0.5, threshold=0.9))  # no candidate
-    # a reliable veto is never second-guessed; a content-term difference is no veto
-    assert not learning.unsure(band(0.5, signature_difference={"numbers": {"cached": ["30"], "new": ["60"]}}))
-    assert learning.unsure(band(0.5, signature_difference={"terms": {"cached": ["shop"], "new": ["store"]},
-                                                           "operations": {"cached": ["return"], "new": ["send"]}}))
-    assert not learning.unsure(band(0.5, reason="judge abstains: the judge is trained on English (locale de)"))
-    # a tenant's recalibrated threshold raises the top of the band, never lowers it
+    assert not learning.unsure(LayerResult("semantic", "miss", judge_probability=0.5))  # no candidate
+    # a reliable veto, a locale the judge cannot read and a changed article are final
+    assert not learning.unsure(band(0.5, reason="veto: numbers (cached ['30'] vs new ['60'])"))
+    assert not learning.unsure(band(0.5, reason="judge abstains: locale de; strict match refused: ..."))
+    assert not learning.unsure(band(0.95, reason="cited article changed"))
+    # a tenant's recalibrated threshold is the top of the band when it refused the candidate
     assert learning.unsure(band(0.93), tenant_threshold=0.97)
-    assert not learning.unsure(band(0.93), tenant_threshold=0.5)
+    assert not learning.unsure(band(0.98), tenant_threshold=0.97)
 
 
 # --------------------------------------------------------------------------- a tenant's threshold

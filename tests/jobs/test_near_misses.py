@@ -167,3 +167,18 @@ def test_the_queue_is_deduplicated_and_rate_limited(demo, learning_on, settings)
     assert enqueue("second question about returns") is not None
     assert enqueue("third question about returns") is None  # over the tenant's rate this minute
     assert PairVerification.objects.filter(entry=entry).count() == 2
+
+
+def test_the_nightly_recalibration_runs_on_the_worker(demo, verifier_worker, settings):
+    from caching.models import JudgeThreshold
+    from caching.tasks import judge_recalibrate_tenants
+
+    acme = demo["acme"]
+    LabeledPair.objects.bulk_create(
+        [LabeledPair(tenant=acme, cached_question="q", new_question=f"n{i}", should_hit=True, source="label",
+                     judge_probability=0.97, judge_version="judge-test") for i in range(60)]
+        + [LabeledPair(tenant=acme, cached_question="q", new_question="bad", should_hit=False, source="review",
+                       judge_probability=0.93, judge_version="judge-test")])
+    judge_recalibrate_tenants.delay()
+    row = wait_until(lambda: JudgeThreshold.objects.filter(tenant=acme).first(), timeout=30)
+    assert (row.value, row.judge_version, row.positives, row.negatives) == (0.94, "judge-test", 60, 1)

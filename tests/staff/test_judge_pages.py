@@ -146,7 +146,7 @@ def test_the_calibration_page_shows_the_judge_curve_and_recalibrates(client, age
     staff_labels(acme, [0.97] * 12, [0.92])
     client.force_login(agent)
     page = client.get("/admin/ask/calibration/", {"judge_tenant": "acme"}).content.decode()
-    assert 'id="judge"' in page and "13 staff labels" in page and "Judge precision and coverage" in page
+    assert 'id="judge"' in page and "13 staff labels" in page and "Precision and coverage by threshold: learned judge, by probability" in page
     assert 'class="judge-recommended">0.93<' in page
     assert "button judge-recalibrate" not in page  # agents may look, not recalibrate
     assert client.post("/admin/ask/calibration/judge/acme").status_code == 403
