@@ -112,7 +112,7 @@ def main() -> None:
     both = {k: figures["dev"][k] + figures["fow"][k] for k in ("tp", "fp", "fn", "tn", "no_verdict")}
     precision = both["tp"] / (both["tp"] + both["fp"]) if both["tp"] + both["fp"] else float("nan")
     recall = both["tp"] / (both["tp"] + both["fn"]) if both["tp"] + both["fn"] else float("nan")
-    n = sum(both.values())
+    n = both["tp"] + both["fp"] + both["fn"] + both["tn"]  # a pair without a verdict is in fn or tn already
     bench_result("judge_verifier", figures,
                  f"model={model} pairs={n} precision={precision:.3f} recall={recall:.3f} "
                  f"no_verdict={both['no_verdict'] / n:.3f} p50_ms={lat['p50']:.0f} p90_ms={lat['p90']:.0f} "
