@@ -259,7 +259,9 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
     t = time.perf_counter()
     scope = semantic_scope(state)
     result = semantic_layer.lookup(scope, state.question, state.vector, tenant.semantic_mode)
+    after = time.perf_counter()
     judge_after(state, scope, result)
+    result.lookup_ms += (time.perf_counter() - after) * 1000  # an alias or second stage is part of the lookup
     state.layers.append(result)
     state.lap("semantic", t)
     if result.hit:

@@ -218,6 +218,8 @@ class SemanticLayer(CacheLayer):
             SemanticEntry.objects.filter(pk=entry.pk).update(status=SemanticEntry.Status.PURGED)
             result.reason = f"{result.reason}; {why}, but a cited article changed"[:300]
             return False
+        if result.candidate != str(entry.pk):  # the judge's score was of another candidate, not of this pair
+            result.judge_probability, result.similarity = None, None
         result.candidate, result.candidate_question = str(entry.pk), entry.question
         result.entry_age_s = (timezone.now() - entry.created_at).total_seconds()
         if mode == "shadow":
