@@ -88,11 +88,15 @@ def near_miss_enqueue(tenant_id: int, ask_id: int, entry_id: int, question: str,
     return row
 
 
+def rate_window() -> int:
+    """The current minute: the fixed window of the per-tenant rate limit."""
+    return int(time.time() // 60)
+
+
 def _rate_allows(tenant_id: int) -> bool:
     if not redis_available():
         return False
-    window = int(time.time() // 60)
-    key = RATE_KEY.format(tenant=tenant_id, window=window)
+    key = RATE_KEY.format(tenant=tenant_id, window=rate_window())
     try:
         r = get_redis()
         pipe = r.pipeline()
