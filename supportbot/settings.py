@@ -264,7 +264,7 @@ CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
 # --------------------------------------------------------------------------- learned judge: product side (issue 12)
 # Near misses (judge probability at or above this floor, below the serve threshold) are checked off the
 # request path by the model server; an approved pair becomes an alias of the entry and a training label.
-# The embedded 135M model is no judge of that (see docs/benchmarks.md), so it is on with vLLM only.
+# The embedded 135M model is no judge of that (bench.judge_verifier: it approves nothing), so: vLLM only.
 JUDGE_LEARN_FROM_MISSES = env.bool("JUDGE_LEARN_FROM_MISSES", default=bool(VLLM_BASE_URL))
 JUDGE_LEARN_MIN_PROBABILITY = env.float("JUDGE_LEARN_MIN_PROBABILITY", default=0.30)
 # At most this many near misses per tenant and minute are queued for the verifier (the rest are dropped).
