@@ -231,3 +231,23 @@ def test_second_stage_timeout_is_a_miss(acme, judge_scores, settings):
     result = semantic(state)
     assert result.disposition == "miss" and "verifier timeout" in result.reason
     assert 0.3 <= state.timings["second_stage"] / 1000 < 1.5, took
+
+
+def test_an_alias_of_another_entry_keeps_no_judge_score_of_that_pair(acme, judge_scores):
+    """The judge scored the nearest candidate; an alias serving another entry was not scored by it,
+    so its decision (and any label made from it) carries no probability to calibrate with."""
+    asker = pipeline.Asker(acme, "en", None)
+    policy = SemanticEntry.objects.get(source_ask__request_id=offer(asker, POLICY).request_id)
+    shipping = SemanticEntry.objects.get(source_ask__request_id=offer(
+        asker, "How long does shipping take?", article="shipping-countries").request_id)
+    judge_scores[SEND_BACK] = 0.6
+    state, _ = cached_lookup(asker, SEND_BACK)
+    nearest = semantic(state).candidate
+    assert nearest in (str(policy.pk), str(shipping.pk)) and semantic(state).judge_probability == 0.6
+    other = shipping if nearest == str(policy.pk) else policy
+    approve_alias(other, SEND_BACK)
+    state, served = cached_lookup(asker, SEND_BACK)
+    result = semantic(state)
+    assert served is not None and result.candidate == str(other.pk)
+    assert result.judge_probability is None and result.judge_version == JUDGE
+    assert state_decision(state).judge_probability is None
