@@ -147,6 +147,8 @@ def test_erasing_a_customer_removes_the_aliases_their_questions_made(demo, verif
     assert counts["pairverification"] == "1" and counts["verifier_labels"] == "1"
     assert not PairVerification.objects.exists() and not LabeledPair.objects.filter(new_question=SEND_BACK).exists()
     assert cached_lookup(pipeline.Asker(acme, "en", None), SEND_BACK)[1] is None
+    # that miss is a near miss again (another asker's now): let its check finish before the flush
+    wait_until(lambda: not PairVerification.objects.filter(verdict="pending").exists(), timeout=30)
 
 
 def test_the_queue_is_deduplicated_and_rate_limited(demo, learning_on, settings, monkeypatch):
