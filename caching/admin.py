@@ -107,3 +107,30 @@ class HourlyRollupAdmin(TenantScopedAdmin, ReadOnlyAdmin):
     list_display = ("hour", "tenant", "layer", "disposition", "intent", "count", "saved_tokens", "saved_ms")
     list_filter = ("layer", "disposition", "tenant")
     date_hierarchy = "hour"
+
+
+# --------------------------------------------------------------------------- learned judge (issue 12)
+
+from caching.models import JudgeThreshold, PairVerification  # noqa: E402
+
+
+@admin.register(PairVerification)
+class PairVerificationAdmin(ReadOnlyAdmin):
+    """Near misses the verifier checked off the request path; an approved one is an alias of its entry."""
+
+    list_display = ("created_at", "tenant", "entry", "question", "judge_probability", "verdict", "verify_ms",
+                    "verifier_model")
+    list_filter = ("verdict", "tenant")
+    search_fields = ("question",)
+    date_hierarchy = "created_at"
+    list_select_related = ("tenant", "entry")
+    raw_id_fields = ("entry", "source_ask")
+
+
+@admin.register(JudgeThreshold)
+class JudgeThresholdAdmin(ReadOnlyAdmin):
+    """Per-tenant judge thresholds recalibrated from staff labels (the staff calibration page makes them)."""
+
+    list_display = ("tenant", "version", "judge_version", "value", "precision", "precision_low", "coverage",
+                    "positives", "negatives", "created_by", "created_at")
+    list_filter = ("tenant", "judge_version")

@@ -93,8 +93,9 @@ def similarities(texts_a: list[str], texts_b: list[str], *, cache: str | None = 
 
 def pairs_from_db(tenant_id=None) -> list[Pair]:
     """Labelled pairs from review and labelling; similarities of another embedding version are redone.
-    ``tenant_id``: one tenant, a collection of tenants or None for all (``rollups.tenant_lookup``)."""
-    rows = list(LabeledPair.objects.filter(**tenant_lookup(tenant_id)))
+    ``tenant_id``: one tenant, a collection of tenants or None for all (``rollups.tenant_lookup``).
+    The verifier's labels are left out: a model's labels calibrate nothing."""
+    rows = list(LabeledPair.objects.exclude(source=LabeledPair.Source.VERIFIER).filter(**tenant_lookup(tenant_id)))
     version = get_embedder().version
     stale = [r for r in rows if r.similarity is None or r.embedding_version != version]
     if stale:

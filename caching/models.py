@@ -309,6 +309,10 @@ class LabeledPair(models.Model):
         LABEL = "label", "labelled sample"
         REVIEW = "review", "review queue"
         FILE = "file", "pair file"
+        VERIFIER = "verifier", "model verifier (not a staff label)"
+
+    # Staff verdicts; the verifier's own labels train the judge but never calibrate it.
+    STAFF_SOURCES = (Source.LABEL, Source.REVIEW)
 
     tenant = models.ForeignKey("supportbot.Tenant", null=True, blank=True, on_delete=models.CASCADE,
                                related_name="+")
@@ -321,6 +325,8 @@ class LabeledPair(models.Model):
     source = models.CharField(max_length=8, choices=Source.choices)
     similarity = models.FloatField(null=True, blank=True)
     embedding_version = models.CharField(max_length=64, blank=True, help_text="model version the similarity is from")
+    judge_probability = models.FloatField(null=True, blank=True, help_text="the judge's probability at decision time")
+    judge_version = models.CharField(max_length=64, blank=True, help_text="the judge the probability is from")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
@@ -393,3 +399,74 @@ class CacheChurn(models.Model):
 
     def __str__(self):
         return f"{self.hour:%Y-%m-%d %H}h {self.tenant_id} {self.layer} {self.kind}: {self.count}"
+
+
+# --------------------------------------------------------------------------- learned judge (issue 12)
+
+class PairVerification(models.Model):
+    """A near miss checked off the request path: would a cached entry's answer have been right for
+    a new question? The model server answers yes or no (``caching.learning``). An approved pair is
+    an *alias* of its entry: the next asker of the same question in the entry's scope is served
+    the entry, for as long as the entry itself may be served (purges and scope changes reach the
+    alias through its entry; erasing the asker's records deletes it with its Ask)."""
+
+    class Verdict(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+        ERROR = "error", "error (counts as a miss)"
+
+    entry = models.ForeignKey(SemanticEntry, on_delete=models.CASCADE, related_name="verifications")
+    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    source_ask = models.ForeignKey("supportbot.AskEvent", null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="+", help_text="the Ask whose near miss queued the check")
+    question = models.TextField()
+    normalized_question = models.TextField()
+    judge_probability = models.FloatField(null=True, blank=True)
+    judge_version = models.CharField(max_length=64, blank=True)
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, default=Verdict.PENDING)
+    detail = models.CharField(max_length=300, blank=True, help_text="the verifier's reply, or why it failed")
+    verifier_model = models.CharField(max_length=200, blank=True)
+    verify_ms = models.FloatField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    verified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # the dedupe: one check per entry and question, ever
+            models.UniqueConstraint(fields=["entry", "normalized_question"], name="verification_pair_unique"),
+        ]
+        indexes = [models.Index(fields=["tenant", "normalized_question"], condition=Q(verdict="approved"),
+                                name="verification_alias_idx")]
+
+    def __str__(self):
+        return f"{self.verdict}: entry {self.entry_id} / {self.question[:50]}"
+
+
+class JudgeThreshold(models.Model):
+    """A tenant's judge-probability threshold recalibrated from its staff labels (versioned; the
+    newest row of the tenant for the judge version that scored a candidate is in force)."""
+
+    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    judge_version = models.CharField(max_length=64)
+    value = models.FloatField()
+    version = models.PositiveIntegerField()
+    target = models.FloatField(help_text="the precision it was chosen for")
+    positives = models.PositiveIntegerField(default=0)
+    negatives = models.PositiveIntegerField(default=0)
+    served = models.PositiveIntegerField(default=0, help_text="labelled pairs at or above the value")
+    precision = models.FloatField(null=True, blank=True)
+    precision_low = models.FloatField(null=True, blank=True, help_text="lower end of the 95% Wilson interval")
+    coverage = models.FloatField(null=True, blank=True)
+    note = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "version"], name="judge_threshold_version_unique")]
+        ordering = ["tenant", "-version"]
+
+    def __str__(self):
+        return f"{self.tenant_id} judge {self.judge_version} v{self.version} = {self.value}"

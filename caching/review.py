@@ -151,7 +151,8 @@ def pair_keep(decision: CacheDecision, should_hit: bool, reason: str, source: st
         defaults={"tenant_id": decision.tenant_id, "cached_question": decision.candidate_question,
                   "new_question": decision.ask.question, "should_hit": should_hit,
                   "reason": "" if should_hit else reason, "source": source, "similarity": decision.similarity,
-                  "embedding_version": entry.embedding_version if entry else ""},
+                  "embedding_version": entry.embedding_version if entry else "",
+                  "judge_probability": decision.judge_probability, "judge_version": decision.judge_version},
     )
     return pair
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import CharField, Count, F, Func, OuterRef, Subquery, Value
+from django.db.models import Avg, CharField, Count, F, Func, OuterRef, Q, Subquery, Value
 
 from caching.admission import refusal_code
-from caching.models import CacheDecision, Label, ReasonCode, ReviewItem, SampledHit
+from caching.models import CacheDecision, Label, PairVerification, ReasonCode, ReviewItem, SampledHit
 from caching.rollups import GENERATION, rollup_groups, tenant_lookup
 
 # The layers on the dashboard, in the order a request meets them, and what counts as a lookup.
@@ -374,3 +374,66 @@ def cache_sizes(start: datetime, end: datetime, tenants) -> dict:
             for t in tenants]
     return {"rows": rows, "exact_cap": settings.EXACT_CACHE_MAX_KEYS_PER_TENANT,
             "semantic_cap": settings.SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT, "redis": redis_memory()}
+
+
+# --------------------------------------------------------------------------- learned judge (issue 12)
+
+ABSTAIN_PREFIX = "judge abstains"
+
+
+def shadow_precision(start=None, end=None) -> dict[int, Rate]:
+    """Per tenant: the precision of shadow would-hits, correct of labelled (sampled ones only), with
+    its 95% interval: what serve mode would have served right, before anyone switches it on."""
+    newest = Label.objects.filter(decision=OuterRef("decision")).order_by("-created_at").values("verdict")[:1]
+    qs = SampledHit.objects.filter(labeled=True, stratum="shadow")
+    if start is not None:
+        qs = qs.filter(created_at__gte=start)
+    if end is not None:
+        qs = qs.filter(created_at__lt=end)
+    counts: dict[int, list[int]] = {}
+    for tenant_id, verdict in qs.annotate(verdict=Subquery(newest)).values_list("tenant_id", "verdict"):
+        if verdict is None:
+            continue
+        c = counts.setdefault(tenant_id, [0, 0])
+        c[0] += verdict == Label.Verdict.CORRECT
+        c[1] += 1
+    return {t: wilson(k, n) for t, (k, n) in counts.items()}
+
+
+def serve_readiness(rate: Rate | None, target: float | None = None) -> tuple[str, str]:
+    """Whether the shadow labels show the target precision (the lower end of the interval reaches it)."""
+    target = settings.CALIBRATION_TARGET_PRECISION if target is None else target
+    if rate is None or not rate.n:
+        return "no labels", "label sampled shadow would-hits to measure what serving would do"
+    if rate.low >= target:
+        return "ready", f"precision ≥ {rate.low:.1%} (95% lower bound) meets the target {target:.1%}"
+    if rate.value is not None and rate.value < target:
+        return "not ready", f"precision {rate.value:.1%} is below the target {target:.1%}"
+    return "needs labels", (f"precision {rate.value:.1%}, but its 95% lower bound {rate.low:.1%} is below the "
+                            f"target {target:.1%}: label more")
+
+
+def semantic_by_locale(start, end, tenant_id=None) -> list[dict]:
+    """Per locale: semantic lookups, hits, shadow would-hits and lookups the judge abstained on (its
+    reason says so, on a refusal, a strict-match hit or a shadow would-hit alike), read from the
+    decisions: the roll-ups have no locale."""
+    qs = CacheDecision.objects.filter(layer=CacheDecision.Layer.SEMANTIC, created_at__gte=start, created_at__lt=end,
+                                      disposition__in=LOOKUP_DISPOSITIONS)
+    qs = qs.filter(**tenant_lookup(tenant_id))
+    rows = (qs.values("ask__locale").annotate(
+        lookups=Count("id"), hits=Count("id", filter=Q(disposition="hit")),
+        shadow_hits=Count("id", filter=Q(disposition="shadow_hit")),
+        abstained=Count("id", filter=Q(reason__contains=ABSTAIN_PREFIX))).order_by("ask__locale"))
+    return [{"locale": r["ask__locale"], "lookups": r["lookups"], "hits": r["hits"], "shadow_hits": r["shadow_hits"],
+             "abstained": r["abstained"], "hit_rate": _rate(r["hits"], r["lookups"]),
+             "shadow_rate": _rate(r["shadow_hits"], r["lookups"]),
+             "abstain_rate": _rate(r["abstained"], r["lookups"])} for r in rows]
+
+
+def near_miss_stats(start, end, tenant_id=None) -> dict:
+    """The verifier's work in the range: near misses checked, by verdict, and its mean time."""
+    qs = PairVerification.objects.filter(created_at__gte=start, created_at__lt=end)
+    qs = qs.filter(**tenant_lookup(tenant_id))
+    by = dict(qs.values_list("verdict").annotate(n=Count("id")).values_list("verdict", "n"))
+    return {"by_verdict": by, "checked": sum(n for v, n in by.items() if v != "pending"),
+            "mean_ms": qs.exclude(verdict="pending").aggregate(ms=Avg("verify_ms"))["ms"]}

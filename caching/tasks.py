@@ -25,6 +25,22 @@ def second_opinion(sample_id: int) -> None:
     second_opinion_check(SampledHit.objects.select_related("decision__ask__tenant").get(pk=sample_id))
 
 
+@shared_task(name="caching.tasks.pair_verify", ignore_result=True, **RETRY_POLICY)
+def pair_verify(verification_id: int) -> str:
+    """Ask the model server whether a near miss's cached answer would have been right (``caching.learning``)."""
+    from caching.learning import pair_verify as pair_verify_service
+
+    return pair_verify_service(verification_id).verdict
+
+
+@shared_task(name="caching.tasks.judge_recalibrate_tenants", ignore_result=True, **RETRY_POLICY)
+def judge_recalibrate_tenants() -> int:
+    """Nightly: recalibrate the judge threshold of every tenant with enough new staff labels."""
+    from caching.judge_calibration import judge_recalibrate_all
+
+    return len(judge_recalibrate_all())
+
+
 # --------------------------------------------------------------------------- purges and clean-up (issue 5)
 # Queued on commit by caching.receivers; the retry policy is shared (supportbot.tasks).
 

@@ -3,6 +3,7 @@ overridden by settings, overridden by the newest staff-applied database version.
 from __future__ import annotations
 
 import threading
+import time
 
 import cachetools
 from django.conf import settings
@@ -33,3 +34,24 @@ def current_thresholds(refresh: bool = False) -> dict[str, float]:
 def invalidate_thresholds() -> None:
     with _lock:
         _cache.clear()
+
+
+_judge_cache: tuple[float, dict[tuple[int, str], float]] | None = None
+
+
+def judge_threshold(tenant_id: int, judge_version: str, refresh: bool = False) -> float | None:
+    """The tenant's recalibrated judge threshold for this judge version (``JudgeThreshold``), or None."""
+    global _judge_cache
+    now = time.monotonic()
+    if refresh or _judge_cache is None or now - _judge_cache[0] >= TTL_S:
+        from caching.models import JudgeThreshold
+
+        rows = (JudgeThreshold.objects.order_by("tenant_id", "judge_version", "-version")
+                .distinct("tenant_id", "judge_version").values_list("tenant_id", "judge_version", "value"))
+        _judge_cache = (now, {(t, v): value for t, v, value in rows})
+    return _judge_cache[1].get((tenant_id, judge_version))
+
+
+def invalidate_judge_thresholds() -> None:
+    global _judge_cache
+    _judge_cache = None

@@ -80,6 +80,16 @@ MEANINGS = {
     "SECOND_OPINION_ENABLED": "regenerate sampled semantic hits in the background (never served) and flag disagreements",
     "CALIBRATION_TARGET_PRECISION": "precision a recommended threshold must reach",
     "CALIBRATION_GRID": "thresholds the calibration evaluates",
+    "JUDGE_LEARN_FROM_MISSES": "check the judge's near misses off the request path with the model server (alias + "
+                               "training label on yes); default on with vLLM only",
+    "JUDGE_LEARN_MIN_PROBABILITY": "floor of the unsure band: near misses scored at least this (below the serve "
+                                   "threshold) are checked",
+    "JUDGE_VERIFY_MAX_PER_MINUTE": "near-miss checks queued per tenant and minute (the rest are dropped)",
+    "JUDGE_VERIFIER_TIMEOUT_S": "deadline of one off-path verifier call (past it: no alias)",
+    "JUDGE_SECOND_STAGE_ENABLED": "check unsure candidates synchronously with the verifier on the hot path",
+    "JUDGE_SECOND_STAGE_TIMEOUT_S": "deadline of a second-stage call; past it the lookup is a miss",
+    "JUDGE_RECALIBRATE_MIN_LABELS": "staff labels a tenant needs before its judge threshold is recalibrated",
+    "JUDGE_CALIBRATION_GRID": "judge-probability thresholds the recalibration evaluates",
     "CUSTOMER_TOKEN_TTL_S": "default lifetime of a signed customer token (short: it is exchanged at once)",
     "CUSTOMER_TOKEN_MAX_TTL_S": "longest lifetime a customer token may ask for",
     "CUSTOMER_SESSION_TTL_S": "how long a chat page signed in with a customer token keeps the customer",
@@ -94,7 +104,8 @@ MEANINGS = {
     "RECORD_RETENTION_DAYS": "Ask and decision records older than this are purged nightly",
     "RECORD_PURGE_BATCH_SIZE": "rows deleted per batch by the retention purge",
 }
-DEFAULTS = {"CALIBRATION_GRID": "0.40 … 0.99 by 0.01"}
+DEFAULTS = {"CALIBRATION_GRID": "0.40 … 0.99 by 0.01", "JUDGE_CALIBRATION_GRID": "0.05 … 0.99 by 0.01",
+            "JUDGE_LEARN_FROM_MISSES": "(on when VLLM_BASE_URL is set)"}
 
 
 def rows() -> list[tuple[str, str, str]]:

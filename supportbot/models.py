@@ -32,7 +32,9 @@ class Tenant(models.Model):
     policy_version = models.PositiveIntegerField(
         default=1, help_text="Bump when a policy changes: every older cached answer becomes unreachable at once."
     )
-    semantic_mode = models.CharField(max_length=10, choices=SemanticMode.choices, default=SemanticMode.SERVE)
+    # A new tenant starts in shadow: the cache decides and records, staff label the would-hits, and
+    # only once their precision is shown on the dashboard does someone switch the tenant to serve.
+    semantic_mode = models.CharField(max_length=10, choices=SemanticMode.choices, default=SemanticMode.SHADOW)
     handoff_text = models.CharField(
         max_length=300, blank=True, help_text="How a customer reaches a human, shown with fallbacks."
     )

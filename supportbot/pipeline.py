@@ -23,13 +23,14 @@ from typing import Iterator
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from caching import admission, guards, sampling
+from caching import admission, guards, learning, sampling
 from caching.keys import AnswerSpec, canonical_json, digest, exact_key
 from caching.layers.base import CachedAnswer, LayerResult
 from caching.layers.exact import ExactLayer
 from caching.layers.search import SearchLayer, search_key
 from caching.layers.semantic import SemanticLayer, SemanticScope
 from caching.models import CacheDecision
+from caching.thresholds import judge_threshold
 from retrieval.embeddings import EmbedStats, embed_texts, get_embedder, question_scope
 from retrieval.generations import GenerationMismatch, embedder_for
 from retrieval.search import SearchHit, index_version, search_hybrid, search_version
@@ -38,6 +39,7 @@ from supportbot.answerers import Answer, AnswerRequest, get_answerer
 from supportbot.generation.base import GenerationError, GenerationResult, Passage
 from supportbot.generation.prompt import NOT_COVERED, TenantPrompt
 from supportbot import metrics, tracing
+from supportbot.generation.verifier import verify
 from supportbot.models import AskEvent, Tenant
 from supportbot.questions import AskRejected, clean_question, normalize_question
 from supportbot.records import copy_insert, hit_records, pks_allocate
@@ -113,6 +115,7 @@ class AskState:
     cited_explicitly: bool = False
     pending_semantic: CachedAnswer | None = None  # admitted; written with the record
     assist: CachedAnswer | None = None
+    near_miss: LayerResult | None = None  # a semantic candidate the judge was unsure about, for the verifier
     served: CachedAnswer | None = None
     result: GenerationResult | None = None
     answer: str = ""
@@ -266,7 +269,11 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
         return None
     state.lap("embed", t)
     t = time.perf_counter()
-    result = semantic_layer.lookup(semantic_scope(state), state.question, state.vector, tenant.semantic_mode)
+    scope = semantic_scope(state)
+    result = semantic_layer.lookup(scope, state.question, state.vector, tenant.semantic_mode)
+    after = time.perf_counter()
+    judge_after(state, scope, result)
+    result.lookup_ms += (time.perf_counter() - after) * 1000  # an alias or second stage is part of the lookup
     state.layers.append(result)
     state.lap("semantic", t)
     if result.hit:
@@ -275,6 +282,36 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
     if result.disposition == "assist":
         state.assist = result.value
     return None
+
+
+def judge_after(state: AskState, scope: SemanticScope, result: LayerResult) -> None:
+    """What follows the learned judge: the tenant's recalibrated threshold (it only ever tightens
+    the judge's own), then, for a miss, an alias the verifier approved for this question, then the
+    optional second stage for a candidate the judge was unsure about. A near miss that is still a
+    miss is queued for the verifier when the Ask is recorded (``caching.learning``)."""
+    tenant, mode = state.asker.tenant, state.asker.tenant.semantic_mode
+    threshold = judge_threshold(tenant.pk, result.judge_version) if result.judge_version else None
+    p = result.judge_probability
+    if result.disposition in ("hit", "shadow_hit") and threshold is not None and p is not None and p < threshold:
+        result.disposition, result.value, result.saved_tokens, result.saved_ms = "miss", None, 0, 0.0
+        result.reason = f"judge probability {p:.3f} below {tenant.slug}'s recalibrated threshold {threshold:.2f}"
+    if result.disposition not in ("miss", "assist"):
+        return
+    if semantic_layer.alias_lookup(scope, state.normalized, result, mode):
+        return
+    if not learning.unsure(result, threshold):
+        return
+    if settings.JUDGE_SECOND_STAGE_ENABLED:
+        entry = semantic_layer.candidate_entry(scope, result)
+        if entry is not None:
+            verdict = verify(tenant.slug, entry.question, entry.answer, state.question,
+                             timeout_s=settings.JUDGE_SECOND_STAGE_TIMEOUT_S)
+            state.timings["second_stage"] = round(verdict.ms, 2)
+            if verdict.approved and semantic_layer.entry_serve(
+                    scope, entry, result, mode, f"second stage: the verifier approved (judge {p:.3f})"):
+                return
+            result.reason = f"{result.reason}; second stage: {verdict.detail}"[:300]
+    state.near_miss = result
 
 
 def serve_cached(state: AskState, cached: CachedAnswer) -> None:
@@ -423,6 +460,9 @@ def record(state: AskState) -> None:
                 for d in state.layers + embedding_and_prefix_decisions(state)
             ])
             sampling.sample_decisions(event, decisions)
+            if state.near_miss is not None:
+                learning.near_miss_queue(state.asker.tenant.pk, event.pk, state.question, state.normalized,
+                                         state.near_miss)
     except DatabaseError:
         log.exception("could not record ask %s", state.request_id)
         if state.admitted:  # no answer in a cache without the record of where it came from

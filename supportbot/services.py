@@ -16,11 +16,17 @@ TENANT_FIELDS = ("name", "locales", "default_locale", "handoff_text", "instructi
 
 @transaction.atomic
 def tenants_load(path: Path) -> list[Tenant]:
-    """Create or update tenants from a JSON list (idempotent; policy version and mode are left alone)."""
+    """Create or update tenants from a JSON list (idempotent; policy version and mode are left alone).
+
+    A row's ``semantic_mode`` applies only when the tenant is created (the demo tenants start in
+    serve mode so the demo shows hits; a tenant created without one starts in shadow)."""
     rows = json.loads(Path(path).read_text())
     tenants = []
     for row in rows:
-        tenant, _ = Tenant.objects.update_or_create(slug=row["slug"], defaults={k: row[k] for k in TENANT_FIELDS})
+        fields = {k: row[k] for k in TENANT_FIELDS}
+        tenant, _ = Tenant.objects.update_or_create(
+            slug=row["slug"], defaults=fields,
+            create_defaults={**fields, **({"semantic_mode": row["semantic_mode"]} if "semantic_mode" in row else {})})
         tenants.append(tenant)
     return tenants
 

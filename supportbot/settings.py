@@ -296,6 +296,24 @@ CALIBRATION_TARGET_PRECISION = env.float("CALIBRATION_TARGET_PRECISION", default
 CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
                             default=[round(0.40 + 0.01 * i, 2) for i in range(60)])
 
+# --------------------------------------------------------------------------- learned judge: product side (issue 12)
+# Near misses (judge probability at or above this floor, below the serve threshold) are checked off the
+# request path by the model server; an approved pair becomes an alias of the entry and a training label.
+# The embedded 135M model is no judge of that (bench.judge_verifier: it approves nothing), so: vLLM only.
+JUDGE_LEARN_FROM_MISSES = env.bool("JUDGE_LEARN_FROM_MISSES", default=bool(VLLM_BASE_URL))
+JUDGE_LEARN_MIN_PROBABILITY = env.float("JUDGE_LEARN_MIN_PROBABILITY", default=0.30)
+# At most this many near misses per tenant and minute are queued for the verifier (the rest are dropped).
+JUDGE_VERIFY_MAX_PER_MINUTE = env.int("JUDGE_VERIFY_MAX_PER_MINUTE", default=30)
+JUDGE_VERIFIER_TIMEOUT_S = env.float("JUDGE_VERIFIER_TIMEOUT_S", default=20.0)
+# Second stage on the hot path: unsure candidates are checked synchronously by the same verifier;
+# past the timeout it is a miss. Pays with a fast vLLM model only; off by default.
+JUDGE_SECOND_STAGE_ENABLED = env.bool("JUDGE_SECOND_STAGE_ENABLED", default=False)
+JUDGE_SECOND_STAGE_TIMEOUT_S = env.float("JUDGE_SECOND_STAGE_TIMEOUT_S", default=1.0)
+# Per-tenant recalibration of the judge threshold from staff labels, once a tenant has this many.
+JUDGE_RECALIBRATE_MIN_LABELS = env.int("JUDGE_RECALIBRATE_MIN_LABELS", default=50)
+JUDGE_CALIBRATION_GRID = env.list("JUDGE_CALIBRATION_GRID", cast=float,
+                                  default=[round(0.05 + 0.01 * i, 2) for i in range(95)])
+
 # --------------------------------------------------------------------------- isolation and limits
 # Customer identity (supportbot/auth.py). Customer tokens are signed per tenant with a key derived
 # from SECRET_KEY; a token lives this long unless its issuer asks for less (never more). A chat

@@ -25,7 +25,7 @@ from caching import guards
 from caching.churn import churn_add
 from caching.citations import stale_citations
 from caching.layers.base import CacheLayer, CachedAnswer, LayerResult
-from caching.models import EntryCitation, SemanticEntry
+from caching.models import EntryCitation, PairVerification, SemanticEntry
 from caching.thresholds import current_thresholds
 
 CANDIDATES = 3
@@ -210,3 +210,50 @@ class SemanticLayer(CacheLayer):
         ids = EntryCitation.objects.filter(article_id=article_pk).values("entry_id")
         return SemanticEntry.objects.filter(pk__in=ids, status=SemanticEntry.Status.ACTIVE).update(
             status=SemanticEntry.Status.PURGED)
+
+    # ----------------------------------------------------------------- after the judge (issue 12)
+
+    def alias_lookup(self, scope: SemanticScope, normalized_question: str, result: LayerResult, mode: str) -> bool:
+        """Serve the entry the verifier approved for this very question (an alias of it), while the
+        entry itself may be served: active, unexpired, in this scope and citing current versions.
+        On success ``result`` becomes the hit (or shadow would-hit)."""
+        alias = (PairVerification.objects
+                 .filter(verdict=PairVerification.Verdict.APPROVED, tenant_id=scope.tenant_id,
+                         normalized_question=normalized_question, entry__status=SemanticEntry.Status.ACTIVE,
+                         entry__expires_at__gt=timezone.now(),
+                         **{f"entry__{k}": v for k, v in scope.filters().items()})
+                 .select_related("entry__source_ask").order_by("-verified_at").first())
+        if alias is None:
+            return False
+        return self.entry_serve(scope, alias.entry, result, mode,
+                                f"alias of entry {alias.entry_id}: the verifier approved this question for it")
+
+    def candidate_entry(self, scope: SemanticScope, result: LayerResult) -> SemanticEntry | None:
+        """The decision's candidate, if it may still be served in this scope."""
+        if not result.candidate.isdigit():
+            return None
+        return (SemanticEntry.objects.filter(pk=int(result.candidate), status=SemanticEntry.Status.ACTIVE,
+                                             expires_at__gt=timezone.now(), **scope.filters())
+                .select_related("source_ask").first())
+
+    def entry_serve(self, scope: SemanticScope, entry: SemanticEntry, result: LayerResult, mode: str,
+                    why: str) -> bool:
+        """Make ``result`` a hit on ``entry`` (a shadow would-hit in shadow mode), unless a cited
+        article changed since (then the entry is purged, as in ``lookup``)."""
+        if stale_citations(scope.tenant_id, entry.citations):
+            SemanticEntry.objects.filter(pk=entry.pk).update(status=SemanticEntry.Status.PURGED)
+            result.reason = f"{result.reason}; {why}, but a cited article changed"[:300]
+            return False
+        if result.candidate != str(entry.pk):  # the judge's score was of another candidate, not of this pair
+            result.judge_probability, result.similarity = None, None
+        result.candidate, result.candidate_question = str(entry.pk), entry.question
+        result.entry_age_s = (timezone.now() - entry.created_at).total_seconds()
+        if mode == "shadow":
+            result.disposition, result.reason = "shadow_hit", f"shadow: would serve ({why})"[:300]
+            return True
+        ask = entry.source_ask
+        entry.source_request = ask.request_id if ask else ""
+        result.disposition, result.value, result.reason = "hit", _cached_answer(entry), why[:300]
+        result.saved_tokens = (ask.prompt_tokens + ask.completion_tokens) if ask else 0
+        result.saved_ms = float((ask.timings or {}).get("generation") or 0.0) if ask else 0.0
+        return True

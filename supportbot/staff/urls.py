@@ -12,4 +12,5 @@ urlpatterns = [
     path("label/<int:pk>", views.label_submit, name="label-submit"),
     path("calibration/", views.calibration_page, name="calibration"),
     path("calibration/apply", views.threshold_apply, name="threshold-apply"),
+    path("calibration/judge/<slug:tenant>", views.judge_recalibrate, name="judge-recalibrate"),
 ]

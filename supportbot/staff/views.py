@@ -22,12 +22,13 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from caching import calibration, guards, stats
+from caching import calibration, guards, judge_calibration, stats
 from caching.evaluation import PairFileError
 from caching.models import Label, ReasonCode, ReviewItem, SampledHit
 from caching.review import REASON_KEYS, ReviewError, label_sample, next_sample, review_confirm_wrong, \
     review_correct, review_dismiss
 from caching.rollups import floor_hour
+from caching.thresholds import judge_threshold
 from supportbot.models import Tenant
 from supportbot.staff import charts, selectors
 from supportbot.staff.services import semantic_mode_set
@@ -152,11 +153,14 @@ def dashboard(request):
                    money=data["money"].get(layer), wrong=wrong["by_layer"].get(layer),
                    wrong_answers=wrong["answers_by_layer"].get(layer))
         layer_rows.append(row)
+    shadow = stats.shadow_precision(period["start"], period["end"])
     per_tenant = []
     if tenant is None:
         rates = data["tenants"]
-        per_tenant = [{"tenant": t, "layers": [rates.get(t.pk, {}).get(layer) for layer in stats.LAYERS]}
+        per_tenant = [{"tenant": t, "layers": [rates.get(t.pk, {}).get(layer) for layer in stats.LAYERS],
+                       "shadow_precision": shadow.get(t.pk), "readiness": stats.serve_readiness(shadow.get(t.pk))}
                       for t in tenants]
+    locales = stats.semantic_by_locale(period["start"], period["end"], tenant.pk if tenant else [t.pk for t in tenants])
     return _page(request, "admin/ask/dashboard.html", {
         **period, "tenants": tenants, "tenant": tenant, "layer_rows": layer_rows, "layers": stats.LAYERS,
         "per_tenant": per_tenant,
@@ -170,6 +174,11 @@ def dashboard(request):
         "open_items": scope.filter(ReviewItem.objects.filter(status=ReviewItem.Status.OPEN)).count(),
         "to_label": scope.filter(SampledHit.objects.filter(labeled=False)).count(),
         "sizes": stats.cache_sizes(period["start"], period["end"], [tenant] if tenant else tenants),
+        "shadow_precision": shadow.get(tenant.pk) if tenant else None,
+        "readiness": stats.serve_readiness(shadow.get(tenant.pk)) if tenant else None,
+        "target": settings.CALIBRATION_TARGET_PRECISION, "locales": locales,
+        "abstaining": [r["locale"] for r in locales if r["abstained"]],
+        "near_misses": stats.near_miss_stats(period["start"], period["end"], tenant.pk if tenant else [t.pk for t in tenants]),
     }, "Cache dashboard")
 
 
@@ -326,10 +335,43 @@ def calibration_page(request):
                  "base": calibration.base_threshold(c.intent)} for c in curves.values()]
     in_force = calibration.current_thresholds(refresh=True)
     return _page(request, "admin/ask/calibration.html", {
+        **_judge_section(request, target),
         "sections": sections, "pairs": len(pairs), "target": target, "notes": notes,
         "can_apply": request.user.has_perm("caching.change_thresholdsetting") and scope.all,
         "in_force": [(i, in_force.get(i), calibration.threshold_history(i)[:1]) for i in guards.INTENT_CLASSES],
     }, "Threshold calibration")
+
+
+def _judge_section(request, target: float) -> dict:
+    """The learned judge's precision/coverage curve over its probability, from one tenant's staff
+    labels (all tenants pooled when none is chosen), with the tenant's recalibrated versions."""
+    tenants = list(Tenant.objects.order_by("slug"))
+    tenant = next((t for t in tenants if t.slug == request.GET.get("judge_tenant")), None)
+    version, pairs = judge_calibration.judge_pairs(tenant.pk if tenant else None)
+    curve = judge_calibration.judge_curve(pairs, target)
+    curve.current = judge_threshold(tenant.pk, version, refresh=True) if tenant and version else None
+    chart = _curve_chart(curve) if curve.points else ""
+    return {"judge": {"tenants": tenants, "tenant": tenant, "version": version, "labels": len(pairs), "curve": curve,
+                      "chart": chart, "min_labels": settings.JUDGE_RECALIBRATE_MIN_LABELS,
+                      "history": judge_calibration.judge_threshold_history(tenant.pk) if tenant else []}}
+
+
+@require_POST
+@staff_view("caching.change_thresholdsetting")
+def judge_recalibrate(request, tenant: str):
+    t = get_object_or_404(Tenant, slug=tenant)
+    try:
+        curve, row = judge_calibration.judge_recalibrate(
+            t, request.user, target=float(request.POST.get("target") or settings.CALIBRATION_TARGET_PRECISION))
+    except ValueError as exc:
+        messages.error(request, f"Not recalibrated: {exc}")
+    else:
+        if row is None:
+            messages.warning(request, f"{t.slug}: no new judge threshold. {curve.note or 'It is unchanged.'}")
+        else:
+            messages.success(request, f"{t.slug}: judge threshold {row.value:.2f} in force as version {row.version} "
+                                      f"(judge {row.judge_version}).")
+    return redirect(reverse("staff:calibration") + f"?judge_tenant={t.slug}#judge")
 
 
 @require_POST

@@ -106,3 +106,33 @@ def prompt_of(server, n: int = -1) -> str:
     """The user message of the n-th request the scripted server got."""
     messages = server.requests[n]["body"]["messages"]
     return next(m["content"] for m in messages if m["role"] == "user")
+
+
+# --------------------------------------------------------------------------- the learned judge's contract
+# The judge is built on another branch (issue 12, i12a). Until it lands this stands in for its
+# contract only: the real semantic lookup runs, then its best candidate carries the judge's
+# probability and version, as ``LayerResult`` declares them.
+
+JUDGE = "judge-test"
+
+
+def stand_in_judge(monkeypatch, abstain_locales=()) -> dict[str, float]:
+    """Returns {new question: judge probability} for the test to fill; in ``abstain_locales`` the
+    judge abstains (no probability, a miss)."""
+    from caching.thresholds import invalidate_judge_thresholds
+
+    scores: dict[str, float] = {}
+    real = pipeline.semantic_layer.lookup
+
+    def lookup(scope, question, vector, mode):
+        result = real(scope, question, vector, mode)
+        if result.candidate and scope.locale in abstain_locales:
+            result.disposition, result.value, result.judge_version = "miss", None, JUDGE
+            result.reason = f"judge abstains: trained on English questions, locale {scope.locale}"
+        elif result.candidate and question in scores:
+            result.judge_probability, result.judge_version = scores[question], JUDGE
+        return result
+
+    monkeypatch.setattr(pipeline.semantic_layer, "lookup", lookup)
+    invalidate_judge_thresholds()
+    return scores

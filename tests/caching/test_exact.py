@@ -220,7 +220,7 @@ def test_the_writer_batches_hits_that_arrive_together_and_feedback_waits_for_the
     from tests import factories
 
     settings.RECORDS_LINGER_MS = 300.0
-    tenant = factories.tenant("records-linger")
+    tenant = factories.tenant("records-linger", semantic_mode="serve")
     factories.article(tenant, "return-policy", "Unused items can be returned within 30 days of delivery.")
     assert offer(asker(tenant), QUESTION).admitted
     batches, _ = writer_batches

@@ -1,14 +1,16 @@
 """``manage.py calibrate PATH [PATH ...]``: per-intent precision and coverage by threshold from
 pair files in the evalcache format (and, with ``--db``, the labelled pairs), and the lowest
 threshold meeting the target precision. ``--apply`` makes the recommendations the thresholds
-in force (new versions, audited)."""
+in force (new versions, audited). ``--judge TENANT``: the learned judge's precision and coverage by
+probability from the tenant's staff labels; with ``--apply`` its recalibrated threshold."""
 import json
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from caching import calibration
+from caching import calibration, judge_calibration
 from caching.evaluation import PairFileError
+from supportbot.models import Tenant
 
 
 class Command(BaseCommand):
@@ -22,8 +24,11 @@ class Command(BaseCommand):
         parser.add_argument("--curve", action="store_true", help="print every threshold of the grid")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
         parser.add_argument("--apply", action="store_true", help="apply the recommendations as new versions")
+        parser.add_argument("--judge", metavar="TENANT", help="the learned judge's curve for a tenant's staff labels")
 
     def handle(self, *args, **opts):
+        if opts["judge"]:
+            return self._judge(opts)
         pairs = []
         for path in opts["paths"]:
             try:
@@ -69,3 +74,27 @@ class Command(BaseCommand):
                     cv = f"{pt.coverage:.3f}" if pt.coverage is not None else "-"
                     self.stdout.write(f"    t={pt.threshold:.2f} served={pt.served:>4} correct={pt.correct:>4} "
                                       f"precision={pr} coverage={cv}")
+
+    def _judge(self, opts):
+        tenant = Tenant.objects.filter(slug=opts["judge"]).first()
+        if tenant is None:
+            raise CommandError(f"no tenant {opts['judge']!r}")
+        target = settings.CALIBRATION_TARGET_PRECISION if opts["target"] is None else opts["target"]
+        version, pairs = judge_calibration.judge_pairs(tenant.pk)
+        curve = judge_calibration.judge_curve(pairs, target)
+        self.stdout.write(f"{tenant.slug}: {len(pairs)} staff labels of judge {version or '-'} "
+                          f"({curve.positives} should-hit, {curve.negatives} should-not), target {target:.3f}")
+        rec = f"{curve.recommended:.2f}" if curve.recommended is not None else "none"
+        self.stdout.write(f"recommended {rec}  {curve.note}")
+        if opts["curve"]:
+            for pt in curve.points:
+                if pt.served:
+                    self.stdout.write(f"    t={pt.threshold:.2f} served={pt.served:>4} correct={pt.correct:>4} "
+                                      f"precision={pt.precision:.3f} coverage={pt.coverage or 0:.3f}")
+        if opts["apply"]:
+            try:
+                curve, row = judge_calibration.judge_recalibrate(tenant, None, target=target)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            self.stdout.write(f"applied judge threshold {row.value:.2f} (v{row.version})" if row else
+                              f"not applied: {curve.note or 'unchanged'}")
