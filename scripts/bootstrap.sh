@@ -34,7 +34,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# The semantic judge (a cross-encoder fine-tuned from the MiniLM weights, tens of MB): built once
+# The semantic judge (gradient-boosted trees over pair features of the MiniLM weights): built once
 # for the current training data and recipe, under var/judge/<version>; a few minutes on 2 cores.
 .venv/bin/python -m caching.judge_train --root "${SEMANTIC_JUDGE_DIR:-var/judge}"
 

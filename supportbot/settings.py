@@ -225,6 +225,10 @@ SEMANTIC_CACHE_TTL_S = env.int("SEMANTIC_CACHE_TTL_S", default=7 * 86400)
 SEMANTIC_THRESHOLDS = env.json("SEMANTIC_THRESHOLDS", default={})
 # In assist mode, a near hit at least this similar is given to the model as context.
 SEMANTIC_ASSIST_MIN_SIMILARITY = env.float("SEMANTIC_ASSIST_MIN_SIMILARITY", default=0.6)
+# Whether the learned judge alone may serve a semantic hit (vetoes passed, probability at its operating
+# point). Off: only a strict match serves (every signature field, content term and word link equal), the
+# judge's probability is recorded and drives near-miss checks; measured in docs/semantic-guards.md.
+SEMANTIC_JUDGE_SERVES = env.bool("SEMANTIC_JUDGE_SERVES", default=False)
 # Folder of the semantic judge's artefacts (built by `manage.py train_judge` / bootstrap, one folder a version).
 SEMANTIC_JUDGE_DIR = env.path("SEMANTIC_JUDGE_DIR", default=BASE_DIR / "var" / "judge")
 # Tenant rows, API keys and cited article versions are kept in each process under a revision

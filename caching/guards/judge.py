@@ -280,11 +280,13 @@ _DEFAULT = object()
 
 def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
           cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *, locale: str = "en",
-          learned=_DEFAULT, judge_threshold: float | None = None) -> Judgement:
+          learned=_DEFAULT, judge_threshold: float | None = None, judge_serves: bool = True) -> Judgement:
     """Decide whether the cached answer to ``cached_q`` may be served for ``new_q`` (see the module
     docstring for the order). ``thresholds`` are the per-intent cosine floors; ``learned`` the judge
     to ask (default: the process's, ``learned_judge()``); ``judge_threshold`` overrides the
-    artefact's calibrated operating point."""
+    artefact's calibrated operating point. ``judge_serves`` False (``SEMANTIC_JUDGE_SERVES``, the
+    default in the semantic layer): the judge's probability is computed and recorded, but only a
+    strict match serves; a pair the judge alone would serve is refused with a reason that says so."""
     thresholds = thresholds or DEFAULT_THRESHOLDS
     new_a, cached_a = _analyse(new_q), _analyse(cached_q)
     if new_sig is None or new_sig.get("version") != [GUARDS_VERSION]:
@@ -318,15 +320,25 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
         return Judgement(True, f"judge abstains: locale {locale}; strict match (similarity {similarity:.3f})",
                          intent, floor, None)
     model = learned_judge() if learned is _DEFAULT else learned
+    strict = _strict_match(new_a, cached_a, new_sig, cached_sig)
     if model is None:
-        return refuse(_learned_missing or "judge abstains: no judge loaded")
+        missing = _learned_missing or "judge abstains: no judge loaded"
+        if strict:
+            return refuse(f"{missing}; strict match refused: {strict}")
+        return Judgement(True, f"{missing}; strict match (similarity {similarity:.3f})", intent, floor, None)
     probability = model.probability(cached_q, new_q, similarity)
     cut = model.threshold if judge_threshold is None else judge_threshold
-    if probability < cut:
-        return refuse(f"judge: p={probability:.3f} below {cut:.3f} (similarity {similarity:.3f})", probability,
-                      model.version)
-    return Judgement(True, f"judge: p={probability:.3f} >= {cut:.3f} (similarity {similarity:.3f}), no veto",
-                     intent, floor, difference, probability, model.version)
+    if probability >= cut and judge_serves:
+        return Judgement(True, f"judge: p={probability:.3f} >= {cut:.3f} (similarity {similarity:.3f}), no veto",
+                         intent, floor, difference, probability, model.version)
+    if strict is None:
+        return Judgement(True, f"strict match, no veto (judge p={probability:.3f}, similarity {similarity:.3f})",
+                         intent, floor, None, probability, model.version)
+    if probability >= cut:
+        return refuse(f"judge: p={probability:.3f} >= {cut:.3f}, but the judge does not serve "
+                      f"(SEMANTIC_JUDGE_SERVES off); strict match refused: {strict}", probability, model.version)
+    return refuse(f"judge: p={probability:.3f} below {cut:.3f} (similarity {similarity:.3f}); strict match refused: "
+                  f"{strict}", probability, model.version)
 
 
 def veto(cached_q: str, new_q: str) -> str | None:

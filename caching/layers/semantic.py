@@ -113,7 +113,8 @@ class SemanticLayer(CacheLayer):
         for row in rows:
             similarity = float(1.0 - row.distance)
             judgement = guards.judge(question, row.question, similarity, new_sig=new_sig,
-                                     cached_sig=row.signature, thresholds=thresholds, locale=scope.locale)
+                                     cached_sig=row.signature, thresholds=thresholds, locale=scope.locale,
+                                     judge_serves=settings.SEMANTIC_JUDGE_SERVES)
             if best is None or (judgement.probability is not None and (
                     best[2].probability is None or judgement.probability > best[2].probability)):
                 best = (row, similarity, judgement)
