@@ -115,7 +115,7 @@ from caching.models import JudgeThreshold, PairVerification  # noqa: E402
 
 
 @admin.register(PairVerification)
-class PairVerificationAdmin(ReadOnlyAdmin):
+class PairVerificationAdmin(TenantScopedAdmin, ReadOnlyAdmin):
     """Near misses the verifier checked off the request path; an approved one is an alias of its entry."""
 
     list_display = ("created_at", "tenant", "entry", "question", "judge_probability", "verdict", "verify_ms",
@@ -128,7 +128,7 @@ class PairVerificationAdmin(ReadOnlyAdmin):
 
 
 @admin.register(JudgeThreshold)
-class JudgeThresholdAdmin(ReadOnlyAdmin):
+class JudgeThresholdAdmin(TenantScopedAdmin, ReadOnlyAdmin):
     """Per-tenant judge thresholds recalibrated from staff labels (the staff calibration page makes them)."""
 
     list_display = ("tenant", "version", "judge_version", "value", "precision", "precision_low", "coverage",

@@ -23,19 +23,19 @@ from django.db.models import Max
 
 from caching.calibration import Curve, Point
 from caching.models import JudgeThreshold, LabeledPair
+from caching.rollups import tenant_lookup
 from caching.review import audit
 from caching.stats import wilson
 from caching.thresholds import invalidate_judge_thresholds
 from supportbot.models import Tenant
 
 
-def judge_pairs(tenant_id: int | None, judge_version: str = "") -> tuple[str, list[tuple[float, bool]]]:
-    """(judge version, [(probability, should_hit)]) of a tenant's staff labels (all tenants: None);
+def judge_pairs(tenant_id, judge_version: str = "") -> tuple[str, list[tuple[float, bool]]]:
+    """(judge version, [(probability, should_hit)]) of a tenant's staff labels (``tenant_id``: one
+    tenant, a collection of tenants (a staff user's) or None for all, ``rollups.tenant_lookup``);
     without a version, the version of the newest label."""
     rows = LabeledPair.objects.filter(source__in=LabeledPair.STAFF_SOURCES, judge_probability__isnull=False) \
-        .exclude(judge_version="")
-    if tenant_id is not None:
-        rows = rows.filter(tenant_id=tenant_id)
+        .exclude(judge_version="").filter(**tenant_lookup(tenant_id))
     if not judge_version:
         judge_version = rows.order_by("-created_at").values_list("judge_version", flat=True).first() or ""
     pairs = list(rows.filter(judge_version=judge_version).values_list("judge_probability", "should_hit"))

@@ -344,10 +344,11 @@ def calibration_page(request):
 
 def _judge_section(request, target: float) -> dict:
     """The learned judge's precision/coverage curve over its probability, from one tenant's staff
-    labels (all tenants pooled when none is chosen), with the tenant's recalibrated versions."""
-    tenants = list(Tenant.objects.order_by("slug"))
+    labels (the staff user's tenants pooled when none is chosen), with the tenant's recalibrated versions."""
+    scope = tenant_scope(request.user)
+    tenants = list(scope.tenants())
     tenant = next((t for t in tenants if t.slug == request.GET.get("judge_tenant")), None)
-    version, pairs = judge_calibration.judge_pairs(tenant.pk if tenant else None)
+    version, pairs = judge_calibration.judge_pairs(tenant.pk if tenant else scope.ids)
     curve = judge_calibration.judge_curve(pairs, target)
     curve.current = judge_threshold(tenant.pk, version, refresh=True) if tenant and version else None
     chart = _curve_chart(curve) if curve.points else ""
@@ -359,7 +360,7 @@ def _judge_section(request, target: float) -> dict:
 @require_POST
 @staff_view("caching.change_thresholdsetting")
 def judge_recalibrate(request, tenant: str):
-    t = get_object_or_404(Tenant, slug=tenant)
+    t = scoped_object_or_404(request, Tenant.objects.all(), "pk", slug=tenant)
     try:
         curve, row = judge_calibration.judge_recalibrate(
             t, request.user, target=float(request.POST.get("target") or settings.CALIBRATION_TARGET_PRECISION))

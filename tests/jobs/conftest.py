@@ -26,9 +26,13 @@ def _point_celery_at(url: str) -> None:
 
     settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = url
     app.conf.broker_url = app.conf.result_backend = url
-    if app._pool is not None:  # a connection pool made before this fixture still points elsewhere
-        app._pool.force_close_all()
-        app._pool = None
+    # Pools made before this point still point elsewhere. kombu keeps its pools in process-wide
+    # registries keyed by broker URL: closing one but leaving it registered hands that closed pool
+    # back ("Acquire on closed pool") to the next publish to that URL. Close and forget them all.
+    from kombu import pools
+
+    pools.reset()
+    app._pool = None
     app.amqp._producer_pool = None
 
 
