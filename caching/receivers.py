@@ -14,12 +14,19 @@ served otherwise.
 from __future__ import annotations
 
 import logging
-from functools import partial
+from functools import partial, wraps
 
 from django.conf import settings
 from django.db import transaction
 
 log = logging.getLogger(__name__)
+
+
+def _after_commit(func, *args) -> None:
+    """Run ``func(*args)`` once the transaction commits; an error is logged, never raised into the
+    save. The callable keeps ``func``'s name: Django logs a robust hook's failure by its
+    ``__qualname__``, which a bare ``functools.partial`` lacks (the logging itself then raised)."""
+    transaction.on_commit(wraps(func)(partial(func, *args)), robust=True)
 
 
 def _queue_purge(article_pk: int, version: int | None, trigger: str) -> None:
@@ -44,9 +51,9 @@ def _queue_index_refresh(tenant_id: int, article_pk: int) -> None:
 def article_changed_queue_jobs(sender, *, article_id: int, tenant_id: int, old_version: int,
                                new_version: int | None, trigger: str, **kwargs) -> None:
     if old_version:  # a new article has nothing citing it yet
-        transaction.on_commit(partial(_queue_purge, article_id, new_version, trigger), robust=True)
+        _after_commit(_queue_purge, article_id, new_version, trigger)
     if settings.JOBS_INDEX_ON_CHANGE:
-        transaction.on_commit(partial(_queue_index_refresh, tenant_id, article_id), robust=True)
+        _after_commit(_queue_index_refresh, tenant_id, article_id)
 
 
 def _queue_purge_retrieving(article_pks: list[int], trigger: str) -> None:
@@ -59,4 +66,4 @@ def _queue_purge_retrieving(article_pks: list[int], trigger: str) -> None:
 
 
 def index_refreshed_queue_purge(sender, *, article_pks: list[int], trigger: str, **kwargs) -> None:
-    transaction.on_commit(partial(_queue_purge_retrieving, list(article_pks), trigger), robust=True)
+    _after_commit(_queue_purge_retrieving, list(article_pks), trigger)

@@ -191,7 +191,9 @@ def test_model_server_killed_mid_stream(client, demo):
     port = free_port()
     proc = start_model_server("127.0.0.1", port)
     try:
-        with override_settings(EMBEDDED_MODEL_PORT=port, GENERATION_MAX_TOKENS=300, GENERATION_TIMEOUT_S=120):
+        # the model answerer: the default one (no VLLM_BASE_URL) is extractive and calls no model
+        with override_settings(EMBEDDED_MODEL_PORT=port, GENERATION_MAX_TOKENS=300, GENERATION_TIMEOUT_S=120,
+                               ASK_ANSWERER="model"):
             response = api_post(client, "acme", {"question": "How do I reset my password? List every step.",
                                                  "stream": True})
             chunks = iter(response.streaming_content)
