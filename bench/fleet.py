@@ -160,7 +160,8 @@ class CpuMeter:
             for pid in roots():
                 try:
                     root = psutil.Process(pid)
-                    procs = [root, *root.children(recursive=True)]
+                    # this process's children are the services themselves: it counts alone
+                    procs = [root] if pid == os.getpid() else [root, *root.children(recursive=True)]
                 except psutil.Error:
                     continue
                 for p in procs:
