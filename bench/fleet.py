@@ -408,6 +408,10 @@ def main(argv=None) -> int:
     print(f"shared services on hosts of their own (from CPU per request): redis (1 core) ~{caps.get('redis', 0):.0f}/s, "
           f"postgres ({args.pg_cores} cores) ~{caps.get('postgres', 0):.0f}/s -> the first shared limit: {shared}")
     flat = len(windows) > 1 and windows[-1]["rps"] < 1.15 * windows[0]["rps"]
+    others = max(f["other_users_cores"] for f in windows)
+    if others > 0.2:
+        print(f"other users of this machine took up to {others:.2f} cores during the windows: the growth with N is "
+              "partly the scheduler giving more processes a larger share of a contended machine")
     if flat:
         print(f"throughput stopped growing with N: this machine has {psutil.cpu_count()} cores for everything "
               f"(the machine was {best['machine_busy_cores']:.2f} cores busy, {best['other_users_cores']:.2f} of them "
