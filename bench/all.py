@@ -18,6 +18,7 @@ import ast
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -120,6 +121,34 @@ def full_runs() -> list[dict]:
     return out
 
 
+def carried_sections() -> dict[str, dict]:
+    """The summary row and section of each benchmark in the report being replaced, by name: a benchmark
+    with no stored run on this machine keeps them (another machine ran it)."""
+    try:
+        lines = REPORT.read_text().splitlines()
+    except OSError:
+        return {}
+    out: dict[str, dict] = {}
+    current = None
+    for line in lines:
+        row = re.match(r"^\| `(\w+)` \|", line)
+        if row:
+            out.setdefault(row.group(1), {"row": line, "lines": []})["row"] = line
+            continue
+        head = re.match(r"^## `bench\.(\w+)`", line)
+        if head:
+            current = out.setdefault(head.group(1), {"row": "", "lines": []})
+            current["lines"] = [line]
+        elif line.startswith("## ") or line == FULL_BEGIN:
+            current = None
+        elif current is not None:
+            current["lines"].append(line)
+    for section in out.values():
+        while section["lines"] and not section["lines"][-1].strip():
+            section["lines"].pop()
+    return {name: s for name, s in out.items() if s["row"] and s["lines"]}
+
+
 def carried_full_section() -> list[str]:
     """The full-size section of the report being replaced (no full-size run is stored on this machine)."""
     try:
@@ -184,10 +213,13 @@ def render(info: dict[str, str], results: list[dict]) -> str:
     out += [f"| {k} | {v} |" for k, v in info.items()]
     out += ["", "## Summary", "", "| benchmark | status | run | seconds | last line |", "| --- | --- | --- | --- | --- |"]
     for r in results:
+        if r.get("carried"):
+            out.append(r["carried"]["row"])
+            continue
         status = "ok" if r["status"] == 0 else f"failed ({r['status']})"
         out.append(f"| `{r['name']}` | {status} | {r.get('date', '?')} | {r['seconds']:.0f} | `{r['last_line'] or '-'}` |")
     for r in results:
-        out += section(r, "##")
+        out += ["", *r["carried"]["lines"]] if r.get("carried") else section(r, "##")
     full = full_runs()
     if full:
         out += ["", FULL_BEGIN, "", "## Full-size runs", "",
@@ -224,11 +256,14 @@ def main(argv=None) -> int:
             parser.error(f"--full applies to {', '.join(ROUTINE_ARGS)}")
     fresh = {name: run(name, args.timeout_min * 60, args.full) for name in names}
     results = []
+    carried = carried_sections()
     for name in discover():  # every benchmark in the report: this run's result, else its last one
         if name in fresh and not args.full:
             results.append(fresh[name])
         elif (earlier := previous(name)) is not None:
             results.append({**earlier, "earlier": True})
+        elif name in carried:  # run on another machine: its section stays as it was
+            results.append({"name": name, "carried": carried[name]})
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(render(info, results))
     print(f"wrote {REPORT.relative_to(ROOT)}")

@@ -111,3 +111,22 @@ def test_report_keeps_the_last_full_size_run(tmp_path, monkeypatch):
     # and nothing is invented when there was none
     bench_all.REPORT.write_text("# Benchmarks\n")
     assert "Full-size runs" not in bench_all.render({"CPU": "test"}, [routine])
+
+
+def test_report_keeps_sections_of_benchmarks_run_elsewhere(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench_all, "RUNS_DIR", tmp_path / "runs")
+    monkeypatch.setattr(bench_all, "REPORT", tmp_path / "benchmarks.md")
+    (tmp_path / "runs").mkdir()
+    first = bench_all.render({"CPU": "test"}, [_run("reembed", "chunks=20000", False),
+                                               _run("fleet", "web=1,2 rps=90,100", False)])
+    bench_all.REPORT.write_text(first)
+    carried = bench_all.carried_sections()
+    assert set(carried) == {"reembed", "fleet"}
+    assert carried["reembed"]["row"].startswith("| `reembed` | ok |")
+    assert "chunks=20000" in "\n".join(carried["reembed"]["lines"])
+    assert "rps=90,100" not in "\n".join(carried["reembed"]["lines"])  # a section ends where the next begins
+
+    second = bench_all.render({"CPU": "test"}, [{"name": "reembed", "carried": carried["reembed"]},
+                                                _run("fleet", "web=1,2 rps=95,120", False)])
+    assert "chunks=20000" in second and "rps=95,120" in second and "rps=90,100" not in second
+    assert second.count("## `bench.reembed`") == 1
