@@ -1,11 +1,15 @@
 """Run every benchmark in ``bench/`` and rewrite ``docs/benchmarks.md``.
 
-    .venv/bin/python -m bench.all [--only NAME,...] [--skip NAME,...] [--timeout-min 60]
+    .venv/bin/python -m bench.all [--only NAME,...] [--skip NAME,...] [--timeout-min 60] [--full]
 
-Each ``bench/NAME.py`` (all but ``common``, ``all`` and ``__init__``) runs as its own process,
+Each ``bench/NAME.py`` (all but ``common``, ``all``, ``__init__`` and ``_*``) runs as its own process,
 ``python -m bench.NAME``, one after the other (they measure latency: they must not share the
 machine with each other). Its last output line is its summary; its full output and the figures it
 stored with ``bench_result`` (``var/bench/NAME.json``) go into the report, with the machine it ran on.
+
+A benchmark too long for a routine run (``ROUTINE_ARGS``) runs smaller; ``--full`` runs the chosen
+ones at their own default size instead, and the report keeps the latest full-size run of each in a
+section of its own (carried over from the previous report when this run made none).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import ast
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -26,6 +31,9 @@ RESULTS_DIR = ROOT / "var" / "bench"
 RUNS_DIR = RESULTS_DIR / "runs"  # the last run of each benchmark, so a partial run keeps the others' results
 NOT_BENCHMARKS = {"__init__", "common", "all"}
 OUTPUT_LINES = 80  # the tail of a benchmark's output kept in the report
+# Routine sizes of benchmarks whose own default takes too long for ``make bench`` (``--full`` lifts them).
+ROUTINE_ARGS = {"semantic_scale": ["--entries", "100000", "--tenants", "200"]}
+FULL_BEGIN, FULL_END = "<!-- full-size runs -->", "<!-- end of full-size runs -->"
 
 
 def discover() -> list[str]:
@@ -66,14 +74,15 @@ def machine() -> dict[str, str]:
             "load average at start (1/5/15 min)": load}
 
 
-def run(name: str, timeout_s: float) -> dict:
-    print(f"== bench.{name}", flush=True)
+def run(name: str, timeout_s: float, full: bool = False) -> dict:
+    extra = [] if full else ROUTINE_ARGS.get(name, [])
+    print(f"== bench.{name} {' '.join(extra)}".rstrip(), flush=True)
     started = time.monotonic()
     stored = RESULTS_DIR / f"{name}.json"
     before = stored.stat().st_mtime if stored.exists() else None
     try:
-        proc = subprocess.run([sys.executable, "-m", f"bench.{name}"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=timeout_s)
+        proc = subprocess.run([sys.executable, "-m", f"bench.{name}", *extra], cwd=ROOT, capture_output=True,
+                              text=True, timeout=timeout_s)
         status, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         status, stdout, stderr = "timeout", _text(exc.stdout), _text(exc.stderr)
@@ -87,9 +96,10 @@ def run(name: str, timeout_s: float) -> dict:
             figures = None
     result = {"name": name, "status": status, "seconds": time.monotonic() - started, "last_line": last,
               "output": lines[-OUTPUT_LINES:], "errors": stderr.strip().splitlines()[-15:], "figures": figures,
-              "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine()}
+              "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
+              "command": " ".join(["python -m", f"bench.{name}", *extra]), "full": full}
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
-    (RUNS_DIR / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
+    (RUNS_DIR / f"{name}{'@full' if full else ''}.json").write_text(json.dumps(result, indent=2, default=str))
     print(f"   {'ok' if status == 0 else f'FAILED ({status})'} in {result['seconds']:.0f} s: {last}", flush=True)
     return result
 
@@ -99,6 +109,55 @@ def previous(name: str) -> dict | None:
         return json.loads((RUNS_DIR / f"{name}.json").read_text())
     except (OSError, ValueError):
         return None
+
+
+def full_runs() -> list[dict]:
+    out = []
+    for path in sorted(RUNS_DIR.glob("*@full.json")):
+        try:
+            out.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def carried_sections() -> dict[str, dict]:
+    """The summary row and section of each benchmark in the report being replaced, by name: a benchmark
+    with no stored run on this machine keeps them (another machine ran it)."""
+    try:
+        lines = REPORT.read_text().splitlines()
+    except OSError:
+        return {}
+    out: dict[str, dict] = {}
+    current = None
+    for line in lines:
+        row = re.match(r"^\| `(\w+)` \|", line)
+        if row:
+            out.setdefault(row.group(1), {"row": line, "lines": []})["row"] = line
+            continue
+        head = re.match(r"^## `bench\.(\w+)`", line)
+        if head:
+            current = out.setdefault(head.group(1), {"row": "", "lines": []})
+            current["lines"] = [line]
+        elif line.startswith("## ") or line == FULL_BEGIN:
+            current = None
+        elif current is not None:
+            current["lines"].append(line)
+    for section in out.values():
+        while section["lines"] and not section["lines"][-1].strip():
+            section["lines"].pop()
+    return {name: s for name, s in out.items() if s["row"] and s["lines"]}
+
+
+def carried_full_section() -> list[str]:
+    """The full-size section of the report being replaced (no full-size run is stored on this machine)."""
+    try:
+        text = REPORT.read_text()
+    except OSError:
+        return []
+    if FULL_BEGIN not in text or FULL_END not in text:
+        return []
+    return text[text.index(FULL_BEGIN):text.index(FULL_END) + len(FULL_END)].splitlines()
 
 
 def _text(value) -> str:
@@ -122,6 +181,30 @@ def _flatten(figures, prefix="") -> list[tuple[str, str]]:
     return rows
 
 
+def section(r: dict, level: str) -> list[str]:
+    out = ["", f"{level} `bench.{r['name']}`{' (full size)' if r.get('full') else ''}", ""]
+    if r.get("earlier"):
+        out += [f"*Not run this time: the result of the run on {r.get('date', '?')}"
+                f" (CPU {r.get('machine', {}).get('CPU', '?')}).*", ""]
+    summary = summary_of(r["name"])
+    if summary:
+        out += [summary, ""]
+    if r.get("command") and (r.get("full") or r["name"] in ROUTINE_ARGS):
+        out += [f"Command: `{r['command']}` ({r.get('date', '?')}, load average at start "
+                f"{r.get('machine', {}).get('load average at start (1/5/15 min)', '?')}).", ""]
+    if r["last_line"]:
+        out += ["Last line:", "", "```", r["last_line"], "```", ""]
+    out += ["Output:", "", "```", *(r["output"] or ["(no output)"]), "```"]
+    if r["status"] != 0 and r["errors"]:
+        out += ["", "Errors (tail):", "", "```", *r["errors"], "```"]
+    rows = _flatten(r["figures"])
+    if rows:
+        out += ["", "<details><summary>All figures</summary>", "", "| figure | value |", "| --- | --- |"]
+        out += [f"| {k} | {v.replace('|', '/')} |" for k, v in rows]
+        out += ["", "</details>"]
+    return out
+
+
 def render(info: dict[str, str], results: list[dict]) -> str:
     out = ["# Benchmarks", "",
            "Written by `python -m bench.all` (`make bench`); every section is the output of one "
@@ -130,26 +213,23 @@ def render(info: dict[str, str], results: list[dict]) -> str:
     out += [f"| {k} | {v} |" for k, v in info.items()]
     out += ["", "## Summary", "", "| benchmark | status | run | seconds | last line |", "| --- | --- | --- | --- | --- |"]
     for r in results:
+        if r.get("carried"):
+            out.append(r["carried"]["row"])
+            continue
         status = "ok" if r["status"] == 0 else f"failed ({r['status']})"
         out.append(f"| `{r['name']}` | {status} | {r.get('date', '?')} | {r['seconds']:.0f} | `{r['last_line'] or '-'}` |")
     for r in results:
-        out += ["", f"## `bench.{r['name']}`", ""]
-        if r.get("earlier"):
-            out += [f"*Not run this time: the result of the run on {r.get('date', '?')}"
-                    f" (CPU {r.get('machine', {}).get('CPU', '?')}).*", ""]
-        summary = summary_of(r["name"])
-        if summary:
-            out += [summary, ""]
-        if r["last_line"]:
-            out += ["Last line:", "", "```", r["last_line"], "```", ""]
-        out += ["Output:", "", "```", *(r["output"] or ["(no output)"]), "```"]
-        if r["status"] != 0 and r["errors"]:
-            out += ["", "Errors (tail):", "", "```", *r["errors"], "```"]
-        rows = _flatten(r["figures"])
-        if rows:
-            out += ["", "<details><summary>All figures</summary>", "", "| figure | value |", "| --- | --- |"]
-            out += [f"| {k} | {v.replace('|', '/')} |" for k, v in rows]
-            out += ["", "</details>"]
+        out += ["", *r["carried"]["lines"]] if r.get("carried") else section(r, "##")
+    full = full_runs()
+    if full:
+        out += ["", FULL_BEGIN, "", "## Full-size runs", "",
+                "Benchmarks that `make bench` runs smaller (`bench/all.py`: `ROUTINE_ARGS`), as last run at their "
+                "own size with `python -m bench.all --only NAME --full`.", ""]
+        for r in full:
+            out += section(r, "###")
+        out += ["", FULL_END]
+    elif carried := carried_full_section():
+        out += ["", *carried]
     return "\n".join(out) + "\n"
 
 
@@ -158,6 +238,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
     parser.add_argument("--skip", default="", help="comma-separated benchmark names")
     parser.add_argument("--timeout-min", type=float, default=60.0, help="per benchmark")
+    parser.add_argument("--full", action="store_true",
+                        help=f"run {', '.join(ROUTINE_ARGS)} at full size (a section of its own in the report)")
     args = parser.parse_args(argv)
     names = discover()
     if args.only:
@@ -168,13 +250,20 @@ def main(argv=None) -> int:
         names = [n for n in names if n in wanted]
     names = [n for n in names if n not in set(args.skip.split(","))]
     info = machine()
-    fresh = {name: run(name, args.timeout_min * 60) for name in names}
+    if args.full:
+        names = [n for n in names if n in ROUTINE_ARGS]
+        if not names:
+            parser.error(f"--full applies to {', '.join(ROUTINE_ARGS)}")
+    fresh = {name: run(name, args.timeout_min * 60, args.full) for name in names}
     results = []
+    carried = carried_sections()
     for name in discover():  # every benchmark in the report: this run's result, else its last one
-        if name in fresh:
+        if name in fresh and not args.full:
             results.append(fresh[name])
         elif (earlier := previous(name)) is not None:
             results.append({**earlier, "earlier": True})
+        elif name in carried:  # run on another machine: its section stays as it was
+            results.append({"name": name, "carried": carried[name]})
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(render(info, results))
     print(f"wrote {REPORT.relative_to(ROOT)}")

@@ -198,6 +198,8 @@ def start_gunicorn(port: int, redis_url: str, model_port: int, workers: int, thr
 # --------------------------------------------------------------------------- load
 
 class Load:
+    client_class = None  # an httpx.Client-like class for the load threads (default httpx.Client)
+
     def __init__(self, base: str, keys: dict[str, str], duration: float, seed: int):
         self.base, self.keys, self.duration = base, keys, duration
         self.results: list[Result] = []
@@ -232,7 +234,7 @@ class Load:
         import httpx
 
         rnd = random.Random(self.seed * 100 + n)
-        with httpx.Client(timeout=60) as client:
+        with (self.client_class or httpx.Client)(timeout=60) as client:
             while not self.stop.is_set():
                 _, variants = rnd.choice(HITS)
                 r = Result("hit", rnd.choice(TENANTS), rnd.choice(CUSTOMERS), rnd.choice(variants),
@@ -243,7 +245,7 @@ class Load:
         import httpx
 
         rnd = random.Random(self.seed * 1000 + n)
-        with httpx.Client(timeout=60) as client:
+        with (self.client_class or httpx.Client)(timeout=60) as client:
             while not self.stop.is_set():
                 personal = rnd.random() < 0.5
                 question = rnd.choice(MISSES_PERSONAL if personal else MISSES_GENERAL)
