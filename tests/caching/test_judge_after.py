@@ -11,6 +11,7 @@ import socket
 import time
 
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 
 from caching import learning
@@ -191,21 +192,23 @@ def test_second_stage_serves_what_the_verifier_approves(acme, judge_scores, sett
         state, served = cached_lookup(asker, SEND_BACK)
         assert served is None and not server.requests  # off by default
 
-        settings.JUDGE_SECOND_STAGE_ENABLED = True
-        state, served = cached_lookup(asker, SEND_BACK)
-        assert served is not None and served.answer == entry_answer
-        result = semantic(state)
-        assert result.disposition == "hit" and result.reason.startswith("second stage: the verifier approved")
-        assert "second_stage" in state.timings
-        body = server.requests[0]["body"]
-        assert body["max_tokens"] == 2 and body["temperature"] == 0.0 and body["stream"] is False
-        # static first: the instructions are the system message, the pair comes last
-        assert body["messages"][0] == {"role": "system", "content": VERIFIER_SYSTEM}
-        user = body["messages"][1]["content"]
-        assert user.index(POLICY) < user.index(SEND_BACK) and user.rstrip().endswith("Reply yes or no.")
+        # override_settings, not the settings fixture: one made inside scripted_model's override
+        # would restore that override's settings (its dead server's URL) after the test.
+        with override_settings(JUDGE_SECOND_STAGE_ENABLED=True):
+            state, served = cached_lookup(asker, SEND_BACK)
+            assert served is not None and served.answer == entry_answer
+            result = semantic(state)
+            assert result.disposition == "hit" and result.reason.startswith("second stage: the verifier approved")
+            assert "second_stage" in state.timings
+            body = server.requests[0]["body"]
+            assert body["max_tokens"] == 2 and body["temperature"] == 0.0 and body["stream"] is False
+            # static first: the instructions are the system message, the pair comes last
+            assert body["messages"][0] == {"role": "system", "content": VERIFIER_SYSTEM}
+            user = body["messages"][1]["content"]
+            assert user.index(POLICY) < user.index(SEND_BACK) and user.rstrip().endswith("Reply yes or no.")
 
-        state, served = cached_lookup(asker, SEND_BACK)  # the verifier says no this time
-        assert served is None and "second stage: reply 'no'" in semantic(state).reason
+            state, served = cached_lookup(asker, SEND_BACK)  # the verifier says no this time
+            assert served is None and "second stage: reply 'no'" in semantic(state).reason
 
 
 def test_second_stage_timeout_is_a_miss(acme, judge_scores, settings):
@@ -216,10 +219,8 @@ def test_second_stage_timeout_is_a_miss(acme, judge_scores, settings):
     silent.listen(8)  # connections are accepted by the kernel and never answered
     url = f"http://127.0.0.1:{silent.getsockname()[1]}"
     try:
-        with scripted_model() as _:
-            settings.VLLM_BASE_URL = url
-            settings.JUDGE_SECOND_STAGE_ENABLED = True
-            settings.JUDGE_SECOND_STAGE_TIMEOUT_S = 0.3
+        with scripted_model() as _, override_settings(VLLM_BASE_URL=url, JUDGE_SECOND_STAGE_ENABLED=True,
+                                                      JUDGE_SECOND_STAGE_TIMEOUT_S=0.3):
             asker = pipeline.Asker(Tenant.objects.get(pk=acme.pk), "en", None)
             offer(asker, POLICY)
             started = time.perf_counter()

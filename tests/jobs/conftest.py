@@ -13,17 +13,23 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import redis
 from django.conf import settings
+from kombu import pools
 
 TEST_REDIS_URL = os.environ["REDIS_TEST_URL"]
 # The broker gets a Redis database of its own: the per-test clean-up of the test database must
-# not delete a queue's bindings under a running worker.
-BROKER_URL = TEST_REDIS_URL.rsplit("/", 1)[0] + "/14"
+# not delete a queue's bindings under a running worker. It lives on the broker's Redis (the
+# embedded one is a separate noeviction instance) when there is one, else on the test Redis.
+BROKER_URL = (os.environ.get("CELERY_BROKER_URL") or TEST_REDIS_URL).rsplit("/", 1)[0] + "/14"
 WORKER_LOG = Path(settings.BASE_DIR) / "var" / "log" / "jobs-test-worker.log"
 
 
 def _point_celery_at(url: str) -> None:
     from supportbot.celery import app
 
+    # Celery reads the CELERY_BROKER_URL environment variable before its configuration (and the
+    # embedded setup sets it for the broker's Redis): without this the tests would still publish
+    # and ping on the app's broker while their worker listens on this one.
+    os.environ["CELERY_BROKER_URL"] = os.environ["CELERY_RESULT_BACKEND"] = url
     settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = url
     app.conf.broker_url = app.conf.result_backend = url
     # Pools made before this point still point elsewhere. kombu keeps its pools in process-wide
