@@ -35,8 +35,6 @@ def _point_celery_at(url: str) -> None:
     # Pools made before this point still point elsewhere. kombu keeps its pools in process-wide
     # registries keyed by broker URL: closing one but leaving it registered hands that closed pool
     # back ("Acquire on closed pool") to the next publish to that URL. Close and forget them all.
-    from kombu import pools
-
     pools.reset()
     app._pool = None
     app.amqp._producer_pool = None
