@@ -359,7 +359,7 @@ def _judge_section(request, target: float) -> dict:
 @require_POST
 @staff_view("caching.change_thresholdsetting")
 def judge_recalibrate(request, tenant: str):
-    t = get_object_or_404(Tenant, slug=tenant)
+    t = scoped_object_or_404(request, Tenant.objects.all(), "pk", slug=tenant)
     try:
         curve, row = judge_calibration.judge_recalibrate(
             t, request.user, target=float(request.POST.get("target") or settings.CALIBRATION_TARGET_PRECISION))
