@@ -72,10 +72,32 @@ def test_the_judgement_carries_the_probability_and_the_version(learned):
     assert j.judge_version == learned.version and j.reason.startswith("judge: p=")
 
 
-def test_without_a_judge_nothing_is_served_and_the_reason_says_why():
-    j = guards.judge("how can i reset my password", "How do I reset my password?", 0.93, learned=None)
-    assert not j.serve and j.reason.startswith("judge abstains")
-    assert j.probability is None
+@pytest.mark.parametrize("judge_serves", [False, True])
+def test_without_a_judge_only_a_strict_match_is_served_and_the_reason_says_why(judge_serves):
+    same = guards.judge("how can i reset my password", "How do I reset my password?", 0.93, learned=None,
+                        judge_serves=judge_serves)
+    assert same.serve and same.reason.startswith("judge abstains: no judge loaded; strict match (")
+    assert same.probability is None and same.judge_version == ""
+    other = guards.judge("How do I change my password?", "How do I reset my password?", 0.93, learned=None,
+                         judge_serves=judge_serves)
+    assert not other.serve and other.probability is None
+    assert other.reason.startswith("judge abstains: no judge loaded; strict match refused: signature differs")
+
+
+def test_by_default_the_judge_alone_serves_nothing_but_its_probability_is_recorded(learned):
+    """``SEMANTIC_JUDGE_SERVES`` off: a pair the judge would serve, but no strict match, is refused
+    with the judge's probability and a reason that says so; on, the judge serves it."""
+    new, cached, similarity = "how long do I have to get a refund", "What is your return policy?", 0.48
+    refused = guards.judge(new, cached, similarity, judge_serves=False)
+    assert not refused.serve and refused.probability is not None and refused.probability >= learned.threshold
+    assert "but the judge does not serve (SEMANTIC_JUDGE_SERVES off); strict match refused" in refused.reason
+    assert refused.judge_version == learned.version
+    served = guards.judge(new, cached, similarity, judge_serves=True)
+    assert served.serve and served.reason.startswith("judge: p=") and served.probability == refused.probability
+    # a strict match serves either way, with the judge's probability recorded
+    strict = guards.judge("how can i reset my password", "How do I reset my password?", 0.93, judge_serves=False)
+    assert strict.serve and strict.reason.startswith("strict match, no veto (judge p=")
+    assert strict.probability is not None and strict.judge_version == learned.version
 
 
 def test_the_judge_abstains_in_other_languages_and_a_strict_match_decides():

@@ -24,7 +24,10 @@ from supportbot.models import Tenant
 from tests.caching.helpers import JUDGE, cached_lookup, decided, offer, scripted_model, stand_in_judge
 
 POLICY = "What is your return policy?"
-SEND_BACK = "how long do I have to send stuff back"  # the guards refuse it (intent differs), no veto fires
+# No strict match for POLICY (operations differ: refund vs return) and no veto: by default
+# (SEMANTIC_JUDGE_SERVES off) only a strict match serves, so whatever the judge says it is a miss
+# the judge may have been unsure about
+REFUND = "What is your refund policy?"
 RETURN_Q = "How do I return an item?"
 PARAPHRASE = "What's the process for sending back a product?"  # the guards serve it
 
@@ -93,9 +96,9 @@ def test_a_tenants_recalibrated_threshold_tightens_the_judge(acme, judge_scores)
     # another judge version's threshold does not apply; a lower one does not loosen anything
     JudgeThreshold.objects.create(tenant=acme, judge_version=JUDGE, value=0.5, version=2, target=0.99)
     invalidate_judge_thresholds()
-    judge_scores[SEND_BACK] = 0.6
+    judge_scores[REFUND] = 0.6
     offer(asker, POLICY)
-    state, served = cached_lookup(asker, SEND_BACK)
+    state, served = cached_lookup(asker, REFUND)
     assert served is None and semantic(state).disposition == "miss"
 
 
@@ -118,11 +121,11 @@ def test_an_approved_alias_serves_its_entry_to_that_question_in_its_scope(acme, 
     asker = pipeline.Asker(acme, "en", None)
     offered = offer(asker, POLICY)
     entry = SemanticEntry.objects.get(source_ask__request_id=offered.request_id)
-    state, served = cached_lookup(asker, SEND_BACK)
+    state, served = cached_lookup(asker, REFUND)
     assert served is None  # before the verifier approved it
 
-    approve_alias(entry, SEND_BACK)
-    state, served = cached_lookup(asker, "How long do I have to send stuff back?")  # same normalised question
+    approve_alias(entry, REFUND)
+    state, served = cached_lookup(asker, "what is your refund policy")  # same normalised question
     assert served is not None and served.answer == entry.answer
     result = semantic(state)
     assert result.disposition == "hit" and result.candidate == str(entry.pk) and "alias of entry" in result.reason
@@ -130,31 +133,31 @@ def test_an_approved_alias_serves_its_entry_to_that_question_in_its_scope(acme, 
     # shadow mode: a would-hit, the fresh answer is served
     Tenant.objects.filter(pk=acme.pk).update(semantic_mode=Tenant.SemanticMode.SHADOW)
     acme.refresh_from_db()
-    state, served = cached_lookup(pipeline.Asker(acme, "en", None), SEND_BACK)
+    state, served = cached_lookup(pipeline.Asker(acme, "en", None), REFUND)
     assert served is None and semantic(state).disposition == "shadow_hit"
     Tenant.objects.filter(pk=acme.pk).update(semantic_mode=Tenant.SemanticMode.SERVE)
     acme.refresh_from_db()
 
     # another tenant or locale never reaches the alias
-    state, served = cached_lookup(pipeline.Asker(initech, "en", None), SEND_BACK)
+    state, served = cached_lookup(pipeline.Asker(initech, "en", None), REFUND)
     assert served is None or served.answer != entry.answer
-    state, served = cached_lookup(pipeline.Asker(acme, "de", None), SEND_BACK)
+    state, served = cached_lookup(pipeline.Asker(acme, "de", None), REFUND)
     assert served is None
 
     # a purge of the entry (its article changed) takes the alias with it
     SemanticEntry.objects.filter(pk=entry.pk).update(status=SemanticEntry.Status.PURGED)
-    state, served = cached_lookup(asker, SEND_BACK)
+    state, served = cached_lookup(asker, REFUND)
     assert served is None
 
 
 def test_a_rejected_or_failed_check_is_no_alias(acme, judge_scores):
     asker = pipeline.Asker(acme, "en", None)
     entry = SemanticEntry.objects.get(source_ask__request_id=offer(asker, POLICY).request_id)
-    row = approve_alias(entry, SEND_BACK)
+    row = approve_alias(entry, REFUND)
     for verdict in (PairVerification.Verdict.REJECTED, PairVerification.Verdict.ERROR,
                     PairVerification.Verdict.PENDING):
         PairVerification.objects.filter(pk=row.pk).update(verdict=verdict)
-        _, served = cached_lookup(asker, SEND_BACK)
+        _, served = cached_lookup(asker, REFUND)
         assert served is None, verdict
 
 
@@ -164,38 +167,38 @@ def test_a_near_miss_is_queued_after_the_commit(acme, judge_scores, settings, dj
     settings.JUDGE_LEARN_FROM_MISSES = True
     asker = pipeline.Asker(acme, "en", None)
     offer(asker, POLICY)
-    judge_scores[SEND_BACK] = 0.6
+    judge_scores[REFUND] = 0.6
     with django_capture_on_commit_callbacks(execute=False) as queued:
-        state, served = cached_lookup(asker, SEND_BACK)
+        state, served = cached_lookup(asker, REFUND)
     assert served is None and state.near_miss is semantic(state)
     assert len(queued) == 1
 
-    judge_scores[SEND_BACK] = 0.1  # below the floor: not worth a model call
+    judge_scores[REFUND] = 0.1  # below the floor: not worth a model call
     with django_capture_on_commit_callbacks(execute=False) as queued:
-        state, _ = cached_lookup(asker, SEND_BACK)
+        state, _ = cached_lookup(asker, REFUND)
     assert state.near_miss is None and not queued
 
     settings.JUDGE_LEARN_FROM_MISSES = False
-    judge_scores[SEND_BACK] = 0.6
+    judge_scores[REFUND] = 0.6
     with django_capture_on_commit_callbacks(execute=False) as queued:
-        cached_lookup(asker, SEND_BACK)
+        cached_lookup(asker, REFUND)
     assert not queued
 
 
 # --------------------------------------------------------------------------- the second stage
 
 def test_second_stage_serves_what_the_verifier_approves(acme, judge_scores, settings):
-    judge_scores[SEND_BACK] = 0.6
+    judge_scores[REFUND] = 0.6
     with scripted_model(verifier_reply("Yes"), verifier_reply("no")) as server:
         asker = pipeline.Asker(Tenant.objects.get(pk=acme.pk), "en", None)
         entry_answer = offer(asker, POLICY).answer
-        state, served = cached_lookup(asker, SEND_BACK)
+        state, served = cached_lookup(asker, REFUND)
         assert served is None and not server.requests  # off by default
 
         # override_settings, not the settings fixture: one made inside scripted_model's override
         # would restore that override's settings (its dead server's URL) after the test.
         with override_settings(JUDGE_SECOND_STAGE_ENABLED=True):
-            state, served = cached_lookup(asker, SEND_BACK)
+            state, served = cached_lookup(asker, REFUND)
             assert served is not None and served.answer == entry_answer
             result = semantic(state)
             assert result.disposition == "hit" and result.reason.startswith("second stage: the verifier approved")
@@ -205,15 +208,15 @@ def test_second_stage_serves_what_the_verifier_approves(acme, judge_scores, sett
             # static first: the instructions are the system message, the pair comes last
             assert body["messages"][0] == {"role": "system", "content": VERIFIER_SYSTEM}
             user = body["messages"][1]["content"]
-            assert user.index(POLICY) < user.index(SEND_BACK) and user.rstrip().endswith("Reply yes or no.")
+            assert user.index(POLICY) < user.index(REFUND) and user.rstrip().endswith("Reply yes or no.")
 
-            state, served = cached_lookup(asker, SEND_BACK)  # the verifier says no this time
+            state, served = cached_lookup(asker, REFUND)  # the verifier says no this time
             assert served is None and "second stage: reply 'no'" in semantic(state).reason
 
 
 def test_second_stage_timeout_is_a_miss(acme, judge_scores, settings):
     """A verifier that does not answer within the timeout costs the timeout, and it is a miss."""
-    judge_scores[SEND_BACK] = 0.6
+    judge_scores[REFUND] = 0.6
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)  # connections are accepted by the kernel and never answered
@@ -224,7 +227,7 @@ def test_second_stage_timeout_is_a_miss(acme, judge_scores, settings):
             asker = pipeline.Asker(Tenant.objects.get(pk=acme.pk), "en", None)
             offer(asker, POLICY)
             started = time.perf_counter()
-            state, served = cached_lookup(asker, SEND_BACK)
+            state, served = cached_lookup(asker, REFUND)
             took = time.perf_counter() - started
     finally:
         silent.close()
@@ -241,13 +244,13 @@ def test_an_alias_of_another_entry_keeps_no_judge_score_of_that_pair(acme, judge
     policy = SemanticEntry.objects.get(source_ask__request_id=offer(asker, POLICY).request_id)
     shipping = SemanticEntry.objects.get(source_ask__request_id=offer(
         asker, "How long does shipping take?", article="shipping-countries").request_id)
-    judge_scores[SEND_BACK] = 0.6
-    state, _ = cached_lookup(asker, SEND_BACK)
+    judge_scores[REFUND] = 0.6
+    state, _ = cached_lookup(asker, REFUND)
     nearest = semantic(state).candidate
     assert nearest in (str(policy.pk), str(shipping.pk)) and semantic(state).judge_probability == 0.6
     other = shipping if nearest == str(policy.pk) else policy
-    approve_alias(other, SEND_BACK)
-    state, served = cached_lookup(asker, SEND_BACK)
+    approve_alias(other, REFUND)
+    state, served = cached_lookup(asker, REFUND)
     result = semantic(state)
     assert served is not None and result.candidate == str(other.pk)
     assert result.judge_probability is None and result.judge_version == JUDGE

@@ -27,7 +27,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 MODEL = {"VLLM_MODEL": "verifier-model", "VLLM_MODEL_REVISION": "r1"}
 POLICY = "What is your return policy?"
-SEND_BACK = "how long do I have to send stuff back"
+# No strict match for POLICY and no veto: by default (SEMANTIC_JUDGE_SERVES off) a miss, the verifier says yes
+REFUND = "What is your refund policy?"
 NO_PAIR = "how long do I have to send a parcel back"  # the verifier says no
 BOOM = "how long do I have to send stuff back boom"  # the verifier's server fails
 
@@ -98,23 +99,23 @@ def test_an_approved_near_miss_becomes_an_alias_and_a_label(demo, verifier, veri
     acme = demo["acme"]
     asker = pipeline.Asker(acme, "en", None)
     entry = SemanticEntry.objects.get(source_ask__request_id=offer(asker, POLICY).request_id)
-    learning_on[SEND_BACK] = learning_on[NO_PAIR] = learning_on[BOOM] = 0.6
+    learning_on[REFUND] = learning_on[NO_PAIR] = learning_on[BOOM] = 0.6
 
-    _, served = cached_lookup(asker, SEND_BACK)
+    _, served = cached_lookup(asker, REFUND)
     assert served is None  # the customer got a fresh answer; the check runs on the worker
     alias = wait_until(lambda: PairVerification.objects.filter(entry=entry, verdict="approved").first(), timeout=30)
-    assert alias.question == SEND_BACK and alias.judge_probability == 0.6 and alias.verifier_model == "verifier-model"
-    label = LabeledPair.objects.get(source=LabeledPair.Source.VERIFIER, new_question=SEND_BACK)
+    assert alias.question == REFUND and alias.judge_probability == 0.6 and alias.verifier_model == "verifier-model"
+    label = LabeledPair.objects.get(source=LabeledPair.Source.VERIFIER, new_question=REFUND)
     assert (label.should_hit, label.cached_question, label.judge_version) == (True, POLICY, "judge-test")
 
-    state, served = cached_lookup(asker, SEND_BACK)  # the next asker of that question hits
+    state, served = cached_lookup(asker, REFUND)  # the next asker of that question hits
     assert served is not None and served.answer == entry.answer and state.layer == "semantic"
 
     # a rejection is a negative label and no alias; a verifier error is neither
     cached_lookup(asker, NO_PAIR)
     cached_lookup(asker, BOOM)
     rows = wait_until(lambda: [r for r in PairVerification.objects.filter(entry=entry).exclude(verdict="pending")
-                               if r.question != SEND_BACK] if PairVerification.objects.filter(
+                               if r.question != REFUND] if PairVerification.objects.filter(
         entry=entry, verdict="pending").count() == 0 else None, timeout=30)
     verdicts = {r.question: r.verdict for r in rows}
     assert verdicts == {NO_PAIR: "rejected", BOOM: "error"}
@@ -128,7 +129,7 @@ def test_an_approved_near_miss_becomes_an_alias_and_a_label(demo, verifier, veri
 
     # a purge of the article the entry cites reaches its alias
     purge_citing(Article.objects.get(tenant=acme, locale="en", external_id="return-policy").pk, None)
-    _, served = cached_lookup(asker, SEND_BACK)
+    _, served = cached_lookup(asker, REFUND)
     assert served is None
 
 
@@ -136,17 +137,17 @@ def test_erasing_a_customer_removes_the_aliases_their_questions_made(demo, verif
     acme = demo["acme"]
     entry = SemanticEntry.objects.get(
         source_ask__request_id=offer(pipeline.Asker(acme, "en", None), POLICY).request_id)
-    learning_on[SEND_BACK] = 0.6
-    cached_lookup(pipeline.Asker(acme, "en", "cust-9"), SEND_BACK)
+    learning_on[REFUND] = 0.6
+    cached_lookup(pipeline.Asker(acme, "en", "cust-9"), REFUND)
     wait_until(lambda: PairVerification.objects.filter(entry=entry, verdict="approved").exists(), timeout=30)
-    assert cached_lookup(pipeline.Asker(acme, "en", None), SEND_BACK)[1] is not None
+    assert cached_lookup(pipeline.Asker(acme, "en", None), REFUND)[1] is not None
 
     out = io.StringIO()
     call_command("customer_erase", "--tenant", "acme", "--customer", "cust-9", stdout=out)
     counts = dict(kv.split("=") for kv in out.getvalue().split())
     assert counts["pairverification"] == "1" and counts["verifier_labels"] == "1"
-    assert not PairVerification.objects.exists() and not LabeledPair.objects.filter(new_question=SEND_BACK).exists()
-    assert cached_lookup(pipeline.Asker(acme, "en", None), SEND_BACK)[1] is None
+    assert not PairVerification.objects.exists() and not LabeledPair.objects.filter(new_question=REFUND).exists()
+    assert cached_lookup(pipeline.Asker(acme, "en", None), REFUND)[1] is None
     # that miss is a near miss again (another asker's now): let its check finish before the flush
     wait_until(lambda: not PairVerification.objects.filter(verdict="pending").exists(), timeout=30)
 
