@@ -113,13 +113,14 @@ def customer_erase(tenant: Tenant, customer: str) -> dict[str, int]:
     if request_ids:
         counts.update(_erase_cached(tenant, request_ids, questions, normalized))
     with transaction.atomic():
+        # Aliases the customer's near misses made go with their Asks (cascade); the verifier's
+        # training labels hold the question text without a link, so they go by text (first, so
+        # they are counted as such before the sweep of labelled pairs quoting the questions).
+        counts["verifier_labels"] = LabeledPair.objects.filter(
+            tenant=tenant, source=LabeledPair.Source.VERIFIER, new_question__in=questions).delete()[0]
         entries = SemanticEntry.objects.filter(tenant=tenant, source_ask__in=asks)
         forgotten = entries_forget(entries, questions=questions, tenant=tenant)
         counts["semantic_entries"] = forgotten.pop("caching.SemanticEntry", 0)
-        # Aliases the customer's near misses made go with their Asks (cascade); the verifier's
-        # training labels hold the question text without a link, so they go by text.
-        counts["verifier_labels"] = LabeledPair.objects.filter(
-            tenant=tenant, source=LabeledPair.Source.VERIFIER, new_question__in=questions).delete()[0]
         counts["decisions"] = CacheDecision.objects.filter(ask__in=asks).count()
         _, deleted = asks.delete()
     counts["asks"] = deleted.get("supportbot.AskEvent", 0)

@@ -30,6 +30,15 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(autouse=True)
+def _no_remembered_generation():
+    """Every test reads the active index generation afresh: the pipeline remembers it for a few
+    seconds, and a transactional test that reloads the demo makes a new one under a new pk."""
+    from supportbot import pipeline
+
+    pipeline._generation_cache = None
+
+
+@pytest.fixture(autouse=True)
 def _clean_redis():
     """Every test starts with empty answer/search caches; embedding vectors are kept (they are pure)."""
     from supportbot.redis_client import get_redis, reset_redis_state

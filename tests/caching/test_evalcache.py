@@ -48,8 +48,6 @@ def test_dev_pairs_have_no_false_hit(demo, tmp_path):
     assert not SemanticEntry.objects.filter(tenant__slug__startswith="eval-").exists()
 
 
-@pytest.mark.xfail(reason="issue 12 bar (>= 0.60 at 0 false): the feature judge serves 0.375 of dev paraphrases; "
-                          "see docs/semantic-guards.md, known failure modes", strict=False)
 def test_dev_pairs_meet_the_paraphrase_bar(demo):
     result, text = evalcache(DEV_PAIRS)
     assert result["false"] == 0.0 and result["hit"] >= 0.60, text

@@ -248,18 +248,13 @@ def test_judge_uses_stored_signatures_of_this_version_and_recomputes_old_ones():
 # Paraphrases with the real model
 # --------------------------------------------------------------------------------------
 
-# Differently worded paraphrases the feature judge does not yet certify at precision 0.99
-# (docs/semantic-guards.md, "Known failure modes"): a miss costs hit rate, never correctness.
-_UNSURE = pytest.mark.xfail(reason="judge unsure about differently worded paraphrases", strict=False)
-
-
 @pytest.mark.parametrize("cached,new", [
     ("How do I reset my password?", "how can i reset my password"),
-    pytest.param("What is the refund policy?", "refund policy details", marks=_UNSURE),
+    ("What is the refund policy?", "refund policy details"),
     ("Does the plan include support?", "Is support included in the plan?"),
-    pytest.param("How long does shipping take?", "how many days for shipping", marks=_UNSURE),
+    ("How long does shipping take?", "how many days for shipping"),
     ("Do you deliver on weekends?", "Is delivery available on Saturday and Sunday?"),
-    pytest.param("How do I enable two-factor authentication?", "how to turn on 2FA", marks=_UNSURE),
+    ("How do I enable two-factor authentication?", "how to turn on 2FA"),
     ("Is breakfast included in the room rate?", "does the room rate include breakfast"),
 ])
 def test_paraphrases_are_served(model, cached, new):
