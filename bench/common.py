@@ -150,7 +150,7 @@ class Scratch:
         """Delete the scratch tenants (with everything they own) and the Redis keys the run created."""
         from django.db import connection
 
-        from caching.models import EntryCitation, SemanticEntry
+        from caching.models import EntryCitation, PairVerification, SemanticEntry
         from ingestion.models import Article
         from retrieval.embeddings import embeddings_forget, question_scope
         from supportbot.models import Tenant
@@ -180,6 +180,7 @@ class Scratch:
         # Bulk-inserted entries are deleted in SQL: the ORM's cascade would load each one.
         entries = SemanticEntry.objects.filter(tenant_id__in=ids)
         EntryCitation.objects.filter(entry__in=entries).delete()
+        PairVerification.objects.filter(entry__in=entries).delete()  # near-miss checks (aliases) of the run
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {SemanticEntry._meta.db_table} WHERE tenant_id = ANY(%s)", [ids])
         Tenant.objects.filter(pk__in=ids).delete()
