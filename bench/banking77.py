@@ -67,7 +67,7 @@ def seeds_per_intent(train: list[tuple[str, str]], vectors: np.ndarray, per_inte
 
 def seed(scratch, label: str, seeds: dict[str, list[str]]) -> tuple[object, dict]:
     from ingestion.models import Chunk
-    from supportbot.generation.base import Passage
+    from generation.base import Passage
 
     tenant = scratch.tenant(label)
     article = scratch.article(tenant, "banking-source", "BANKING77 source", SOURCE_TEXT)

@@ -38,7 +38,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from bench.common import ROOT, Stopwatch, TraceSink, bench_result, ensure_schema, fmt_ms, percentiles, scratch_tenants, setup
+from bench.common import (ROOT, Stopwatch, TraceSink, bench_result, ensure_schema, fmt_ms, percentiles, scratch_tenants,
+                          setup)
 
 # Hits are measured, never generation: a miss finds no indexed passage in the scratch tenants, and
 # should one slip through, the model is a closed port (a fast "unavailable", not a 30 s CPU answer).
@@ -217,7 +218,7 @@ def throughput(port: int, url: str, body: dict, threads: int, seconds: float, ch
 
 def source_passage(scratch, tenant):
     from ingestion.models import Chunk
-    from supportbot.generation.base import Passage
+    from generation.base import Passage
 
     article = scratch.article(tenant, "bench-source", "Benchmark source", SOURCE_TEXT)
     chunk = Chunk.objects.filter(article=article, is_current=True).first()
@@ -326,7 +327,7 @@ def semantic_hits(port: int, ask_url: str, pairs, offered: set, scratch, api_key
     """2. semantic hits: every paraphrase once per suffix, none of them seen before."""
     from retrieval.embeddings import get_embedder
     from supportbot.questions import normalize_question
-    from supportbot.redis_client import get_redis
+    from core.redis_client import get_redis
 
     client, figures = Client(port, api_key), {}
     embedder, r = get_embedder(), get_redis()
@@ -370,7 +371,8 @@ TEMPLATES = (
 
 def lookup_100k(scratch, args) -> dict:
     from caching import guards
-    from caching.layers.semantic import SemanticLayer, candidates_query
+    from caching.layers import semantic_layer as layer
+    from caching.layers.semantic import candidates_query
     from caching.models import SemanticEntry
     from supportbot import pipeline
 
@@ -419,7 +421,6 @@ def lookup_100k(scratch, args) -> dict:
         cursor.execute("SHOW hnsw.ef_search")
         figures["ef_search"] = cursor.fetchone()[0]
 
-    layer = SemanticLayer()
     probe = near(0)
     sql, params = candidates_query(scopes[0], probe)  # the query the layer runs
     with connection.cursor() as cursor:

@@ -46,7 +46,7 @@ def _start_private_redis() -> None:
     import atexit
     import tempfile
 
-    from supportbot.embedded import start_redis
+    from core.servers import start_redis
 
     proc = start_redis(data_dir=Path(tempfile.mkdtemp(prefix="bench-redis-")))
     os.environ["REDIS_URL"] = f"redis://127.0.0.1:{proc.port}/0"
@@ -114,7 +114,7 @@ class Scratch:
         self._embedding_keys: set[bytes] = set()
 
     def tenant(self, suffix: str = "", *, locales=("en",), **fields):
-        from supportbot.models import Tenant
+        from core.models import Tenant
 
         defaults = {"name": f"Bench {suffix or len(self.tenants)}", "locales": list(locales),
                     "default_locale": locales[0], "semantic_mode": Tenant.SemanticMode.SERVE}
@@ -135,7 +135,7 @@ class Scratch:
         """Note texts the run is about to embed: their cache keys are removed at the end unless
         they were cached before the run (someone else's)."""
         from retrieval.embeddings import get_embedder
-        from supportbot.redis_client import get_redis
+        from core.redis_client import get_redis
 
         embedder = get_embedder()
         keys = [embedder.cache_key(t).encode() for t in texts]
@@ -150,31 +150,22 @@ class Scratch:
         """Delete the scratch tenants (with everything they own) and the Redis keys the run created."""
         from django.db import connection
 
+        from caching.layers import embedding_layer, exact_layer, search_layer
         from caching.models import EntryCitation, PairVerification, SemanticEntry
-        from ingestion.models import Article
-        from retrieval.embeddings import embeddings_forget, question_scope
-        from supportbot.models import Tenant
-        from supportbot.redis_client import get_redis
+        from core.cachelayer import CacheScope
+        from core.models import Tenant
+        from core.redis_client import get_redis
 
         ids = [t.pk for t in self.tenants]
         if not ids:
             return
-        article_pks = list(Article.objects.filter(tenant_id__in=ids).values_list("pk", flat=True))
+        # every cache's share of each scratch tenant (its entries, their indexes and reverse indexes,
+        # the vectors of its questions), through the layers that own those keys
+        for tenant in self.tenants:
+            for layer in (exact_layer, search_layer, embedding_layer):
+                layer.purge_scope(CacheScope(tenant.pk, tenant.slug))
         r = get_redis()
-        # exact answers and rate-limit counters carry the tenant slug; search results and answers are
-        # also listed in the reverse index of each scratch article
-        doomed = {k for pattern in (f"ans:*:{self.run}-*", f"ans-idx:*:{self.run}-*", f"rl:*:{self.run}-*",
-                                    *(f"srch:{pk}:*" for pk in ids))
-                  for k in r.scan_iter(match=pattern, count=1000)}
-        for pk in article_pks:
-            for kind in ("ans", "srch"):
-                cite = f"cite:{kind}:{pk}"
-                doomed.update(r.smembers(cite))
-                doomed.add(cite.encode())
-        doomed.update(self._embedding_keys)
-        for pk in ids:  # the vectors of the run's questions, cached in each tenant's scope
-            embeddings_forget(question_scope(pk))
-        doomed = sorted(doomed)
+        doomed = sorted({*r.scan_iter(match=f"rl:*:{self.run}-*", count=1000), *self._embedding_keys})  # rate limits
         for start in range(0, len(doomed), 1000):
             r.delete(*doomed[start:start + 1000])
         # Bulk-inserted entries are deleted in SQL: the ORM's cascade would load each one.

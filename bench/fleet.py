@@ -132,14 +132,14 @@ class Fleet:
         for proc in self.celery:
             self._stop(proc)
         if self.model is not None:
-            from supportbot.generation.embedded import stop_model_server
+            from generation.local_model import stop_model_server
 
             stop_model_server(self.model.pid, self.model)
 
 
 def postmaster_pid() -> int | None:
     """The local PostgreSQL's postmaster (the embedded one's pid file), None when it runs elsewhere."""
-    from supportbot.embedded import VAR
+    from core.servers import VAR
 
     try:
         return int((VAR / "pg" / "postmaster.pid").read_text().split()[0])
@@ -340,8 +340,8 @@ def main(argv=None) -> int:
     if not steps or steps != sorted(set(steps)) or steps[0] < 1:
         parser.error("--web: ascending numbers >= 1")
 
-    from supportbot.embedded import VAR
-    from supportbot.models import Tenant
+    from core.servers import VAR
+    from core.models import Tenant
 
     ensure_schema()
     redis_url = os.environ["REDIS_URL"]
@@ -354,7 +354,7 @@ def main(argv=None) -> int:
     windows, all_results = [], []
     try:
         if args.model == "embedded":
-            from supportbot.generation.embedded import start_model_server
+            from generation.local_model import start_model_server
 
             fleet.model = start_model_server(HOST, model_port)
         tenants, keys = setup_tenants()

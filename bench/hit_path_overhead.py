@@ -42,10 +42,11 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import BatchSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased  # noqa: E402
 
-from caching.layers.base import LayerResult  # noqa: E402
-from supportbot import metrics, tracing  # noqa: E402
-from supportbot.models import Tenant  # noqa: E402
-from supportbot.pipeline import Asker, AskState  # noqa: E402
+from core import metrics  # noqa: E402
+from core.cachelayer import LayerResult  # noqa: E402
+from core.models import Tenant  # noqa: E402
+from supportbot import tracing  # noqa: E402
+from supportbot.pipeline import AskState, Asker  # noqa: E402
 
 TENANT = Tenant(slug="bench", name="Bench", locales=["en"])
 
@@ -167,7 +168,7 @@ def measure_exact_hit(iterations: int) -> float:
     round trip, the answer), without the record the web process writes in the background."""
     from supportbot import pipeline
     from ingestion.models import Chunk
-    from supportbot.generation.base import Passage
+    from generation.base import Passage
 
     with scratch_tenants("overhead") as scratch:
         tenant = scratch.tenant("hit")

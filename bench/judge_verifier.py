@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.judge_verifier [--pairs 120] [--seed 7] [--timeout-s 30]
 
-Puts labelled question pairs to ``supportbot.generation.verifier.verify`` exactly as the second
+Puts labelled question pairs to ``generation.verifier.verify`` exactly as the second
 stage and the near-miss task do, one at a time, and reports for "yes" (an approval serves or
 aliases a cached answer): precision, recall, the share of calls with no verdict (errors,
 timeouts, replies that are not yes/no: all misses), latency per call (what the second stage adds
@@ -65,8 +65,8 @@ def main() -> None:
     setup()
     from django.conf import settings
 
-    from supportbot.generation.embedded import ensure_model_server
-    from supportbot.generation.verifier import VERIFIER_VERSION, verify
+    from generation.local_model import ensure_model_server
+    from generation.verifier import VERIFIER_VERSION, verify
 
     if not settings.VLLM_BASE_URL:
         port = free_port()

@@ -121,7 +121,7 @@ def setup_tenants():
     from ingestion.services import article_upsert
     from retrieval.services import index_sync
     from supportbot.auth import api_key_create
-    from supportbot.models import Tenant
+    from core.models import Tenant
 
     tenants, keys = {}, {}
     for i, slug in enumerate(TENANTS):
@@ -143,7 +143,7 @@ def setup_tenants():
 def offer_hits(tenants) -> dict[str, str]:
     """Offer a marked answer per tenant and hit question; returns marker -> tenant slug."""
     from supportbot import pipeline
-    from supportbot.generation.base import Passage
+    from generation.base import Passage
 
     owners, n = {}, 0
     for slug, tenant in tenants.items():
@@ -298,7 +298,7 @@ def parse_stream(text: str) -> dict:
 
 def verify(results: list[Result], owners: dict[str, str], tenants) -> dict:
     from supportbot import pipeline
-    from supportbot.models import AskEvent
+    from caching.models import AskEvent
 
     ids = [r.body.get("request_id") for r in results if r.body.get("request_id")]
     events = {}
@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
 
-    from supportbot.embedded import VAR, start_redis
+    from core.servers import VAR, start_redis
 
     redis_proc = start_redis()
     redis_port = redis_proc.port
@@ -363,8 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     django.setup()
     from django.core.management import call_command
 
-    from supportbot.generation.embedded import start_model_server, stop_model_server
-    from supportbot.models import Tenant
+    from generation.local_model import start_model_server, stop_model_server
+    from core.models import Tenant
 
     procs = {"redis": redis_proc}
     log_path = VAR / "log" / "bench-load-faults-gunicorn.log"

@@ -39,9 +39,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
 import httpx  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from supportbot.generation.base import ChatRequest, GenerationResult, Passage  # noqa: E402
-from supportbot.generation.embedded import EmbeddedBackend, start_model_server, stop_model_server  # noqa: E402
-from supportbot.generation.prompt import TenantPrompt, build_chat_request  # noqa: E402
+from generation.base import ChatRequest, GenerationResult, Passage  # noqa: E402
+from generation.local_model import EmbeddedBackend, start_model_server, stop_model_server  # noqa: E402
+from generation.prompt import TenantPrompt, build_chat_request  # noqa: E402
 
 HOST = "127.0.0.1"
 PASSAGE_CHARS = 320

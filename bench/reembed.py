@@ -10,7 +10,7 @@ its own for the caches and the Celery broker. All of it is deleted at the end.
 
 1. A synthetic knowledge base: 2,000 articles x 10 sections = 20,000 chunks, through the real
    ingestion service.
-2. Full re-embed: the nightly job (``ingestion.jobs.reembed_changed``) on an empty generation
+2. Full re-embed: the nightly job (``retrieval.indexing.reembed_changed``) on an empty generation
    with a cold embedding cache: every chunk through the model. Timed, nothing extrapolated.
 3. 1% of the articles are edited (3 of their 10 sections rewritten), the job runs again. Model
    calls are counted by the embedder itself and must equal the chunks whose text changed.
@@ -37,9 +37,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # The nightly job alone is measured: no re-index on change (a worker would race the job for the work).
 os.environ["JOBS_INDEX_ON_CHANGE"] = "false"
 
-from supportbot import embedded  # noqa: E402
+from core import servers  # noqa: E402
 
-embedded.ensure_environment()
+servers.ensure_environment()
 # Redis databases of our own (caches, broker): a running app's worker never takes these tasks, and
 # nothing that clears the app's database (a test run) can pull a lock or an entry from under us.
 _REDIS_SERVER = os.environ["REDIS_URL"].rsplit("/", 1)[0]
@@ -56,23 +56,25 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from caching.keys import AnswerSpec, exact_key  # noqa: E402
+from caching.keys import AnswerSpec  # noqa: E402
+from caching.layers import embedding_layer, exact_layer, search_layer, semantic_layer  # noqa: E402
 from caching.layers.base import CachedAnswer  # noqa: E402
+from caching.layers.exact import exact_key  # noqa: E402
 from caching.layers.search import search_key  # noqa: E402
 from caching.layers.semantic import SemanticScope  # noqa: E402
 from caching.models import SemanticEntry  # noqa: E402
-from caching.purge import exact_layer, search_layer, semantic_layer  # noqa: E402
-from ingestion.jobs import reembed_changed  # noqa: E402
-from ingestion.models import Article, Chunk, JobRun  # noqa: E402
+from core.cachelayer import CacheScope  # noqa: E402
+from core.models import JobRun, Tenant  # noqa: E402
+from core.redis_client import get_redis  # noqa: E402
+from ingestion.models import Article, Chunk  # noqa: E402
 from ingestion.parsing import ParsedArticle  # noqa: E402
 from ingestion.services import article_edit, article_upsert  # noqa: E402
 from retrieval.embeddings import Embedder, get_embedder, text_hash  # noqa: E402
+from retrieval.indexing import reembed_changed  # noqa: E402
 from retrieval.models import ChunkEmbedding, IndexGeneration  # noqa: E402
 from retrieval.search import SearchHit  # noqa: E402
 from retrieval.services import chunk_embedding_text  # noqa: E402
 from supportbot.celery import app  # noqa: E402
-from supportbot.models import Tenant  # noqa: E402
-from supportbot.redis_client import get_redis  # noqa: E402
 
 WORDS = ("order delivery parcel refund return exchange warranty repair invoice receipt account password email "
          "address payment card gift voucher membership points discount price match store pickup courier "
@@ -203,30 +205,17 @@ def measure_purges(tenant: Tenant, texts: dict[int, list[str]], embedder: BenchE
 
 def cleanup(tenant: Tenant | None, generation: IndexGeneration | None, embedder: BenchEmbedder | None,
             job_ids: list[int]) -> None:
-    r = get_redis()
     if generation is not None:
         ChunkEmbedding.objects.filter(generation=generation).delete()
         generation.delete()
     if tenant is not None:
-        article_pks = list(Article.objects.filter(tenant=tenant).values_list("pk", flat=True))
-        keys = [f"cite:ans:{pk}" for pk in article_pks] + [f"cite:srch:{pk}" for pk in article_pks]
-        for i in range(0, len(keys), 1000):
-            r.delete(*keys[i:i + 1000])
-        stale = list(r.scan_iter(match=f"ans:*:{tenant.slug}:*", count=1000))
-        if stale:
-            r.delete(*stale)
+        for layer in (exact_layer, search_layer):  # the tenant's entries and its articles' reverse index
+            layer.purge_scope(CacheScope(tenant.pk, tenant.slug))
         tenant.delete()
     JobRun.objects.filter(pk__in=job_ids).delete()
     if embedder is not None:
         JobRun.objects.filter(detail__model=embedder.name).delete()  # a run that failed is ours too
-        batch = []
-        for k in r.scan_iter(match=f"emb:{embedder.name}:*", count=5000):
-            batch.append(k)
-            if len(batch) >= 5000:
-                r.delete(*batch)
-                batch = []
-        if batch:
-            r.delete(*batch)
+        embedding_layer.purge_model(embedder.name)
     redis.Redis.from_url(BROKER_URL).flushdb()
 
 

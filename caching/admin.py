@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from caching.models import PurgeRecord
-from supportbot.tenancy import AllTenantsOnlyAdmin, TenantScopedAdmin
+from core.tenancy import AllTenantsOnlyAdmin, TenantScopedAdmin
 
 
 @admin.register(PurgeRecord)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 
 from caching.answer_checks import CHECKS, Evidence, Refusal
-from caching.layers.base import LayerResult
+from core.cachelayer import LayerResult
 
 MAX_ANSWER_CHARS = 4000
 _REFUSAL = re.compile(

@@ -8,13 +8,16 @@ class CachingConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_delete, post_save
 
+        from caching import judge_train  # noqa: F401 - registers the judge's recipe with the guards
         from caching.citations import article_saved
-        from caching.receivers import article_changed_queue_jobs, index_refreshed_queue_purge
+        from caching.receivers import article_changed_queue_purge, generation_switched_retire, index_refreshed_purge
         from ingestion.models import Article
-        from ingestion.signals import article_changed, index_refreshed
+        from ingestion.signals import article_changed
+        from retrieval.signals import generation_switched, index_refreshed
 
-        article_changed.connect(article_changed_queue_jobs, dispatch_uid="caching.article_changed_queue_jobs")
-        index_refreshed.connect(index_refreshed_queue_purge, dispatch_uid="caching.index_refreshed_queue_purge")
+        article_changed.connect(article_changed_queue_purge, dispatch_uid="caching.article_changed_queue_purge")
+        index_refreshed.connect(index_refreshed_purge, dispatch_uid="caching.index_refreshed_purge")
+        generation_switched.connect(generation_switched_retire, dispatch_uid="caching.generation_switched_retire")
         # any write to an article moves its tenant's versions revision, whatever path it took
         post_save.connect(article_saved, sender=Article, dispatch_uid="caching.article_saved")
         post_delete.connect(article_saved, sender=Article, dispatch_uid="caching.article_deleted")

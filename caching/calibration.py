@@ -14,7 +14,7 @@ the target (``CALIBRATION_TARGET_PRECISION``) at every higher threshold that ser
 no negative pair gets no recommendation: its precision has not been measured.
 
 Pairs come from ``LabeledPair`` rows (labelled samples and review verdicts) and from
-files in the ``evalcache`` format (``caching.evaluation.read_pairs``). Pairs that cross
+files in the ``evalcache`` format (``caching.pairs``). Pairs that cross
 tenants or locales are left out: hard filters decide those, not the threshold.
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ from django.db import transaction
 from django.db.models import Max
 
 from caching import guards
-from caching.evaluation import read_pairs
+from caching.audit import audit
 from caching.models import LabeledPair, ThresholdSetting
-from caching.review import audit
+from caching.pairs import read_pairs
 from caching.rollups import tenant_lookup
 from caching.stats import wilson
 from caching.thresholds import current_thresholds, invalidate_thresholds

@@ -14,8 +14,8 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from caching.models import CacheChurn
-from supportbot import metrics
-from supportbot.redis_client import RedisUnavailable, get_redis, redis_failed
+from core import metrics
+from core.redis_client import RedisUnavailable, get_redis, redis_failed
 
 log = logging.getLogger(__name__)
 

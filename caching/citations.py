@@ -2,7 +2,7 @@
 
 A cached answer is served only while every article version it cites is still the current
 version of an active article of the same tenant. The current versions of a tenant's
-articles are kept in each process (``supportbot.localcache``) under the tenant's
+articles are kept in each process (``core.localcache``) under the tenant's
 ``articles`` revision, which every article save or delete bumps (``article_saved``, connected
 in ``caching.apps``):
 the check on a cache hit reads Redis, not the database."""
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from django.db import connection
 
+from core.localcache import MISSING, RevisionedCache
 from ingestion.models import Article
-from supportbot.localcache import MISSING, RevisionedCache
 
 article_versions: RevisionedCache[dict[int, int]] = RevisionedCache("articles")
 

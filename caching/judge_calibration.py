@@ -1,6 +1,6 @@
 """Per-tenant recalibration of the learned judge's threshold from staff labels (issue 12).
 
-Every labelled pair kept from a semantic decision (``caching.review.pair_keep``) carries the
+Every labelled pair kept from a semantic decision (``supportbot.review.pair_keep``) carries the
 judge's probability and version at decision time. For one tenant and judge version the pairs give,
 at each threshold t of ``JUDGE_CALIBRATION_GRID``, the served pairs (probability >= t), their
 precision (with its 95% Wilson lower bound) and coverage (served should-hits / all should-hits).
@@ -21,13 +21,13 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
+from caching.audit import audit
 from caching.calibration import Curve, Point
 from caching.models import JudgeThreshold, LabeledPair
 from caching.rollups import tenant_lookup
-from caching.review import audit
 from caching.stats import wilson
 from caching.thresholds import invalidate_judge_thresholds
-from supportbot.models import Tenant
+from core.models import Tenant
 
 
 def judge_pairs(tenant_id, judge_version: str = "") -> tuple[str, list[tuple[float, bool]]]:

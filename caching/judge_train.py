@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from caching import judge_data
+from caching.guards.judge import Recipe, recipe_register
 from caching.judge_data import Pair, PairConfig
 
 log = logging.getLogger(__name__)
@@ -304,6 +305,9 @@ def ensure_artefact(root: Path = DEFAULT_ROOT, *, force: bool = False, progress=
     questions = [q for q in judge_data.load_questions() if q.split == "train"]
     train_judge(out, questions, version=version, progress=progress)
     return out
+
+
+recipe_register(Recipe(DEFAULT_ROOT, artefact_version))
 
 
 def main(argv=None) -> int:

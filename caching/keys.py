@@ -1,17 +1,15 @@
 """The answer spec: every input that shapes an answer, in one structure.
 
 The pipeline builds the model request from an ``AnswerSpec`` and the exact-cache
-key is a hash of the same spec's canonical JSON, so nothing that changes an answer
-can be left out of the key by accident (a property test checks every field)."""
+key (``caching.layers.exact.exact_key``) is a hash of the same spec's canonical JSON, so
+nothing that changes an answer can be left out of the key by accident (a property test
+checks every field)."""
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-
-KEY_VERSION = "a1"  # bump when the key layout itself changes
-
 
 def canonical_json(value) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -41,37 +39,3 @@ class AnswerSpec:
 
 
 _SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(AnswerSpec))
-
-
-def exact_key(spec: AnswerSpec) -> str:
-    """``ans:<key version>:<tenant>:<sha256 of the spec's canonical JSON>``, remembered per spec
-    (every hit computes the key of a question asked before, and the JSON is most of its cost)."""
-    fields = spec.as_dict()
-    try:
-        memo = tuple(v if type(v) is str else _frozen(v) for v in fields.values())  # strings stand for themselves
-    except TypeError:  # a value the memo cannot tell apart from others: computed each time
-        return f"ans:{KEY_VERSION}:{spec.tenant}:{digest(fields)}"
-    key = _exact_keys.get(memo)
-    if key is None:
-        if len(_exact_keys) >= 4096:
-            _exact_keys.clear()
-        key = _exact_keys[memo] = f"ans:{KEY_VERSION}:{spec.tenant}:{digest(fields)}"
-    return key
-
-
-_exact_keys: dict[tuple, str] = {}
-
-
-def _frozen(value):
-    """A hashable stand-in for a JSON value that equals another only if their JSON is equal:
-    typed, so 1, 1.0 and True stay apart, and floats by repr, so 0.0 and -0.0 do too."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return kind, value
-    if kind is float:
-        return kind, repr(value)
-    if kind is list or kind is tuple:
-        return list, tuple(_frozen(v) for v in value)
-    if kind is dict:
-        return dict, tuple(sorted((_frozen(k), _frozen(v)) for k, v in value.items()))
-    raise TypeError(f"no stand-in for {kind.__name__}")

@@ -1,6 +1,70 @@
+import uuid
+
 from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
+
+from core.cachelayer import Disposition
+
+
+class AskEvent(models.Model):
+    """One customer question and what the product did with it."""
+
+    class Status(models.TextChoices):
+        ANSWERED = "answered"
+        NOT_COVERED = "not_covered"
+        UNAVAILABLE = "unavailable"
+        INTERRUPTED = "interrupted"
+
+    class ServingLayer(models.TextChoices):
+        """Which answer layer served the Ask (none: a fresh answer); ``ANSWER_LAYERS`` are the first two."""
+
+        EXACT = "exact"
+        SEMANTIC = "semantic"
+        NONE = "none"
+
+    request_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # Record tables take a row per Ask under load: no index that another one already covers
+    # (tenant + created_at serves the tenant), and the customer index holds signed-in Asks only.
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="asks", db_index=False)
+    locale = models.CharField(max_length=10)
+    scope = models.CharField(max_length=20, default="anonymous", help_text="anonymous or customer")
+    customer_ref = models.CharField(max_length=128, blank=True)
+    question = models.TextField()
+    normalized_question = models.TextField(blank=True)
+    answer = models.TextField(blank=True)
+    citations = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices)
+    serving_layer = models.CharField(max_length=20, choices=ServingLayer.choices, default=ServingLayer.NONE)
+    cache_reason = models.CharField(max_length=300, blank=True)
+    intent = models.CharField(max_length=40, blank=True)
+    category = models.CharField(max_length=20, blank=True, help_text="general, personal, action or time")
+    model = models.CharField(max_length=200, blank=True)
+    model_revision = models.CharField(max_length=100, blank=True)
+    prompt_version = models.CharField(max_length=40, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=20, blank=True)
+    error_reason = models.CharField(max_length=200, blank=True)
+    ttft_ms = models.FloatField(null=True, blank=True)
+    total_ms = models.FloatField(default=0)
+    timings = models.JSONField(default=dict, blank=True)
+    streamed = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        db_table = "supportbot_askevent"  # the table it was created under (moved here without moving data)
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["tenant", "created_at"]),
+            models.Index(fields=["serving_layer", "created_at"]),
+            models.Index(fields=["tenant", "customer_ref"], condition=~models.Q(customer_ref=""),
+                         name="askevent_customer_idx"),  # export and erasure (supportbot.retention)
+        ]
+
+    def __str__(self):
+        return f"{self.tenant_id}:{self.request_id}"
 
 
 class SemanticEntry(models.Model):
@@ -16,7 +80,7 @@ class SemanticEntry(models.Model):
         GENERATED = "generated"
         STAFF = "staff"
 
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="semantic_entries")
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="semantic_entries")
     locale = models.CharField(max_length=10)
     question = models.TextField()
     normalized_question = models.TextField()
@@ -36,7 +100,7 @@ class SemanticEntry(models.Model):
     retrieval_version = models.CharField(max_length=40)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE, db_index=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.GENERATED)
-    source_ask = models.ForeignKey("supportbot.AskEvent", null=True, blank=True, on_delete=models.SET_NULL,
+    source_ask = models.ForeignKey("AskEvent", null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(db_index=True)
@@ -78,21 +142,13 @@ class CacheDecision(models.Model):
         PREFIX = "prefix"
         ADMISSION = "admission"
 
-    class Disposition(models.TextChoices):
-        HIT = "hit"
-        MISS = "miss"
-        BYPASS = "bypass"
-        SHADOW_HIT = "shadow_hit"
-        ASSIST = "assist"
-        SKIPPED = "skipped"  # the layer was unavailable (e.g. Redis down) or off
-        STORED = "stored"
-        REFUSED = "refused"
+    Disposition = Disposition  # the one enum of what a layer did (core.cachelayer)
 
-    ask = models.ForeignKey("supportbot.AskEvent", on_delete=models.CASCADE, related_name="decisions")
+    ask = models.ForeignKey("AskEvent", on_delete=models.CASCADE, related_name="decisions")
     # The Ask's tenant, copied for filtering: the Ask's own key already ties the row to it, so the
     # database checks no second key per row (decisions are written for every Ask, hits included),
     # and (tenant, layer, created_at) serves the tenant.
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+", db_index=False,
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+", db_index=False,
                                db_constraint=False)
     layer = models.CharField(max_length=12, choices=Layer.choices)
     disposition = models.CharField(max_length=12, choices=Disposition.choices)
@@ -121,6 +177,10 @@ class CacheDecision(models.Model):
 
     def __str__(self):
         return f"{self.layer}:{self.disposition}"
+
+
+# The layers that serve an answer (a hit's decision, an Ask's serving layer); the others decide only.
+ANSWER_LAYERS = (CacheDecision.Layer.EXACT, CacheDecision.Layer.SEMANTIC)
 
 
 class ThresholdSetting(models.Model):
@@ -156,7 +216,7 @@ class PurgeRecord(models.Model):
     article = models.ForeignKey("ingestion.Article", null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="+")
     article_pk = models.BigIntegerField(db_index=True, help_text="kept when the article row is deleted")
-    tenant = models.ForeignKey("supportbot.Tenant", null=True, blank=True, on_delete=models.CASCADE,
+    tenant = models.ForeignKey("core.Tenant", null=True, blank=True, on_delete=models.CASCADE,
                                related_name="+")
     version = models.PositiveIntegerField(null=True, blank=True,
                                           help_text="the article's version after the change; empty: removed")
@@ -203,7 +263,7 @@ class ReasonCode(models.TextChoices):
 class Feedback(models.Model):
     """The customer's "Did this answer your question?"; the last click counts."""
 
-    ask = models.OneToOneField("supportbot.AskEvent", on_delete=models.CASCADE, related_name="feedback")
+    ask = models.OneToOneField("AskEvent", on_delete=models.CASCADE, related_name="feedback")
     helpful = models.BooleanField()
     comment = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -217,7 +277,7 @@ class SampledHit(models.Model):
     """A cache hit (or shadow would-hit) picked at record time for labelling."""
 
     decision = models.OneToOneField(CacheDecision, on_delete=models.CASCADE, related_name="sample")
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+")
     stratum = models.CharField(max_length=12, help_text="exact, semantic or shadow: the sample-rate key")
     intent = models.CharField(max_length=40, blank=True)
     why = models.CharField(max_length=40, help_text="rate or intent minimum")
@@ -276,8 +336,8 @@ class ReviewItem(models.Model):
     source = models.CharField(max_length=10, choices=Source.choices)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True)
     reason = models.CharField(max_length=20, choices=ReasonCode.choices, blank=True)
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
-    ask = models.ForeignKey("supportbot.AskEvent", on_delete=models.CASCADE, related_name="review_items")
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+")
+    ask = models.ForeignKey("AskEvent", on_delete=models.CASCADE, related_name="review_items")
     decision = models.ForeignKey(CacheDecision, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     entry = models.ForeignKey(SemanticEntry, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     layer = models.CharField(max_length=12, help_text="the layer that served (or would have served) the answer")
@@ -314,7 +374,7 @@ class LabeledPair(models.Model):
     # Staff verdicts; the verifier's own labels train the judge but never calibrate it.
     STAFF_SOURCES = (Source.LABEL, Source.REVIEW)
 
-    tenant = models.ForeignKey("supportbot.Tenant", null=True, blank=True, on_delete=models.CASCADE,
+    tenant = models.ForeignKey("core.Tenant", null=True, blank=True, on_delete=models.CASCADE,
                                related_name="+")
     decision = models.OneToOneField(CacheDecision, null=True, blank=True, on_delete=models.CASCADE,
                                     related_name="labeled_pair")
@@ -357,7 +417,7 @@ class HourlyRollup(models.Model):
     dashboard knows what a model call costs per intent without reading the Ask table."""
 
     hour = models.DateTimeField()
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+")
     layer = models.CharField(max_length=12)
     disposition = models.CharField(max_length=12)
     intent = models.CharField(max_length=40, blank=True)
@@ -389,7 +449,7 @@ class CacheChurn(models.Model):
         EXPIRED = "expired"
 
     hour = models.DateTimeField()
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+")
     layer = models.CharField(max_length=12)
     kind = models.CharField(max_length=8, choices=Kind.choices)
     count = models.PositiveIntegerField(default=0)
@@ -417,8 +477,8 @@ class PairVerification(models.Model):
         ERROR = "error", "error (counts as a miss)"
 
     entry = models.ForeignKey(SemanticEntry, on_delete=models.CASCADE, related_name="verifications")
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
-    source_ask = models.ForeignKey("supportbot.AskEvent", null=True, blank=True, on_delete=models.CASCADE,
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+")
+    source_ask = models.ForeignKey("AskEvent", null=True, blank=True, on_delete=models.CASCADE,
                                    related_name="+", help_text="the Ask whose near miss queued the check")
     question = models.TextField()
     normalized_question = models.TextField()
@@ -449,7 +509,7 @@ class JudgeThreshold(models.Model):
     """A tenant's judge-probability threshold recalibrated from its staff labels (versioned; the
     newest row of the tenant for the judge version that scored a candidate is in force)."""
 
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+")
     judge_version = models.CharField(max_length=64)
     value = models.FloatField()
     version = models.PositiveIntegerField()

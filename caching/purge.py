@@ -15,7 +15,6 @@ changed article removes exactly the entries that cite it.
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import Counter, defaultdict
@@ -27,27 +26,18 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from caching.churn import churn_add
-from caching.keys import KEY_VERSION
-from caching.layers.exact import ExactLayer
-from caching.layers.exact import _cite_key as exact_cite_key
-from caching.layers.search import SearchLayer
-from caching.layers.search import _cite_key as search_cite_key
-from caching.layers.semantic import SemanticLayer
+from caching.layers import exact_layer, search_layer, semantic_layer
 from caching.models import EntryCitation, PurgeRecord, SemanticEntry
-from ingestion.jobs import job_run
+from core import metrics
+from core.jobs import job_run
 from ingestion.models import Article
 from retrieval.embeddings import embed_texts
 from retrieval.generations import query_embedder
 from retrieval.search import search_hybrid
 from retrieval.services import active_generation
-from supportbot import metrics
-from supportbot.redis_client import get_redis
 
 log = logging.getLogger(__name__)
 
-exact_layer = ExactLayer()
-semantic_layer = SemanticLayer()
-search_layer = SearchLayer()
 LAYERS = {"exact": exact_layer, "semantic": semantic_layer, "search": search_layer}
 
 
@@ -96,7 +86,6 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
     for a in articles:
         scopes[(a.tenant_id, a.locale)].add(a.pk)
         tenants[a.tenant_id] = a.tenant
-    r = get_redis()
     records = []
     for (tenant_id, locale), pks in sorted(scopes.items()):
         started = time.perf_counter()
@@ -124,29 +113,21 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
         # goes early (a miss), never late.
         twins = set(SemanticEntry.objects.filter(tenant_id=tenant_id, status=SemanticEntry.Status.ACTIVE)
                     .exclude(exact_key="").values_list("exact_key", flat=True))
-        alone = [k_ for k_ in r.scan_iter(match=f"ans:{KEY_VERSION}:{tenants[tenant_id].slug}:*", count=1000)
-                 if k_.decode() not in twins]
-        for i in range(0, len(alone), 200):
-            batch = alone[i:i + 200]
-            questions = {}
-            for key, raw in zip(batch, r.mget(batch)):
-                try:
-                    question = json.loads(raw).get("question") if raw is not None else None
-                except ValueError:
-                    question = None
-                if question:
-                    questions[key] = question
+        alone = {key: value.get("question") for key, value in exact_layer.entries(tenants[tenant_id].slug)
+                 if key not in twins and value is not None and value.get("question")}
+        alone_items = list(alone.items())
+        for i in range(0, len(alone_items), 200):
+            questions = dict(alone_items[i:i + 200])
             vectors = embed_texts(list(questions.values()), embedder=embedder)
             for (key, question), vector in zip(questions.items(), vectors):
                 article_pk = retrieved(question, vector)
                 if article_pk is not None:
-                    doomed_keys.append(key.decode())
+                    doomed_keys.append(key)
                     removed_exact[article_pk] += 1
         with transaction.atomic():
             SemanticEntry.objects.filter(pk__in=doomed_entries, status=SemanticEntry.Status.ACTIVE).update(
                 status=SemanticEntry.Status.PURGED)
-        for i in range(0, len(doomed_keys), 500):
-            r.delete(*doomed_keys[i:i + 500])
+        exact_layer.delete_keys(doomed_keys)
         per_article_ms = (time.perf_counter() - started) * 1000 / len(pks)
         for article_pk in sorted(set(removed_semantic) | set(removed_exact)):
             records.append(PurgeRecord.objects.create(
@@ -180,50 +161,6 @@ def _current_versions(article_pks) -> dict[int, int]:
     return out
 
 
-def _sweep_redis(cite_pattern: str, cited_versions) -> tuple[int, Counter]:
-    """Delete Redis entries whose cited (article, version) pairs are not all current.
-
-    ``cited_versions(raw_value)`` returns the value's [(article_pk, version)]. Returns the
-    number of entries examined and, per stale article, the entries removed because of it."""
-    r = get_redis()
-    members_of: dict[bytes, list[bytes]] = {}
-    for cite_key in r.scan_iter(match=cite_pattern, count=1000):
-        members_of[cite_key] = list(r.smembers(cite_key))
-    entry_keys = sorted({k for members in members_of.values() for k in members})
-    values: dict[bytes, list[tuple[int, int]] | None] = {}
-    for i in range(0, len(entry_keys), 500):
-        batch = entry_keys[i:i + 500]
-        for key, raw in zip(batch, r.mget(batch)):
-            values[key] = None if raw is None else cited_versions(raw)
-    current = _current_versions(pk for cited in values.values() if cited for pk, _ in cited)
-    stale_keys, removed_by_article = [], Counter()
-    for key, cited in values.items():
-        if not cited:
-            continue
-        stale_articles = {pk for pk, v in cited if current.get(pk) != v}
-        if stale_articles:
-            stale_keys.append(key)
-            removed_by_article.update(stale_articles)
-    pipe = r.pipeline(transaction=False)
-    for i in range(0, len(stale_keys), 500):
-        pipe.delete(*stale_keys[i:i + 500])
-    gone = set(stale_keys) | {k for k, v in values.items() if v is None}  # stale, or expired by TTL
-    for cite_key, members in members_of.items():
-        dead = [m for m in members if m in gone]
-        if dead:
-            pipe.srem(cite_key, *dead)
-    pipe.execute()
-    return len(values), removed_by_article
-
-
-def _exact_cited(raw: bytes) -> list[tuple[int, int]]:
-    return [(int(c["article_pk"]), int(c["version"])) for c in json.loads(raw).get("citations", [])]
-
-
-def _search_cited(raw: bytes) -> list[tuple[int, int]]:
-    return list({(int(h["article_pk"]), int(h["version"])) for h in json.loads(raw)})
-
-
 def _sweep_semantic() -> tuple[int, Counter]:
     stale = (EntryCitation.objects.filter(entry__status=SemanticEntry.Status.ACTIVE)
              .filter(Q(article__status=Article.Status.RETIRED) | ~Q(version=F("article__version")))
@@ -245,8 +182,8 @@ def purge_sweep(*, task_id: str = "", attempt: int = 1):
     with job_run("purge_sweep", task_id=task_id, attempt=attempt) as ctx:
         started = time.perf_counter()
         scanned_sem, semantic = _sweep_semantic()
-        scanned_ans, exact = _sweep_redis(exact_cite_key("*"), _exact_cited)
-        scanned_srch, search = _sweep_redis(search_cite_key("*"), _search_cited)
+        scanned_ans, exact = exact_layer.sweep(_current_versions)
+        scanned_srch, search = search_layer.sweep(_current_versions)
         articles = set(semantic) | set(exact) | set(search)
         current = _current_versions(articles)
         tenants = dict(Article.objects.filter(pk__in=articles).values_list("pk", "tenant_id"))

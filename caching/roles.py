@@ -2,7 +2,7 @@
 
 A support agent reads the dashboard, labels sampled hits and works the review queue. Only a
 cache admin changes what the caches do: similarity thresholds (``caching.change_thresholdsetting``)
-and a tenant's semantic mode (``supportbot.change_semantic_mode``)."""
+and a tenant's semantic mode (``core.change_semantic_mode``)."""
 from __future__ import annotations
 
 from django.contrib.auth.models import Group, Permission
@@ -15,12 +15,12 @@ AGENT_PERMISSIONS = (
     "caching.view_hourlyrollup", "caching.view_reviewitem", "caching.change_reviewitem", "caching.label_hits",
     "caching.add_label", "caching.view_label", "caching.view_sampledhit", "caching.view_feedback",
     "caching.view_labeledpair", "caching.view_semanticentry", "caching.view_cachedecision",
-    "caching.view_thresholdsetting", "supportbot.view_askevent", "supportbot.view_tenant",
+    "caching.view_thresholdsetting", "caching.view_askevent", "core.view_tenant",
 )
 ADMIN_PERMISSIONS = AGENT_PERMISSIONS + (
     "caching.add_thresholdsetting", "caching.change_thresholdsetting", "caching.change_labeledpair",
     "caching.view_auditlog", "caching.change_semanticentry", "caching.view_purgerecord",
-    "supportbot.change_semantic_mode", "supportbot.change_tenant",
+    "core.change_semantic_mode", "core.change_tenant",
 )
 ROLES = {SUPPORT_AGENTS: AGENT_PERMISSIONS, CACHE_ADMINS: ADMIN_PERMISSIONS}
 

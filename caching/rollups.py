@@ -12,8 +12,7 @@ from django.db.models import Count, F, Max, Min, Sum, Value
 from django.db.models.functions import Coalesce, TruncDay, TruncHour
 from django.utils import timezone
 
-from caching.models import CacheDecision, HourlyRollup
-from supportbot.models import AskEvent
+from caching.models import AskEvent, CacheDecision, HourlyRollup
 
 GENERATION = "generation"  # pseudo-layer: fresh model answers
 KEY_FIELDS = ("hour", "tenant_id", "layer", "disposition", "intent")
@@ -23,7 +22,7 @@ SUM_FIELDS = ("count", "saved_tokens", "saved_ms", "lookup_ms", "prompt_tokens",
 
 def tenant_lookup(tenant_id, field: str = "tenant_id") -> dict:
     """The filter for ``tenant_id``: None is every tenant, an int one tenant, a collection of ints
-    those tenants (a staff user's, ``supportbot.tenancy``)."""
+    those tenants (a staff user's, ``core.tenancy``)."""
     if tenant_id is None:
         return {}
     if isinstance(tenant_id, int):
@@ -50,7 +49,7 @@ def decision_groups(start: datetime, end: datetime, by=("hour", "tenant_id", "la
 def generation_groups(start: datetime, end: datetime, by=("hour", "tenant_id", "intent"),
                       tenant_id: int | None = None):
     """Sums over fresh model answers in [start, end): what a model call costs, per group."""
-    qs = AskEvent.objects.filter(created_at__gte=start, created_at__lt=end, serving_layer=AskEvent.Layer.NONE,
+    qs = AskEvent.objects.filter(created_at__gte=start, created_at__lt=end, serving_layer=AskEvent.ServingLayer.NONE,
                                  status=AskEvent.Status.ANSWERED, completion_tokens__gt=0)
     qs = qs.filter(**tenant_lookup(tenant_id))
     if "hour" in by:

@@ -13,7 +13,9 @@ from django.conf import settings
 from django.db.models import Avg, CharField, Count, F, Func, OuterRef, Q, Subquery, Value
 
 from caching.admission import refusal_code
-from caching.models import CacheDecision, Label, PairVerification, ReasonCode, ReviewItem, SampledHit
+from caching.churn import churn_totals, redis_memory
+from caching.layers import exact_layer, semantic_layer
+from caching.models import ANSWER_LAYERS, CacheDecision, Label, PairVerification, ReasonCode, ReviewItem, SampledHit
 from caching.rollups import GENERATION, rollup_groups, tenant_lookup
 
 # The layers on the dashboard, in the order a request meets them, and what counts as a lookup.
@@ -22,7 +24,6 @@ LAYER_TITLES = {"exact": "Exact answer cache", "semantic": "Semantic answer cach
                 "retrieval": "Retrieval (search-result) cache", "embedding": "Embedding cache",
                 "prefix": "Model prefix cache"}
 LOOKUP_DISPOSITIONS = frozenset({"hit", "miss", "shadow_hit", "assist"})
-ANSWER_LAYERS = ("exact", "semantic")
 Z95 = 1.959963984540054
 
 
@@ -362,13 +363,8 @@ def tenant_layer_rates(start, end, groups=None) -> dict[int, dict[str, dict]]:
 def cache_sizes(start: datetime, end: datetime, tenants) -> dict:
     """Per tenant: live exact and semantic entries against their caps, and the entries evicted by a
     cap or expired in [start, end); with the cache Redis's own memory, policy and counters."""
-    from caching.churn import churn_totals, redis_memory
-    from caching.layers.exact import ExactLayer
-    from caching.layers.semantic import SemanticLayer
-
-    exact, semantic = ExactLayer(), SemanticLayer()
     churn = churn_totals(start, end, [t.pk for t in tenants])
-    rows = [{"tenant": t, "exact": exact.tenant_size(t.slug), "semantic": semantic.tenant_size(t.pk),
+    rows = [{"tenant": t, "exact": exact_layer.stats(t.pk).entries, "semantic": semantic_layer.stats(t.pk).entries,
              **{f"{layer}_{kind}": churn.get((t.pk, layer, kind), 0)
                 for layer in ANSWER_LAYERS for kind in ("evicted", "expired")}}
             for t in tenants]

@@ -1,9 +1,10 @@
 from django import forms
 from django.contrib import admin, messages
 
-from ingestion.models import Article, ArticleVersion, Chunk, JobRun
+from core.models import JobRun
+from core.tenancy import AllTenantsOnlyAdmin, TenantScopedAdmin
+from ingestion.models import Article, ArticleVersion, Chunk
 from ingestion.services import article_edit
-from supportbot.tenancy import AllTenantsOnlyAdmin, TenantScopedAdmin
 
 
 class ArticleForm(forms.ModelForm):

@@ -10,7 +10,7 @@ class Article(models.Model):
         ACTIVE = "active"
         RETIRED = "retired"
 
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="articles")
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="articles")
     locale = models.CharField(max_length=10)
     external_id = models.CharField(max_length=200)
     title = models.CharField(max_length=300)
@@ -75,44 +75,3 @@ class Chunk(models.Model):
 
     def __str__(self):
         return f"{self.article_version} #{self.ordinal}"
-
-
-class JobRun(models.Model):
-    """One run of a background job (nightly re-embed, purge sweep, generation build, ...): what it
-    looked at and what it did, with progress while it runs."""
-
-    class Status(models.TextChoices):
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        SKIPPED = "skipped"  # another run of the same job held the lock
-
-    job = models.CharField(max_length=100, db_index=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING, db_index=True)
-    task_id = models.CharField(max_length=100, blank=True, help_text="Celery task id, when run by a worker")
-    attempt = models.PositiveIntegerField(default=1)
-    started_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    scanned = models.PositiveIntegerField(default=0, help_text="items looked at (e.g. current chunks)")
-    changed = models.PositiveIntegerField(default=0, help_text="items found new or changed")
-    embedded = models.PositiveIntegerField(default=0, help_text="texts sent through the embedding model")
-    cache_hits = models.PositiveIntegerField(default=0, help_text="vectors served by the embedding cache")
-    removed = models.PositiveIntegerField(default=0, help_text="stale vectors or entries removed")
-    duration_s = models.FloatField(default=0)
-    progress_done = models.PositiveIntegerField(default=0)
-    progress_total = models.PositiveIntegerField(default=0)
-    detail = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["-started_at"]
-        indexes = [models.Index(fields=["job", "status", "started_at"])]
-
-    def __str__(self):
-        return f"{self.job} {self.status} @ {self.started_at:%Y-%m-%d %H:%M}"
-
-    @property
-    def progress(self) -> float | None:
-        if not self.progress_total:
-            return None
-        return self.progress_done / self.progress_total

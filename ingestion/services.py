@@ -8,11 +8,11 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
+from core.models import Tenant
 from ingestion.models import Article, ArticleVersion, Chunk
 from ingestion.parsing import ArticleParseError, ParsedArticle, chunk_markdown, content_hash, parse_file
 from ingestion.signals import article_changed
 from ingestion.textsearch import search_vectors_write
-from supportbot.models import Tenant
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
+from core.cachelayer import CacheScope, Disposition, LayerResult, LayerStats
+from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -139,16 +140,84 @@ def question_scope(tenant_id: int) -> str:
     return f"t{int(tenant_id)}"
 
 
+class EmbeddingCache:
+    """The embedding cache as a cache layer (``core.cachelayer``): vectors by model, version, scope
+    and text hash. The only module that spells its ``emb:`` keys is this one."""
+
+    name = "embedding"
+
+    def lookup(self, embedder: Embedder, texts: list[str], scope: str = SHARED) -> LayerResult:
+        """One MGET for the batch; ``value``: the cached vector bytes per text (None where missing).
+        A hit when every text was cached; ``skipped`` (reason: the Redis error) when Redis is down."""
+        result = LayerResult(self.name, Disposition.MISS, value=[None] * len(texts))
+        if not redis_available():
+            result.disposition, result.reason = Disposition.SKIPPED, "redis unavailable (backing off)"
+            return result
+        try:
+            result.value = get_redis().mget([embedder.cache_key(t, scope) for t in texts])
+        except RedisUnavailable as exc:
+            redis_failed(exc)
+            result.disposition, result.reason = Disposition.SKIPPED, redis_error_text(exc)
+            return result
+        if texts and all(raw is not None for raw in result.value):
+            result.disposition = Disposition.HIT
+        return result
+
+    def store(self, embedder: Embedder, texts: list[str], vectors, scope: str = SHARED) -> LayerResult:
+        """One pipelined SET for the new vectors; ``skipped`` (reason: the Redis error) when Redis failed."""
+        try:
+            pipe = get_redis().pipeline(transaction=False)
+            ttl = settings.EMBEDDING_CACHE_TTL_S
+            for text, vec in zip(texts, vectors):
+                pipe.set(embedder.cache_key(text, scope), vec.astype(np.float32).tobytes(), ex=ttl)
+            pipe.execute()
+        except RedisUnavailable as exc:
+            redis_failed(exc)
+            return LayerResult(self.name, Disposition.SKIPPED, reason=redis_error_text(exc))
+        return LayerResult(self.name, Disposition.STORED)
+
+    def purge_article(self, article_pk: int) -> int:
+        """Nothing to do: a vector is keyed by its text, so an edited article's new text has new keys
+        and the old ones expire (``EMBEDDING_CACHE_TTL_S``); unchanged text keeps its vector."""
+        return 0
+
+    def purge_scope(self, scope: CacheScope) -> int:
+        """The cached vectors of the tenant's customers' questions (every one, or ``scope.questions``),
+        under every model and version; returns how many went. Raises the Redis error (erasure aborts)."""
+        return self._forget(question_scope(scope.tenant_id), list(scope.questions) if scope.customer else None)
+
+    def _forget(self, scope: str, texts: list[str] | None) -> int:
+        if not scope:
+            raise ValueError("only a question scope can be forgotten")
+        wanted = None if texts is None else {text_hash(t).encode() for t in texts}
+        r = get_redis()
+        doomed = [k for k in r.scan_iter(match=f"emb:*:{scope}:*", count=1000)
+                  if wanted is None or k.rsplit(b":", 1)[-1] in wanted]
+        return sum(r.delete(*doomed[i:i + 500]) for i in range(0, len(doomed), 500))
+
+    def purge_model(self, model_name: str) -> int:
+        """Every vector of one model (a scratch model of a benchmark). Raises the Redis error."""
+        r = get_redis()
+        doomed = list(r.scan_iter(match=f"emb:{model_name}:*", count=5000))
+        return sum(r.delete(*doomed[i:i + 5000]) for i in range(0, len(doomed), 5000))
+
+    def stats(self, tenant_id: int) -> LayerStats:
+        """How many question vectors of the tenant are cached (a scan: for the dashboard)."""
+        try:
+            count = sum(1 for _ in get_redis().scan_iter(match=f"emb:*:{question_scope(tenant_id)}:*", count=1000))
+        except RedisUnavailable as exc:
+            redis_failed(exc)
+            return LayerStats(self.name, None)
+        return LayerStats(self.name, count)
+
+
+embedding_cache = EmbeddingCache()
+
+
 def embeddings_forget(scope: str, texts: list[str] | None = None) -> int:
     """Delete the cached vectors of ``texts`` (every one when None) in a question scope, under
     every model and version; returns how many went. Raises the Redis error (erasure aborts)."""
-    if not scope:
-        raise ValueError("only a question scope can be forgotten")
-    wanted = None if texts is None else {text_hash(t).encode() for t in texts}
-    r = get_redis()
-    doomed = [k for k in r.scan_iter(match=f"emb:*:{scope}:*", count=1000)
-              if wanted is None or k.rsplit(b":", 1)[-1] in wanted]
-    return sum(r.delete(*doomed[i:i + 500]) for i in range(0, len(doomed), 500))
+    return embedding_cache._forget(scope, texts)
 
 
 _embedder: Embedder | None = None
@@ -183,19 +252,17 @@ def embed_texts(texts: list[str], embedder: Embedder | None = None, stats: Embed
     out = np.zeros((len(texts), embedder.dimensions), dtype=np.float32)
     if not texts:
         return out
-    keys = [embedder.cache_key(t, cache) for t in texts] if cache is not None else []
     cached: list[bytes | None] = [None] * len(texts)
     use_cache = cache is not None and redis_available()
     if cache is None:
         stats.uncached += len(texts)
     elif use_cache:
-        try:
-            cached = get_redis().mget(keys)
-        except RedisUnavailable as exc:
-            redis_failed(exc)
-            stats.redis_errors += 1
-            stats.redis_error = redis_error_text(exc)
+        looked = embedding_cache.lookup(embedder, texts, cache)
+        cached = looked.value
+        if looked.disposition == Disposition.SKIPPED:  # Redis failed just now
             use_cache = False
+            stats.redis_errors += 1
+            stats.redis_error = looked.reason
     else:
         stats.cache_skipped = True
     missing: dict[str, list[int]] = {}
@@ -213,16 +280,10 @@ def embed_texts(texts: list[str], embedder: Embedder | None = None, stats: Embed
             for i in missing[text]:
                 out[i] = vec
         if use_cache:
-            try:
-                pipe = get_redis().pipeline(transaction=False)
-                ttl = settings.EMBEDDING_CACHE_TTL_S
-                for text, vec in zip(unique, vectors):
-                    pipe.set(embedder.cache_key(text, cache), vec.astype(np.float32).tobytes(), ex=ttl)
-                pipe.execute()
-            except RedisUnavailable as exc:
-                redis_failed(exc)
+            stored = embedding_cache.store(embedder, unique, vectors, cache)
+            if stored.disposition == Disposition.SKIPPED:
                 stats.redis_errors += 1
-                stats.redis_error = redis_error_text(exc)
+                stats.redis_error = stored.reason
     return out
 
 

@@ -23,10 +23,13 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
+from core.jobs import job_run
+from core.models import JobRun
 from ingestion.models import Chunk
 from retrieval.embeddings import Embedder, get_embedder
 from retrieval.models import ChunkEmbedding, IndexGeneration
-from retrieval.services import SyncReport, active_generation, generation_for, index_sync
+from retrieval.services import SyncReport, active_generation, active_generation_cached, generation_for, index_sync
+from retrieval.signals import generation_switched
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +69,10 @@ def embedder_for(generation: IndexGeneration) -> Embedder:
             f"{default.name}@{default.version}") from None
 
 
-def query_embedder() -> Embedder:
-    """The embedder for query vectors: the active generation's model."""
-    generation = active_generation()
+def query_embedder(*, cached: bool = False) -> Embedder:
+    """The embedder for query vectors: the active generation's model, never another one
+    (``cached``: the generation as the request path sees it, re-read every few seconds)."""
+    generation = active_generation_cached() if cached else active_generation()
     return embedder_for(generation) if generation is not None else get_embedder()
 
 
@@ -120,27 +124,22 @@ def generation_drop(generation_id: int) -> int:
     return removed
 
 
-def generation_upgrade(embedder: Embedder, *, task_id: str = "", attempt: int = 1):
-    """The whole upgrade as one recorded job: build, switch, retire the old model's semantic entries,
-    and drop the old vectors after the grace period."""
-    from django.conf import settings
-
-    from caching.purge import semantic_retire_other_models
-    from ingestion.jobs import job_run
-    from retrieval import tasks
-
+def generation_upgrade(embedder: Embedder, *, task_id: str = "", attempt: int = 1) -> JobRun:
+    """The whole upgrade as one recorded job: build, switch, and announce the switch
+    (``generation_switched``: the semantic cache retires the old model's entries). The task that ran
+    it drops the old vectors after the grace period (``detail["previous_generation_id"]``)."""
     embedder_register(embedder)
     with job_run("generation_upgrade", task_id=task_id, attempt=attempt) as ctx:
         generation, report = generation_build(embedder, progress=ctx.progress)
         ctx.record(scanned=report.scanned, changed=report.changed, embedded=report.embedded,
                    cache_hits=report.cache_hits, removed=report.removed)
         previous = generation_switch(generation, embedder)
-        retired_entries = semantic_retire_other_models(embedder.name, embedder.version)
+        responses = generation_switched.send(
+            sender=IndexGeneration, generation_id=generation.pk, model=embedder.name,
+            model_version=embedder.version, previous_generation_id=previous.pk if previous else None)
         ctx.run.detail.update({"generation_id": generation.pk, "model": embedder.name,
                                "model_version": embedder.version,
                                "previous_generation_id": previous.pk if previous else None,
-                               "semantic_entries_retired": retired_entries})
-        if previous is not None:
-            transaction.on_commit(lambda: tasks.generation_drop.apply_async(
-                (previous.pk,), countdown=settings.GENERATION_DROP_GRACE_S))
+                               # what the receivers retired (each returns a count)
+                               "semantic_entries_retired": sum(r for _, r in responses if isinstance(r, int))})
     return ctx.run

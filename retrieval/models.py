@@ -36,7 +36,7 @@ class ChunkEmbedding(models.Model):
     generation = models.ForeignKey(IndexGeneration, on_delete=models.CASCADE, related_name="embeddings")
     chunk = models.ForeignKey("ingestion.Chunk", on_delete=models.CASCADE, related_name="embeddings")
     article = models.ForeignKey("ingestion.Article", on_delete=models.CASCADE, related_name="+")
-    tenant = models.ForeignKey("supportbot.Tenant", on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+")
     locale = models.CharField(max_length=10)
     content_hash = models.CharField(max_length=64)
     embedding = VectorField(dimensions=384)

@@ -28,9 +28,9 @@ from django.db import connection
 from django.db.models import Case, Count, F, FloatField, Q, Value, When
 from pgvector.django import CosineDistance
 
+from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
 from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
-from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
 
 RETRIEVAL_VERSION = "hybrid-rrf-1"  # bump when the way passages are found or ranked changes
 

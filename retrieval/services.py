@@ -60,6 +60,19 @@ def active_generation() -> IndexGeneration | None:
     return IndexGeneration.objects.filter(status=IndexGeneration.Status.ACTIVE).first()
 
 
+_generation_cache: tuple[float, IndexGeneration | None] | None = None
+
+
+def active_generation_cached() -> IndexGeneration | None:
+    """The active index generation, re-read at most every few seconds (the request path; a job
+    reads ``active_generation``)."""
+    global _generation_cache
+    now = time.monotonic()
+    if _generation_cache is None or now - _generation_cache[0] > 5.0:
+        _generation_cache = (now, active_generation())
+    return _generation_cache[1]
+
+
 def index_sync(generation: IndexGeneration | None = None, embedder: Embedder | None = None,
                tenant_id: int | None = None, progress=None) -> SyncReport:
     """Embed current chunks missing from the generation; drop vectors of stale chunks."""

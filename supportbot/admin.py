@@ -2,10 +2,11 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
 
-from caching.review import audit
+from caching.audit import audit
+from caching.models import AskEvent
+from core.models import StaffMembership, Tenant, TenantApiKey
+from core.tenancy import AllTenantsOnlyAdmin, TenantScopedAdmin, tenant_scope
 from supportbot.auth import api_key_revoke
-from supportbot.models import AskEvent, StaffMembership, Tenant, TenantApiKey
-from supportbot.tenancy import AllTenantsOnlyAdmin, TenantScopedAdmin, tenant_scope
 
 
 @admin.register(Tenant)
@@ -17,7 +18,7 @@ class TenantAdmin(TenantScopedAdmin):
     def get_readonly_fields(self, request, obj=None):
         # Switching the semantic cache mode is an admin decision (a support agent may edit the rest).
         fields = ["created_at", "updated_at"]
-        if not request.user.has_perm("supportbot.change_semantic_mode"):
+        if not request.user.has_perm("core.change_semantic_mode"):
             fields.append("semantic_mode")
         return fields
 
@@ -71,7 +72,7 @@ class TenantApiKeyAdmin(TenantScopedAdmin):
 
 @admin.register(StaffMembership)
 class StaffMembershipAdmin(AllTenantsOnlyAdmin):
-    """Which staff user sees which tenant (``supportbot.tenancy``); managed by platform staff."""
+    """Which staff user sees which tenant (``core.tenancy``); managed by platform staff."""
 
     list_display = ("user", "tenant", "created_at")
     list_filter = ("tenant",)

@@ -45,8 +45,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from supportbot.models import Tenant, TenantApiKey
-from supportbot.redis_client import get_redis, mark_redis_down
+from core.models import Tenant, TenantApiKey
+from core.redis_client import get_redis, mark_redis_down
+from supportbot.selectors import tenant_cache
 
 KEY_PREFIX = "ask"
 TOKEN_VERSION = "v1"
@@ -97,8 +98,6 @@ def api_key_create(tenant: Tenant, name: str, *, timing_breakdown: bool = False)
 @transaction.atomic
 def api_key_revoke(prefix: str) -> int:
     """Revoke a key; every process refuses it from its next request on (the tenant's revision is bumped)."""
-    from supportbot.selectors import tenant_cache
-
     rows = list(TenantApiKey.objects.select_for_update().select_related("tenant")
                 .filter(prefix=prefix, revoked_at__isnull=True))
     TenantApiKey.objects.filter(pk__in=[r.pk for r in rows]).update(revoked_at=timezone.now())

@@ -3,7 +3,7 @@ import os
 
 from celery import Celery, signals
 
-from supportbot import metrics
+from core import metrics
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
 
@@ -12,7 +12,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-# Task runs and failures in the metrics (supportbot.metrics); a prefork child that exits stops
+# Task runs and failures in the metrics (core.metrics); a prefork child that exits stops
 # counting in the live gauges.
 @signals.task_success.connect
 def _task_succeeded(sender=None, **kwargs):

@@ -6,7 +6,7 @@ started there).
   must not be written down (a customer token in an old-style link, a question in a query).
 * The server refuses to start on a non-loopback address with a development secret
   (``supportbot.safety``).
-* Prometheus multiprocess metrics (``supportbot.metrics``): a dead worker's live gauges are
+* Prometheus multiprocess metrics (``core.metrics``): a dead worker's live gauges are
   dropped; a worker's start marks a deploy for the alerts."""
 from supportbot.safety import refuse_public_bind
 
@@ -19,13 +19,13 @@ def on_starting(server):
 
 def child_exit(server, worker):
     """A web worker exited: its live gauges leave the multiprocess metrics."""
-    from supportbot import metrics
+    from core import metrics
 
     metrics.process_dead(worker.pid)
 
 
 def post_fork(server, worker):
     """A web worker started: the newest start time marks a deploy for the alerts (deploy/prometheus)."""
-    from supportbot import metrics
+    from core import metrics
 
     metrics.WEB_STARTED.set_to_current_time()

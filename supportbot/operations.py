@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET
 import redis
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from supportbot import metrics
-from supportbot.redis_client import get_redis
+from core import metrics
+from core.redis_client import get_redis
 
 
 def _allowed(request) -> bool:

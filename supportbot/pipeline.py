@@ -23,32 +23,34 @@ from typing import Iterator
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from caching import admission, guards, learning, sampling
-from caching.keys import AnswerSpec, canonical_json, digest, exact_key
-from caching.layers.base import CachedAnswer, LayerResult
-from caching.layers.exact import ExactLayer
-from caching.layers.search import SearchLayer, search_key
-from caching.layers.semantic import SemanticLayer, SemanticScope
-from caching.models import CacheDecision
+from caching import admission, guards, learning
+from caching.keys import AnswerSpec, canonical_json, digest
+from caching.layers import exact_layer, search_layer, semantic_layer
+from caching.layers.base import CachedAnswer
+from caching.layers.exact import exact_key
+from caching.layers.search import search_key
+from caching.layers.semantic import SemanticScope
+from caching.models import AskEvent, CacheDecision
 from caching.thresholds import judge_threshold
-from retrieval.embeddings import EmbedStats, embed_texts, get_embedder, question_scope
-from retrieval.generations import GenerationMismatch, embedder_for
+from core import metrics
+from core.cachelayer import LayerResult
+from core.models import Tenant
+from generation.base import GenerationError, GenerationResult, Passage
+from generation.prompt import NOT_COVERED, TenantPrompt
+from generation.verifier import verify
+from retrieval.embeddings import EmbedStats, embed_texts, question_scope
+from retrieval.generations import GenerationMismatch, query_embedder
 from retrieval.search import SearchHit, index_version, search_hybrid, search_version
-from retrieval.services import active_generation
+from retrieval.services import active_generation_cached
+from supportbot import tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
-from supportbot.generation.base import GenerationError, GenerationResult, Passage
-from supportbot.generation.prompt import NOT_COVERED, TenantPrompt
-from supportbot import metrics, tracing
-from supportbot.generation.verifier import verify
-from supportbot.models import AskEvent, Tenant
+from supportbot.hit_sampling import DecisionRef
 from supportbot.questions import AskRejected, clean_question, normalize_question
-from supportbot.records import copy_insert, hit_records, pks_allocate
+from supportbot.records import HitRecordWriter, commit_asynchronously, copy_insert, pks_allocate
+from supportbot.signals import decisions_recorded
 
 log = logging.getLogger(__name__)
 
-exact_layer = ExactLayer()
-semantic_layer = SemanticLayer()
-search_layer = SearchLayer()
 
 UNAVAILABLE_TEXT = ("Sorry, I can't answer right now. Please try again in a moment, or contact our support "
                     "team and a person will help you.")
@@ -121,7 +123,7 @@ class AskState:
     answer: str = ""
     citations: list[dict] = field(default_factory=list)
     status: str = AskEvent.Status.ANSWERED
-    layer: str = AskEvent.Layer.NONE
+    layer: str = AskEvent.ServingLayer.NONE
     reason: str = ""
     error: str = ""
     admitted: bool = False
@@ -247,7 +249,7 @@ def exact_lookup(state: AskState, prefetched: dict | None = None) -> CachedAnswe
     state.layers.append(result)
     state.lap("exact", t)
     if result.hit:
-        state.layer, state.reason = AskEvent.Layer.EXACT, result.reason
+        state.layer, state.reason = AskEvent.ServingLayer.EXACT, result.reason
         return result.value
     return None
 
@@ -277,7 +279,7 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
     state.layers.append(result)
     state.lap("semantic", t)
     if result.hit:
-        state.layer, state.reason = AskEvent.Layer.SEMANTIC, result.reason
+        state.layer, state.reason = AskEvent.ServingLayer.SEMANTIC, result.reason
         return result.value
     if result.disposition == "assist":
         state.assist = result.value
@@ -374,7 +376,7 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
     tenant = state.asker.tenant
     if state.vector is None:  # a search-cache hit with the semantic cache off: the answerer may need it
         state.vector = embed_question(state)
-    embedder = query_embedder()
+    embedder = query_embedder(cached=True)
     request = AnswerRequest(
         tenant_slug=tenant.slug, tenant_prompt=tenant_prompt(tenant), passages=state.passages,
         question=state.question, question_vector=state.vector,
@@ -459,7 +461,7 @@ def record(state: AskState) -> None:
                 CacheDecision(ask=event, tenant=state.asker.tenant, **d.record_fields())
                 for d in state.layers + embedding_and_prefix_decisions(state)
             ])
-            sampling.sample_decisions(event, decisions)
+            decisions_recorded.send(sender=AskEvent, asks=[(event.tenant_id, decisions)])
             if state.near_miss is not None:
                 learning.near_miss_queue(state.asker.tenant.pk, event.pk, state.question, state.normalized,
                                          state.near_miss)
@@ -480,15 +482,23 @@ def record_hits(states: list[AskState]) -> None:
         copy_insert(CacheDecision, [d.record_fields(ask_id=ask_pk, tenant_id=s.asker.tenant.pk)
                                     for s, ask_pk, ls in zip(states, ask_pks, layers) for d in ls], decision_pks)
         refs = iter(decision_pks)
-        sampling.sample_batch([
-            (s.asker.tenant.pk, [sampling.DecisionRef(next(refs), d.layer, d.disposition, d.intent) for d in ls])
+        decisions_recorded.send(sender=AskEvent, asks=[
+            (s.asker.tenant.pk, [DecisionRef(next(refs), d.layer, d.disposition, d.intent) for d in ls])
             for s, ls in zip(states, layers)
         ])
     count_semantic_hits(states)
 
 
+def _write_hits(states: list[AskState]) -> None:
+    commit_asynchronously()
+    record_hits(states)
+
+
+hit_records = HitRecordWriter(_write_hits)
+
+
 def observe(state: AskState) -> None:
-    """Count the finished Ask in the metrics and close its trace (``supportbot.metrics``, ``supportbot.tracing``)."""
+    """Count the finished Ask in the metrics and close its trace (``core.metrics``, ``supportbot.tracing``)."""
     metrics.ask_observe(state.asker.tenant.slug, state.layer, state.status, state.timings["total"], state.timings,
                         state.layers + embedding_and_prefix_decisions(state), state.result,
                         state.spec.model if state.spec else "")
@@ -604,29 +614,11 @@ def tenant_prompt(tenant: Tenant) -> TenantPrompt:
     return TenantPrompt(name=tenant.name, instructions=tenant.instructions, few_shot=examples)
 
 
-_generation_cache: tuple[float, object] | None = None
-
-
-def active_generation_cached():
-    """The active index generation, re-read at most every few seconds."""
-    global _generation_cache
-    now = time.monotonic()
-    if _generation_cache is None or now - _generation_cache[0] > 5.0:
-        _generation_cache = (now, active_generation())
-    return _generation_cache[1]
-
-
-def query_embedder():
-    """Questions are embedded with the active generation's model, never another one."""
-    generation = active_generation_cached()
-    return embedder_for(generation) if generation is not None else get_embedder()
-
-
 def embed_question(state: AskState):
     """A general question's vector is cached in its tenant's scope; a personal one's is not cached."""
     e = state.eligibility
     scope = question_scope(state.asker.tenant.pk) if e is not None and e.eligible else None
-    return embed_texts([state.question], embedder=query_embedder(), stats=state.embed_stats, cache=scope)[0]
+    return embed_texts([state.question], embedder=query_embedder(cached=True), stats=state.embed_stats, cache=scope)[0]
 
 
 def retrieval_version() -> str:
@@ -671,7 +663,7 @@ def answer_spec(state: AskState) -> AnswerSpec:
 
 
 def semantic_scope(state: AskState) -> SemanticScope:
-    spec, embedder = state.spec, query_embedder()
+    spec, embedder = state.spec, query_embedder(cached=True)
     return SemanticScope(
         tenant_id=state.asker.tenant.pk, locale=spec.locale, prompt_version=digest([spec.answerer, spec.prompt_version,
         spec.tenant_prompt_version, spec.generation_params])[:16], model=spec.model,

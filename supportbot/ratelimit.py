@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from redis.exceptions import NoScriptError
 
-from supportbot.redis_client import RedisUnavailable, call, redis_available, redis_failed
+from core.redis_client import RedisUnavailable, call, redis_available, redis_failed
 
 log = logging.getLogger(__name__)
 

@@ -1,11 +1,18 @@
-"""A saved or deleted tenant or API key bumps the tenant's revision (``supportbot.selectors``)."""
+"""A saved or deleted tenant or API key bumps the tenant's revision (``supportbot.selectors``); a
+recorded Ask's hits are sampled for labelling (and their second opinions queued); a staff label
+counts in the metrics."""
 from __future__ import annotations
 
+from django.conf import settings
+from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 
-from supportbot import metrics
-from supportbot.models import Tenant, TenantApiKey
+from caching.models import CacheDecision, Label
+from core import metrics
+from core.models import Tenant, TenantApiKey
+from supportbot import hit_sampling, tasks
 from supportbot.selectors import tenant_cache
+from supportbot.signals import decisions_recorded
 
 
 def tenant_renaming(sender, instance: Tenant, **kwargs) -> None:
@@ -25,18 +32,25 @@ def api_key_changed(sender, instance: TenantApiKey, **kwargs) -> None:
         tenant_cache.bump(slug)
 
 
+def decisions_recorded_sample(sender, *, asks, **kwargs) -> None:
+    picked = hit_sampling.sample_batch(asks)
+    if settings.SECOND_OPINION_ENABLED:
+        for sample in picked:
+            if sample.stratum == "semantic":
+                transaction.on_commit(lambda pk=sample.pk: tasks.second_opinion.delay(pk))
+
+
 def connect() -> None:
     pre_save.connect(tenant_renaming, sender=Tenant, dispatch_uid="supportbot.tenant_renaming")
     post_save.connect(tenant_changed, sender=Tenant, dispatch_uid="supportbot.tenant_saved")
     post_delete.connect(tenant_changed, sender=Tenant, dispatch_uid="supportbot.tenant_deleted")
     post_save.connect(api_key_changed, sender=TenantApiKey, dispatch_uid="supportbot.api_key_saved")
     post_delete.connect(api_key_changed, sender=TenantApiKey, dispatch_uid="supportbot.api_key_deleted")
+    decisions_recorded.connect(decisions_recorded_sample, dispatch_uid="supportbot.decisions_recorded_sample")
 
 
 def hit_labelled(sender, instance, created: bool, **kwargs) -> None:
     """A staff verdict on a served hit, in the metrics (the wrong-hit rate is wrong / all)."""
-    from caching.models import CacheDecision
-
     if not created:
         return
     row = CacheDecision.objects.filter(pk=instance.decision_id).values_list("layer", "tenant__slug").first()
@@ -45,6 +59,4 @@ def hit_labelled(sender, instance, created: bool, **kwargs) -> None:
 
 
 def connect_metrics() -> None:
-    from caching.models import Label
-
     post_save.connect(hit_labelled, sender=Label, dispatch_uid="supportbot.hit_labelled")

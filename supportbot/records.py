@@ -2,7 +2,7 @@
 
 A cache hit writes nothing but its record (the Ask and one decision per layer). Written by
 the request itself that is four database round trips and a WAL flush, several times the cost
-of the hit. So inside a web request with no transaction open, ``hit_records.submit`` queues
+of the hit. So inside a web request with no transaction open, ``pipeline.hit_records.submit`` queues
 the record and returns at once; one thread per process writes whatever has queued up in a
 single transaction: the rows go in with ``COPY`` (``copy_insert``), which costs a fraction
 of the ORM's multi-row INSERT in this process's CPU, which it shares with the requests.
@@ -257,17 +257,11 @@ def _copy_spec(model) -> tuple[str, tuple]:
     return f"COPY {q(meta.db_table)} ({names}) FROM STDIN", tuple(columns)
 
 
-def _write_hits(states: list) -> None:
-    from supportbot.pipeline import record_hits
-
+def commit_asynchronously() -> None:
+    """Records of hits already answered: a crash may lose the last moments of them, as it may lose
+    the writer's queue, so the writer's commits need not wait for the WAL flush. Set once per
+    connection (the writer thread's own)."""
     with connection.cursor() as cursor:
         if getattr(connection, "_hit_records_async_commit", None) is not connection.connection:
-            # Records of hits already answered: a crash may lose the last moments of them, as it
-            # may lose this queue, so the writer's commits need not wait for the WAL flush. Set
-            # once per connection (this thread's own).
             cursor.execute("SET synchronous_commit = off")
             connection._hit_records_async_commit = connection.connection
-    record_hits(states)
-
-
-hit_records = HitRecordWriter(_write_hits)

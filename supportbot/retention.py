@@ -30,13 +30,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from caching.keys import digest
-from caching.layers.exact import ExactLayer
-from caching.layers.search import SearchLayer
-from caching.models import CacheDecision, LabeledPair, SemanticEntry
-from retrieval.embeddings import embeddings_forget, question_scope
-from supportbot.models import AskEvent, Tenant
+from caching.layers import embedding_layer, exact_layer, search_layer
+from caching.models import AskEvent, CacheDecision, LabeledPair, SemanticEntry
+from core.cachelayer import CacheScope
+from core.models import Tenant
+from core.redis_client import RedisUnavailable, redis_failed
 from supportbot.pipeline import Asker, customer_ref
-from supportbot.redis_client import RedisUnavailable, redis_failed
 
 # No cache reason: a semantic decision's reason quotes the cached question, another customer's words.
 EXPORT_FIELDS = ("request_id", "created_at", "locale", "question", "answer", "citations", "status", "serving_layer",
@@ -123,9 +122,9 @@ def customer_erase(tenant: Tenant, customer: str) -> dict[str, int]:
         counts["semantic_entries"] = forgotten.pop("caching.SemanticEntry", 0)
         counts["decisions"] = CacheDecision.objects.filter(ask__in=asks).count()
         _, deleted = asks.delete()
-    counts["asks"] = deleted.get("supportbot.AskEvent", 0)
+    counts["asks"] = deleted.get("caching.AskEvent", 0)
     for label, n in [*forgotten.items(), *deleted.items()]:
-        if label not in ("supportbot.AskEvent", "caching.CacheDecision"):
+        if label not in ("caching.AskEvent", "caching.CacheDecision"):
             name = label.split(".", 1)[-1].lower()
             counts[name] = counts.get(name, 0) + n
     return counts
@@ -150,7 +149,7 @@ def entries_forget(entries, *, questions: list[str] | None = None, tenant: Tenan
             Q(decision__in=quoted) | Q(cached_question__in=questions) | Q(new_question__in=questions))
     _, deleted = pairs.delete()
     counts = {k: v for k, v in deleted.items() if v}
-    AskEvent.objects.filter(pk__in=decisions.values("ask_id"), serving_layer=AskEvent.Layer.SEMANTIC).update(
+    AskEvent.objects.filter(pk__in=decisions.values("ask_id"), serving_layer=AskEvent.ServingLayer.SEMANTIC).update(
         cache_reason=ERASED_REASON)
     counts["scrubbed_decisions"] = decisions.update(candidate_question="", reason=ERASED_REASON,
                                                     signature_difference=None)
@@ -161,10 +160,11 @@ def entries_forget(entries, *, questions: list[str] | None = None, tenant: Tenan
 
 
 def _erase_cached(tenant: Tenant, request_ids: set[str], questions: list[str], normalized: list[str]) -> dict[str, int]:
+    scope = CacheScope(tenant.pk, tenant.slug, frozenset(request_ids), tuple(questions), tuple(normalized))
     try:
-        exact = ExactLayer().forget_sources(tenant.slug, request_ids)
-        search = SearchLayer().forget_queries(tenant.pk, normalized)
-        embeddings = embeddings_forget(question_scope(tenant.pk), questions)
+        exact = exact_layer.purge_scope(scope)
+        search = search_layer.purge_scope(scope)
+        embeddings = embedding_layer.purge_scope(scope)
     except RedisUnavailable as exc:
         redis_failed(exc)
         raise CacheUnavailable(f"redis unavailable ({type(exc).__name__}); nothing was erased, run it again") from exc

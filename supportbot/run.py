@@ -84,7 +84,7 @@ def main() -> int:
         answerer = answerer_name()
         if answerer == "model" and not settings.VLLM_BASE_URL:
             procs["model"] = _spawn("embedded model server", [
-                py, "-m", "supportbot.modelserver", "--host", settings.EMBEDDED_MODEL_HOST,
+                py, "-m", "modelserver", "--host", settings.EMBEDDED_MODEL_HOST,
                 "--port", str(settings.EMBEDDED_MODEL_PORT)], env)
         procs["worker"] = _spawn("celery worker", [
             py, "-m", "celery", "-A", "supportbot", "worker", "--loglevel", "INFO",
@@ -104,7 +104,7 @@ def main() -> int:
         if answerer == "extractive":
             writer = "extractive: quotes the help centre's own sentences (ASK_ANSWERER=model to generate answers)"
         else:
-            from supportbot.modelserver import SERVED_MODEL_NAME
+            from modelserver import SERVED_MODEL_NAME
 
             writer = (f"model: {settings.VLLM_MODEL} at {settings.VLLM_BASE_URL}" if settings.VLLM_BASE_URL
                       else f"model: {SERVED_MODEL_NAME} on the embedded model server")

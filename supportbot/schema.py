@@ -33,7 +33,7 @@ def ensure_migrated(argv: list[str]) -> None:
     from django.db import DatabaseError, connection
     from django.db.migrations.executor import MigrationExecutor
 
-    from supportbot import embedded
+    from core import servers
 
     if command not in get_commands():
         return  # Django says it is unknown
@@ -45,7 +45,7 @@ def ensure_migrated(argv: list[str]) -> None:
         raise SystemExit(f"manage.py {command}: cannot read the database's migrations ({first}).") from None
     if not pending:
         return
-    if embedded.is_embedded_database(settings.DATABASES["default"]):
+    if servers.is_embedded_database(settings.DATABASES["default"]):
         print(f"manage.py {command}: the embedded database has {len(pending)} unapplied migration(s); "
               "applying them first.", file=sys.stderr, flush=True)
         call_command("migrate", interactive=False, verbosity=0)

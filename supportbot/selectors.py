@@ -1,7 +1,7 @@
 """Reads of tenants for the request path, from the process-local revisioned cache.
 
 Every API request needs its tenant row and, with an ``Authorization`` header, the tenant's
-API keys. ``tenant_directory_get`` serves both from ``supportbot.localcache`` so a cache hit
+API keys. ``tenant_directory_get`` serves both from ``core.localcache`` so a cache hit
 makes no database query; any save of a tenant or of one of its keys (``supportbot.receivers``)
 bumps the tenant's revision, so a policy-version bump, a mode switch or a revoked key takes
 effect on the next request in every process."""
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from supportbot.localcache import MISSING, RevisionedCache
-from supportbot.models import Tenant, TenantApiKey
+from core.localcache import MISSING, RevisionedCache
+from core.models import Tenant, TenantApiKey
 
 tenant_cache: RevisionedCache["TenantRecord | None"] = RevisionedCache("tenant")
 

@@ -8,8 +8,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from retrieval.services import SyncReport
-from supportbot.models import Tenant
+from core.models import Tenant
+from ingestion.services import ingest_directory
+from retrieval.services import SyncReport, index_sync
 
 TENANT_FIELDS = ("name", "locales", "default_locale", "handoff_text", "instructions", "few_shot")
 
@@ -45,9 +46,6 @@ class DemoLoad:
 def demo_load(*, skip_ingested: bool = False) -> DemoLoad:
     """Create or update the demo tenants, ingest their knowledge base and index what changed
     (idempotent). ``skip_ingested``: leave tenants that have articles as they are (test setup)."""
-    from ingestion.services import ingest_directory
-    from retrieval.services import index_sync
-
     root = demo_dir()
     tenants = {t.slug: t for t in tenants_load(root / "tenants.json")}
     reports = {slug: ingest_directory(root / slug, t) for slug, t in tenants.items()

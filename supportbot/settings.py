@@ -8,7 +8,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from supportbot import embedded, safety
+from core import servers
+from supportbot import safety
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -30,12 +31,12 @@ else:  # public development values: never served beyond loopback (supportbot/saf
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
-# Embedded PostgreSQL / Redis start only when the URLs are unset (see supportbot/embedded.py).
+# Embedded PostgreSQL / Redis start only when the URLs are unset (see core/servers.py).
 # Memory limit of the embedded cache Redis ("0": none); set maxmemory on your own Redis (docs/operations.md).
 REDIS_MAXMEMORY = env.str("REDIS_MAXMEMORY", default="256mb")
 # What the embedded cache Redis does when full: evict the least recently used keys (the broker has its own).
 REDIS_MAXMEMORY_POLICY = env.str("REDIS_MAXMEMORY_POLICY", default="allkeys-lru")
-embedded.ensure_environment(redis_maxmemory=REDIS_MAXMEMORY, redis_policy=REDIS_MAXMEMORY_POLICY)
+servers.ensure_environment(redis_maxmemory=REDIS_MAXMEMORY, redis_policy=REDIS_MAXMEMORY_POLICY)
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -60,6 +61,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "django_celery_beat",
+    "core",
     "supportbot",
     "ingestion",
     "retrieval",
@@ -232,7 +234,7 @@ SEMANTIC_JUDGE_SERVES = env.bool("SEMANTIC_JUDGE_SERVES", default=False)
 # Folder of the semantic judge's artefacts (built by `manage.py train_judge` / bootstrap, one folder a version).
 SEMANTIC_JUDGE_DIR = env.path("SEMANTIC_JUDGE_DIR", default=BASE_DIR / "var" / "judge")
 # Tenant rows, API keys and cited article versions are kept in each process under a revision
-# in Redis (supportbot.localcache); no local copy is older than this, even if a bump was lost.
+# in Redis (core.localcache); no local copy is older than this, even if a bump was lost.
 LOCAL_CACHE_MAX_AGE_S = env.float("LOCAL_CACHE_MAX_AGE_S", default=30.0)
 # The web process writes the records of cache hits in batches; it waits this long for a batch to fill.
 RECORDS_LINGER_MS = env.float("RECORDS_LINGER_MS", default=100.0)

@@ -1,4 +1,4 @@
-"""Celery tasks of the Ask app, and the retry policy every app's tasks share.
+"""Celery tasks of the Ask app (the retry policy every app's tasks share is ``core.retry``).
 
 Tasks are one-line wrappers: they take ids or plain values, call a service and
 return a plain value. Every task is safe to run twice (acks are late, so a task
@@ -6,28 +6,27 @@ of a worker that died is delivered again)."""
 from __future__ import annotations
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
-from supportbot.locks import LockLost
-from supportbot.redis_client import RedisUnavailable
-
-# Worth another try: a service that blinked (Redis, the database), or a job whose lock lapsed.
-TRANSIENT_ERRORS = (*RedisUnavailable, OperationalError, InterfaceError, LockLost)
-RETRY_POLICY = {"autoretry_for": TRANSIENT_ERRORS, "retry_backoff": True, "retry_backoff_max": 300,
-                "retry_jitter": True, "max_retries": 8}
+from caching.models import SampledHit
+from core.retry import RETRY_POLICY
+from supportbot import prefix_samples, retention, review
 
 
-@shared_task(ignore_result=True, **RETRY_POLICY)
+@shared_task(name="supportbot.tasks.prefix_cache_scrape", ignore_result=True, **RETRY_POLICY)
 def prefix_cache_scrape() -> int:
     """Hourly: one prefix-cache sample per model server."""
-    from supportbot.samples import prefix_cache_samples_record
-
-    return len(prefix_cache_samples_record())
+    return len(prefix_samples.prefix_cache_samples_record())
 
 
-@shared_task(ignore_result=True, **RETRY_POLICY)
+@shared_task(name="supportbot.tasks.records_purge", ignore_result=True, **RETRY_POLICY)
 def records_purge(days: int | None = None) -> dict:
     """Nightly: delete Ask records past the retention period."""
-    from supportbot.retention import records_purge_older_than
+    return retention.records_purge_older_than(days)
 
-    return records_purge_older_than(days)
+
+# The name it was queued under when it lived in caching (messages in flight still find it).
+@shared_task(name="caching.tasks.second_opinion", ignore_result=True, autoretry_for=(ConnectionError,),
+             retry_backoff=True, max_retries=3)
+def second_opinion(sample_id: int) -> None:
+    """Regenerate a sampled semantic hit's answer and flag a disagreement (never served)."""
+    review.second_opinion(SampledHit.objects.select_related("decision__ask__tenant").get(pk=sample_id))

@@ -29,7 +29,7 @@ from django.conf import settings
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from supportbot.metrics import reason_code
+from core.metrics import reason_code
 
 log = logging.getLogger(__name__)
 

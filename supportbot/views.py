@@ -1,6 +1,7 @@
 """Customer-facing views: the chat page (htmx, streamed answers) and the JSON Ask API.
 
-Views parse and validate, call the pipeline, and render; nothing else."""
+Views parse and validate, resolve who is asking with one service call (``supportbot.callers``:
+an ``Admitted`` with its ``Asker``, or a ``Refusal``), call the pipeline, and render; nothing else."""
 from __future__ import annotations
 
 import itertools
@@ -20,11 +21,13 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from supportbot import auth, pipeline, ratelimit
-from supportbot.models import AskEvent, Tenant
+from caching.models import AskEvent
+from core.models import Tenant
+from supportbot import auth, callers, pipeline, ratelimit
+from supportbot.callers import Refusal, locale_for
 from supportbot.questions import AskRejected, clean_question
-from supportbot.localcache import MISSING
-from supportbot.selectors import tenant_cache, tenant_directory_get, tenant_directory_peek
+from supportbot.review import feedback_record
+from supportbot.selectors import tenant_directory_get
 
 log = logging.getLogger(__name__)
 PENDING_KEY = "pending_asks"
@@ -38,14 +41,6 @@ def _tenant(slug: str) -> Tenant:
     return record.tenant
 
 
-def _locale(tenant: Tenant, value) -> str:
-    if value in (None, ""):
-        return tenant.default_locale
-    if not isinstance(value, str) or value not in tenant.locales:
-        raise AskRejected("unknown_locale", f"locale must be one of {sorted(tenant.locales)}")
-    return value
-
-
 def _api_error(code: str, message: str, status: int, **extra) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
 
@@ -55,26 +50,21 @@ def _rate_limited(request, tenant: Tenant, client: str, *, api: bool, action: st
     return _rate_limit_response(request, tenant, ratelimit.check(tenant.slug, client, action=action), api=api)
 
 
-def _api_rate_client(request, tenant: Tenant, key) -> str:
-    """The API caller as the rate limiter counts it: the key, else the customer of a valid token
-    (checked again, and redeemed, once the request is let through), else the address."""
-    token = request.META.get("HTTP_X_CUSTOMER_TOKEN") if key is None else None
-    customer = None
-    if token:
-        try:
-            customer = auth.customer_token_check(tenant, token)[0]
-        except auth.AuthError:
-            pass  # refused after the limiter, counted against the address
-    return ratelimit.client_key(request, key, customer=customer)
+def _refused(refusal: Refusal) -> JsonResponse:
+    """An API refusal as JSON (``{"error": {"code", "message", ...}}``), with Retry-After on a 429."""
+    response = _api_error(refusal.code, refusal.message, refusal.status, **refusal.extra)
+    if refusal.retry_after_s is not None:
+        response["Retry-After"] = str(refusal.retry_after_s)
+    return response
 
 
 def _rate_limit_response(request, tenant: Tenant, verdict: ratelimit.Verdict, *, api: bool):
     if verdict.allowed:
         return None
-    message = f"Too many questions; please wait {verdict.retry_after_s} seconds and try again."
     if api:
-        response = _api_error("rate_limited", message, 429, scope=verdict.scope, retry_after_s=verdict.retry_after_s)
-    elif request.htmx:
+        return _refused(callers.rate_limit_refusal(verdict))
+    message = f"Too many questions; please wait {verdict.retry_after_s} seconds and try again."
+    if request.htmx:
         response = render(request, "supportbot/partials/form_error.html", {"message": message}, status=429)
     else:
         response = render(request, "supportbot/chat.html", {"tenant": tenant, "locale": tenant.default_locale,
@@ -102,7 +92,7 @@ def _sse(event: str, data: str) -> str:
 def chat_page(request, tenant: str):
     t = _tenant(tenant)
     try:
-        locale = _locale(t, request.GET.get("locale"))
+        locale = locale_for(t, request.GET.get("locale"))
     except AskRejected:
         locale = t.default_locale
     if "customer_token" in request.GET:
@@ -132,7 +122,7 @@ def chat_sign_in(request, tenant: str):
 
 def _chat_sign_in(request, t: Tenant):
     try:
-        locale = _locale(t, request.POST.get("locale"))
+        locale = locale_for(t, request.POST.get("locale"))
     except AskRejected:
         locale = t.default_locale
     limited = _rate_limited(request, t, ratelimit.client_key(request), api=False)
@@ -158,7 +148,7 @@ def chat_submit(request, tenant: str):
     if limited is not None:
         return limited
     try:
-        locale = _locale(t, request.POST.get("locale"))
+        locale = locale_for(t, request.POST.get("locale"))
         question = clean_question(request.POST.get("question", ""))
     except AskRejected as exc:
         if request.htmx:
@@ -240,59 +230,6 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
     return body
 
 
-def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=None, action: str = "ask"):
-    """The start of every API view: the tenant, the caller's API key (if any) and the rate limits.
-    Returns (tenant, key, None, read), or (None, None, an error response, None); ``read`` holds
-    the values of the keys ``read_along`` named ({key: value}), None when they were not read.
-
-    A process that has the tenant already works from its copy and reads the tenant's revision
-    in the rate limiter's round trip; if the copy was stale, the key is checked again against
-    the current row before anything else happens. ``read_along(record) -> keys``: Redis keys
-    the view will read under that tenant copy, read in the same round trip."""
-    copy = tenant_directory_peek(tenant)
-    if copy is not None:
-        key, refused = _api_key(request, copy, key_required)
-        if refused is None:
-            extra = tuple(read_along(copy)) if read_along is not None else ()
-            verdict = ratelimit.check(copy.tenant.slug, _api_rate_client(request, copy.tenant, key), action=action,
-                                      read=(tenant_cache.rev_key(copy.tenant.slug), *extra))
-            current = tenant_directory_get(tenant, rev=verdict.read[0] if verdict.read is not None else MISSING)
-            if current is copy:
-                values = dict(zip(extra, verdict.read[1:])) if verdict.read is not None else None
-                return copy.tenant, key, _rate_limit_response(request, copy.tenant, verdict, api=True), values
-            if current is None:
-                return None, None, _api_error("unknown_tenant", "no such tenant", 404), None
-            if not verdict.allowed:
-                return None, None, _rate_limit_response(request, current.tenant, verdict, api=True), None
-            key, refused = _api_key(request, current, key_required)  # counted once already
-            if refused is None:
-                return current.tenant, key, None, None
-            limited = _rate_limited(request, current.tenant, ratelimit.client_key(request), api=True, action=action)
-            return None, None, limited or _api_error(refused.code, refused.message, refused.status), None
-    # no copy here, or the copy refused the key: decide on the current row
-    record = tenant_directory_get(tenant)
-    if record is None:
-        return None, None, _api_error("unknown_tenant", "no such tenant", 404), None
-    key, refused = _api_key(request, record, key_required)
-    if refused is not None:  # failed attempts count against the address
-        limited = _rate_limited(request, record.tenant, ratelimit.client_key(request), api=True, action=action)
-        return None, None, limited or _api_error(refused.code, refused.message, refused.status), None
-    limited = _rate_limited(request, record.tenant, _api_rate_client(request, record.tenant, key), api=True,
-                            action=action)
-    return record.tenant, key, limited, None
-
-
-def _api_key(request, record, key_required: bool):
-    """(the request's valid API key or None, None), or (None, the AuthError)."""
-    try:
-        key = auth.api_key_from_request(request, record.tenant, record.api_keys)
-        if key is None and key_required:
-            raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
-    except auth.AuthError as exc:
-        return None, exc
-    return key, None
-
-
 @csrf_exempt
 @require_http_methods(["POST"])
 def api_ask(request, tenant: str):
@@ -303,28 +240,31 @@ def api_ask(request, tenant: str):
         try:
             ahead["body"] = body = _parse_ask_body(request)
             ahead["state"] = state = pipeline.prepare(
-                pipeline.Asker(record.tenant, _locale(record.tenant, body.get("locale"))), body["question"],
+                pipeline.Asker(record.tenant, locale_for(record.tenant, body.get("locale"))), body["question"],
                 streamed=bool(body.get("stream")))
         except AskRejected:
             return ()  # refused again below, once the caller is known
         return pipeline.prefetch_keys(state)
 
-    t, key, refused, prefetched = _api_caller(request, tenant, read_along=read_along)
-    if refused is not None:
-        return refused
+    def body() -> dict:
+        if "body" not in ahead:
+            ahead["body"] = _parse_ask_body(request)
+        return ahead["body"]
+
+    admitted = callers.api_asker(request, tenant, body, read_along=read_along)
+    if isinstance(admitted, Refusal):
+        return _refused(admitted)
+    question, stream, prefetched = ahead["body"]["question"], bool(ahead["body"].get("stream")), admitted.read
+    breakdown = admitted.timing_breakdown
+    prepared = ahead.get("state") if prefetched is not None else None
     try:
-        body = ahead.get("body") or _parse_ask_body(request)
-        caller = auth.api_caller(request, t, key, body.get("customer"))
-        asker = pipeline.Asker(t, _locale(t, body.get("locale")), caller.customer)
-        breakdown = key is not None and key.timing_breakdown
-        prepared = ahead.get("state") if prefetched is not None else None
-        if body.get("stream"):
-            state_events = pipeline.ask_events(asker, body["question"], streamed=True, prepared=prepared,
+        if stream:
+            state_events = pipeline.ask_events(admitted.asker, question, streamed=True, prepared=prepared,
                                                prefetched=prefetched)
             first = next(state_events)  # validation happens before the first event
             return _api_stream(first, state_events, breakdown)
-        result = pipeline.ask(asker, body["question"], prepared=prepared, prefetched=prefetched)
-    except (AskRejected, auth.AuthError) as exc:
+        result = pipeline.ask(admitted.asker, question, prepared=prepared, prefetched=prefetched)
+    except AskRejected as exc:
         return _api_error(exc.code, exc.message, exc.status)
     payload = result.to_api(timing_breakdown=breakdown)
     if result.status == "unavailable":
@@ -348,9 +288,10 @@ def _api_stream(first, rest, breakdown: bool) -> StreamingHttpResponse:
 @require_http_methods(["POST"])
 def api_customer_token(request, tenant: str):
     """A tenant's backend exchanges its API key for a short-lived token naming one signed-in customer."""
-    t, key, refused, _ = _api_caller(request, tenant, key_required=True)
-    if refused is not None:
-        return refused
+    admitted = callers.api_caller(request, tenant, key_required=True)
+    if isinstance(admitted, Refusal):
+        return _refused(admitted)
+    t = admitted.tenant
     try:
         body = _parse_json_object(request, allowed={"customer", "ttl_s", "single_use"})
         ttl = body.get("ttl_s")
@@ -382,14 +323,12 @@ def _ask_of(t: Tenant, request_id):
     The record of a cache hit is written a moment after its answer (``supportbot.records``):
     feedback sent right away on an answer not recorded yet waits for it, once, for about
     that moment."""
-    from supportbot.records import hit_records
-
     try:
         request_id = uuid.UUID(str(request_id))
     except ValueError:
         return None
     ask = AskEvent.objects.filter(tenant=t, request_id=request_id).first()
-    if ask is None and hit_records.flush(timeout_s=1.0):  # this process's own, if it answered
+    if ask is None and pipeline.hit_records.flush(timeout_s=1.0):  # this process's own, if it answered
         ask = AskEvent.objects.filter(tenant=t, request_id=request_id).first()
     if ask is None:  # another process's batch
         time.sleep(max(0.0, settings.RECORDS_LINGER_MS / 1000) * 2)
@@ -400,8 +339,6 @@ def _ask_of(t: Tenant, request_id):
 @require_POST
 def chat_feedback(request, tenant: str, request_id):
     """"Did this answer your question?" under a chat answer; a "no" on a cached answer goes to review."""
-    from caching.review import feedback_record
-
     t = _tenant(tenant)
     client = ratelimit.client_key(request, customer=auth.session_customer(request, t))
     limited = _rate_limited(request, t, client, api=False, action="feedback")
@@ -420,11 +357,10 @@ def chat_feedback(request, tenant: str, request_id):
 @require_http_methods(["POST"])
 def api_feedback(request, tenant: str):
     """POST {"request_id": ..., "helpful": true|false, "comment": optional}: the customer's verdict on an answer."""
-    from caching.review import feedback_record
-
-    t, key, refused, _ = _api_caller(request, tenant, action="feedback")
-    if refused is not None:
-        return refused
+    admitted = callers.api_caller(request, tenant, action="feedback")
+    if isinstance(admitted, Refusal):
+        return _refused(admitted)
+    t = admitted.tenant
     try:
         body = _parse_json_object(request, allowed={"request_id", "helpful", "comment"})
         if not isinstance(body.get("helpful"), bool):

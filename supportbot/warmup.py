@@ -28,12 +28,12 @@ def warm_up() -> dict:
     from django.db import DatabaseError, connections
 
     from caching import guards
-    from supportbot.pipeline import query_embedder
+    from retrieval import generations
 
     started = time.perf_counter()
     loaded = False
     try:
-        query_embedder().model  # noqa: B018 - loads the weights
+        generations.query_embedder(cached=True).model  # noqa: B018 - loads the weights
         loaded = True
         guards.learned_judge()  # the semantic judge's weights (None, logged, when not built)
     except (DatabaseError, OSError) as exc:  # not migrated yet, unreachable: expected at times

@@ -5,10 +5,10 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from supportbot import embedded  # noqa: E402
+from core import servers  # noqa: E402
 
 # Tests get their own Redis database so a running `make run` keeps its caches.
-embedded.ensure_environment()
+servers.ensure_environment()
 if not os.environ.get("REDIS_TEST_URL"):
     os.environ["REDIS_TEST_URL"] = os.environ["REDIS_URL"].rsplit("/", 1)[0] + "/" + os.environ.get("REDIS_TEST_DB", "15")
 os.environ["REDIS_URL"] = os.environ["REDIS_TEST_URL"]
@@ -41,7 +41,7 @@ def _no_remembered_generation():
 @pytest.fixture(autouse=True)
 def _clean_redis():
     """Every test starts with empty answer/search caches; embedding vectors are kept (they are pure)."""
-    from supportbot.redis_client import get_redis, reset_redis_state
+    from core.redis_client import get_redis, reset_redis_state
 
     reset_redis_state()
     r = get_redis()
@@ -78,7 +78,7 @@ def initech(demo):
 @pytest.fixture(scope="session")
 def model_server():
     """The embedded model server (started once, or reused if one is running)."""
-    from supportbot.generation.embedded import ensure_model_server
+    from generation.local_model import ensure_model_server
 
     return ensure_model_server()
 

@@ -1,10 +1,10 @@
 """Test data in one place."""
 from __future__ import annotations
 
+from core.models import Tenant
 from ingestion.parsing import ParsedArticle
 from ingestion.services import article_upsert
 from supportbot import services
-from supportbot.models import Tenant
 
 
 def demo_load() -> dict[str, Tenant]:

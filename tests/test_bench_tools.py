@@ -11,7 +11,7 @@ import time
 import pytest
 
 from bench import all as bench_all
-from supportbot.embedded import ROOT
+from core.servers import ROOT
 
 
 def _free_port() -> int:

@@ -21,6 +21,7 @@ import json
 import logging
 import pickle
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -199,15 +200,37 @@ _learned_missing: str = ""
 _learned_lock = threading.Lock()
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """Which artefact the current training data and configs build, and where artefacts live outside
+    Django. The trainer (``caching.judge_train``, which imports this module) registers it when
+    imported; ``caching.apps`` imports the trainer at start-up. The judge never imports its trainer."""
+
+    default_root: Path
+    artefact_version: Callable[[], str]
+
+
+_recipe: Recipe | None = None
+
+
+def recipe_register(recipe: Recipe) -> None:
+    global _recipe
+    _recipe = recipe
+
+
+def _registered_recipe() -> Recipe:
+    if _recipe is None:
+        raise RuntimeError("the judge's training recipe is not registered: import caching.judge_train first")
+    return _recipe
+
+
 def judge_root() -> Path:
     """``SEMANTIC_JUDGE_DIR``; ``var/judge`` where Django is not configured (training, pure tests)."""
     from django.conf import settings
 
     if settings.configured:
         return Path(settings.SEMANTIC_JUDGE_DIR)
-    from caching.judge_train import DEFAULT_ROOT
-
-    return DEFAULT_ROOT
+    return _registered_recipe().default_root
 
 
 def learned_judge() -> LearnedJudge | None:
@@ -218,9 +241,7 @@ def learned_judge() -> LearnedJudge | None:
         return _learned
     with _learned_lock:
         if _learned is None and not _learned_missing:
-            from caching.judge_train import artefact_version
-
-            path = judge_root() / artefact_version()
+            path = judge_root() / _registered_recipe().artefact_version()
             if (path / "judge.json").exists():
                 _learned = LearnedJudge(path)
             else:

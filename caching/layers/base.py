@@ -1,13 +1,8 @@
-"""The one small interface every cache layer implements.
-
-A layer answers ``lookup`` with a ``LayerResult``: the decision to record and, on a
-hit, the value. ``store`` admits a verified value; ``purge_article`` removes every
-entry that cites an article and returns how many went. Layers never raise for an
-unavailable backend: they return a ``skipped`` decision and the Ask carries on
-through the slow path."""
+"""What the answer layers (exact and semantic) hold: a ``CachedAnswer``. The interface every cache
+layer implements, its ``LayerResult`` and ``Disposition``, is ``core.cachelayer``."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass
@@ -24,42 +19,3 @@ class CachedAnswer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     generation_ms: float = 0.0
-
-
-@dataclass
-class LayerResult:
-    layer: str
-    disposition: str  # hit | miss | bypass | shadow_hit | assist | skipped | stored | refused
-    reason: str = ""
-    value: object = None
-    key_version: str = ""
-    candidate: str = ""
-    candidate_question: str = ""
-    filters: dict = field(default_factory=dict)
-    similarity: float | None = None
-    threshold: float | None = None
-    signature_difference: dict | None = None
-    entry_age_s: float | None = None
-    intent: str = ""
-    judge_version: str = ""  # the semantic judge artefact that judged the candidate ("" when none ran)
-    judge_probability: float | None = None  # its calibrated P(same answer) for the best candidate; None when it did not run
-    saved_tokens: int = 0
-    saved_ms: float = 0.0
-    lookup_ms: float = 0.0
-
-    @property
-    def hit(self) -> bool:
-        return self.disposition == "hit"
-
-    def record_fields(self, **extra) -> dict:
-        """The decision's fields for its ``CacheDecision`` row (the served value is not recorded)."""
-        fields = {k: v for k, v in self.__dict__.items() if k != "value"}
-        fields.update(extra)
-        return fields
-
-
-class CacheLayer:
-    name: str = ""
-
-    def purge_article(self, article_pk: int) -> int:
-        raise NotImplementedError

@@ -2,15 +2,61 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 import time
+from collections.abc import Iterator
 
 from django.conf import settings
 
 from caching.churn import churn_add
 from caching.citations import article_versions, stale_citations
-from caching.keys import KEY_VERSION
-from caching.layers.base import CacheLayer, CachedAnswer, LayerResult
-from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
+from caching.keys import AnswerSpec, digest
+from caching.layers.base import CachedAnswer
+from caching.layers.citing import sweep_cited
+from core.cachelayer import CacheScope, LayerResult, LayerStats
+from core.models import Tenant
+from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
+from ingestion.models import Article
+
+KEY_VERSION = "a1"  # bump when the key layout itself changes
+
+
+def exact_key(spec: AnswerSpec) -> str:
+    """``ans:<key version>:<tenant>:<sha256 of the spec's canonical JSON>``, remembered per spec
+    (every hit computes the key of a question asked before, and the JSON is most of its cost)."""
+    fields = spec.as_dict()
+    try:
+        memo = tuple(v if type(v) is str else _frozen(v) for v in fields.values())  # strings stand for themselves
+    except TypeError:  # a value the memo cannot tell apart from others: computed each time
+        return f"ans:{KEY_VERSION}:{spec.tenant}:{digest(fields)}"
+    key = _exact_keys.get(memo)
+    if key is None:
+        if len(_exact_keys) >= 4096:
+            _exact_keys.clear()
+        key = _exact_keys[memo] = f"ans:{KEY_VERSION}:{spec.tenant}:{digest(fields)}"
+    return key
+
+
+_exact_keys: dict[tuple, str] = {}
+
+
+def _frozen(value):
+    """A hashable stand-in for a JSON value that equals another only if their JSON is equal:
+    typed, so 1, 1.0 and True stay apart, and floats by repr, so 0.0 and -0.0 do too."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return kind, value
+    if kind is float:
+        return kind, repr(value)
+    if kind is list or kind is tuple:
+        return list, tuple(_frozen(v) for v in value)
+    if kind is dict:
+        return dict, tuple(sorted((_frozen(k), _frozen(v)) for k, v in value.items()))
+    raise TypeError(f"no stand-in for {kind.__name__}")
+
+
+def _cited_versions(raw: bytes) -> list[tuple[int, int]]:
+    return [(int(c["article_pk"]), int(c["version"])) for c in json.loads(raw).get("citations", [])]
 
 
 def _cite_key(article_pk: int) -> str:
@@ -35,7 +81,7 @@ return evicted
 """
 
 
-class ExactLayer(CacheLayer):
+class ExactLayer:
     name = "exact"
 
     def read_keys(self, key: str, tenant_id: int) -> tuple[str, str]:
@@ -138,6 +184,23 @@ class ExactLayer(CacheLayer):
         except RedisUnavailable as exc:
             redis_failed(exc)
 
+    def sweep(self, current_versions) -> tuple[int, Counter]:
+        """Delete entries citing an article version that is no longer current (the nightly sweep);
+        returns the entries examined and, per stale article, how many went."""
+        return sweep_cited(_cite_key("*"), _cited_versions, current_versions)
+
+    def delete_keys(self, keys: list[str]) -> int:
+        """Delete these entries (out of their tenants' counts too); returns how many existed. Raises
+        the Redis error (a purge retries)."""
+        r, removed = get_redis(), 0
+        for i in range(0, len(keys), 500):
+            pipe = r.pipeline(transaction=False)
+            pipe.delete(*keys[i:i + 500])
+            for key in keys[i:i + 500]:
+                pipe.zrem(_index_key(key), key)
+            removed += pipe.execute()[0]
+        return removed
+
     def purge_article(self, article_pk: int) -> int:
         """Delete every exact entry citing the article (raises if Redis is down: the caller retries)."""
         r = get_redis()
@@ -152,26 +215,48 @@ class ExactLayer(CacheLayer):
         r.delete(_cite_key(article_pk))
         return removed
 
-    def forget_sources(self, tenant_slug: str, request_ids: set[str]) -> int:
-        """Delete the tenant's entries whose answer came from one of these Asks; returns how many
-        went. Raises the Redis error (erasure aborts)."""
+    def entries(self, tenant_slug: str, batch: int = 500) -> Iterator[tuple[str, dict | None]]:
+        """Every entry of the tenant under the current key version: ``(key, its value)``, the value
+        None when it expired meanwhile or does not parse. Raises the Redis error."""
         r = get_redis()
         keys = list(r.scan_iter(match=f"ans:{KEY_VERSION}:{tenant_slug}:*", count=1000))
-        doomed = []
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
+        for i in range(0, len(keys), batch):
+            chunk = keys[i:i + batch]
             for key, raw in zip(chunk, r.mget(chunk)):
                 try:
-                    source = json.loads(raw).get("source_request") if raw is not None else None
+                    value = json.loads(raw) if raw is not None else None
                 except ValueError:
-                    source = None
-                if source in request_ids:
-                    doomed.append(key)
-        removed = 0
-        for i in range(0, len(doomed), 500):
-            pipe = r.pipeline(transaction=False)
-            pipe.delete(*doomed[i:i + 500])
-            pipe.zrem(f"ans-idx:{KEY_VERSION}:{tenant_slug}", *doomed[i:i + 500])
-            removed += pipe.execute()[0]
+                    value = None
+                yield key.decode(), value
+
+    def keys_ending(self, tenant_slug: str, candidate: str) -> list[str]:
+        """The tenant's keys (any key version) that end with a decision's ``candidate`` (the last 16
+        characters of the key it looked up). Raises the Redis error."""
+        return sorted(k.decode() for k in get_redis().scan_iter(match=f"ans:*:{tenant_slug}:*{candidate}", count=1000))
+
+    def purge_scope(self, scope: CacheScope) -> int:
+        """The tenant's entries (every key version, with their index and its articles' reverse index),
+        or only those whose answer came from one of ``scope.request_ids`` (erasure); returns how many
+        went. Raises the Redis error."""
+        r = get_redis()
+        if scope.customer:
+            doomed = [key for key, value in self.entries(scope.tenant_slug)
+                      if value is not None and value.get("source_request") in scope.request_ids]
+            removed = 0
+            for i in range(0, len(doomed), 500):
+                pipe = r.pipeline(transaction=False)
+                pipe.delete(*doomed[i:i + 500])
+                pipe.zrem(f"ans-idx:{KEY_VERSION}:{scope.tenant_slug}", *doomed[i:i + 500])
+                removed += pipe.execute()[0]
+            return removed
+        keys = list(r.scan_iter(match=f"ans:*:{scope.tenant_slug}:*", count=1000))
+        others = [*r.scan_iter(match=f"ans-idx:*:{scope.tenant_slug}", count=1000),
+                  *(_cite_key(pk) for pk in Article.objects.filter(tenant_id=scope.tenant_id).values_list("pk", flat=True))]
+        removed = sum(r.delete(*keys[i:i + 500]) for i in range(0, len(keys), 500))
+        for i in range(0, len(others), 500):
+            r.delete(*others[i:i + 500])
         return removed
 
+    def stats(self, tenant_id: int) -> LayerStats:
+        slug = Tenant.objects.filter(pk=tenant_id).values_list("slug", flat=True).first()
+        return LayerStats(self.name, self.tenant_size(slug) if slug is not None else 0)

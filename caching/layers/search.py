@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 import time
 
 from django.conf import settings
 
 from caching.keys import digest
-from caching.layers.base import CacheLayer, LayerResult
+from caching.layers.citing import sweep_cited
+from core.cachelayer import CacheScope, LayerResult, LayerStats
+from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
+from ingestion.models import Article
 from retrieval.search import SearchHit, search_version
-from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
 
 
 def search_key(normalized_query: str, tenant_id: int, locale: str, k: int, generation_id: int,
@@ -29,11 +32,15 @@ def _query_hash(normalized_query: str) -> str:
     return hashlib.sha256(normalized_query.encode("utf-8")).hexdigest()[:32]
 
 
+def _cited_versions(raw: bytes) -> list[tuple[int, int]]:
+    return list({(int(h["article_pk"]), int(h["version"])) for h in json.loads(raw)})
+
+
 def _cite_key(article_pk: int) -> str:
     return f"cite:srch:{article_pk}"
 
 
-class SearchLayer(CacheLayer):
+class SearchLayer:
     name = "retrieval"
 
     def lookup(self, key: str) -> LayerResult:
@@ -82,6 +89,11 @@ class SearchLayer(CacheLayer):
             redis_failed(exc)
             return 0
 
+    def sweep(self, current_versions) -> tuple[int, Counter]:
+        """Delete results holding a passage of an article version that is no longer current (the
+        nightly sweep); returns the results examined and, per stale article, how many went."""
+        return sweep_cited(_cite_key("*"), _cited_versions, current_versions)
+
     def purge_article(self, article_pk: int) -> int:
         r = get_redis()
         keys = list(r.smembers(_cite_key(article_pk)))
@@ -89,18 +101,33 @@ class SearchLayer(CacheLayer):
         r.delete(_cite_key(article_pk))
         return removed
 
-    def forget_queries(self, tenant_id: int, normalized_queries) -> int:
-        """Delete the tenant's cached results of these queries (every locale, generation and
-        version); returns how many went. Raises the Redis error (erasure aborts)."""
-        wanted = {_query_hash(q).encode() for q in normalized_queries}
+    def purge_scope(self, scope: CacheScope) -> int:
+        """The tenant's cached results (every locale, generation and version) with its articles'
+        reverse index, or only the results of ``scope.normalized`` queries (erasure); returns how many
+        went. Raises the Redis error."""
+        wanted = None if not scope.customer else {_query_hash(q).encode() for q in scope.normalized}
         r = get_redis()
-        doomed = [k for k in r.scan_iter(match=f"srch:{int(tenant_id)}:*", count=1000)
-                  if k.split(b":")[2] in wanted]
-        if not doomed:
-            return 0
+        doomed = [k for k in r.scan_iter(match=f"srch:{int(scope.tenant_id)}:*", count=1000)
+                  if wanted is None or k.split(b":")[2] in wanted]
         pipe = r.pipeline(transaction=False)
-        for cite in r.scan_iter(match=_cite_key("*"), count=1000):  # the reverse index names them too
-            pipe.srem(cite, *doomed)
-        for i in range(0, len(doomed), 500):
-            pipe.delete(*doomed[i:i + 500])
-        return sum(pipe.execute()[-((len(doomed) + 499) // 500):])
+        if wanted is None:
+            cites = [_cite_key(pk) for pk in Article.objects.filter(tenant_id=scope.tenant_id).values_list("pk", flat=True)]
+            for i in range(0, len(cites), 500):
+                pipe.delete(*cites[i:i + 500])
+        elif doomed:
+            for cite in r.scan_iter(match=_cite_key("*"), count=1000):  # the reverse index names them too
+                pipe.srem(cite, *doomed)
+        batches = [doomed[i:i + 500] for i in range(0, len(doomed), 500)]
+        for batch in batches:
+            pipe.delete(*batch)
+        results = pipe.execute()
+        return sum(results[len(results) - len(batches):]) if batches else 0
+
+    def stats(self, tenant_id: int) -> LayerStats:
+        """How many searches of the tenant are cached (a scan: for the dashboard, not the request path)."""
+        try:
+            return LayerStats(self.name, sum(1 for _ in get_redis().scan_iter(match=f"srch:{int(tenant_id)}:*",
+                                                                              count=1000)))
+        except RedisUnavailable as exc:
+            redis_failed(exc)
+            return LayerStats(self.name, None)

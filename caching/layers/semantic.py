@@ -24,9 +24,10 @@ from pgvector import Vector
 from caching import guards
 from caching.churn import churn_add
 from caching.citations import stale_citations
-from caching.layers.base import CacheLayer, CachedAnswer, LayerResult
+from caching.layers.base import CachedAnswer
 from caching.models import EntryCitation, PairVerification, SemanticEntry
 from caching.thresholds import current_thresholds
+from core.cachelayer import CacheScope, LayerResult, LayerStats
 
 CANDIDATES = 3
 
@@ -96,7 +97,7 @@ def candidates(scope: SemanticScope, vector: np.ndarray, k: int = CANDIDATES) ->
     return list(SemanticEntry.objects.raw(*candidates_query(scope, vector, k)))
 
 
-class SemanticLayer(CacheLayer):
+class SemanticLayer:
     name = "semantic"
 
     def lookup(self, scope: SemanticScope, question: str, vector: np.ndarray, mode: str) -> LayerResult:
@@ -211,6 +212,18 @@ class SemanticLayer(CacheLayer):
         ids = EntryCitation.objects.filter(article_id=article_pk).values("entry_id")
         return SemanticEntry.objects.filter(pk__in=ids, status=SemanticEntry.Status.ACTIVE).update(
             status=SemanticEntry.Status.PURGED)
+
+    def purge_scope(self, scope: CacheScope) -> int:
+        """Retire the tenant's active entries, or only those one of ``scope.request_ids`` produced.
+        (Erasure deletes a customer's entries outright with the records that quote them:
+        ``supportbot.retention.entries_forget``.)"""
+        entries = SemanticEntry.objects.filter(tenant_id=scope.tenant_id, status=SemanticEntry.Status.ACTIVE)
+        if scope.customer:
+            entries = entries.filter(source_ask__request_id__in=scope.request_ids)
+        return entries.update(status=SemanticEntry.Status.RETIRED)
+
+    def stats(self, tenant_id: int) -> LayerStats:
+        return LayerStats(self.name, self.tenant_size(tenant_id))
 
     # ----------------------------------------------------------------- after the judge (issue 12)
 

@@ -10,18 +10,15 @@ answerer surfaces as ``GenerationError``, as from a generation backend.
 """
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.conf import settings
-from django.core.signals import setting_changed
-from django.dispatch import receiver
 
-from supportbot.generation.base import GenerationResult, Passage
-from supportbot.generation.prompt import TenantPrompt
+from generation.base import GenerationResult, Passage
+from generation.prompt import TenantPrompt
 
 ANSWERERS = ("extractive", "model")
 
@@ -74,35 +71,3 @@ class Answerer(ABC):
 def answerer_name() -> str:
     """``ASK_ANSWERER``, or by default ``model`` with a vLLM server configured and ``extractive`` without."""
     return settings.ASK_ANSWERER or ("model" if settings.VLLM_BASE_URL else "extractive")
-
-
-_lock = threading.Lock()
-_answerers: dict[str, Answerer] = {}
-
-
-def get_answerer() -> Answerer:
-    name = answerer_name()
-    with _lock:
-        answerer = _answerers.get(name)
-        if answerer is None:
-            answerer = _answerers[name] = _build(name)
-        return answerer
-
-
-def _build(name: str) -> Answerer:
-    if name == "extractive":
-        from supportbot.answerers.extractive import ExtractiveAnswerer
-
-        return ExtractiveAnswerer()
-    if name == "model":
-        from supportbot.answerers.model import ModelAnswerer
-
-        return ModelAnswerer()
-    raise ValueError(f"ASK_ANSWERER must be one of {ANSWERERS}, not {name!r}")
-
-
-@receiver(setting_changed)
-def _forget_answerers(*, setting: str, **kwargs) -> None:
-    if setting.startswith(("ASK_", "VLLM_")):
-        with _lock:
-            _answerers.clear()

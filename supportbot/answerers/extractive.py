@@ -28,8 +28,8 @@ from caching.answer_checks import text as words
 from caching.answer_checks.facts import quantities
 from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
-from supportbot.answerers.base import Answer, Answerer, AnswererSpec, AnswerRequest
-from supportbot.generation.base import GenerationResult, Passage
+from generation.base import GenerationResult, Passage
+from supportbot.answerers.base import Answer, AnswerRequest, Answerer, AnswererSpec
 
 MARGIN = 0.15  # a unit this much less similar than the best one still answers the question
 MAX_UNITS = 6

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from caching.answer_checks import Evidence, Refusal
-from supportbot.answerers.base import Answer, Answerer, AnswererSpec, AnswerRequest
-from supportbot.generation import prompt, salt
-from supportbot.generation.base import ChatRequest, GenerationError, GenerationResult, get_backend
-from supportbot.generation.citations import parse_answer
+from generation import prompt, salt
+from generation.base import ChatRequest, GenerationError, GenerationResult
+from generation.citations import parse_answer
+from generation.client import get_backend
+from supportbot.answerers.base import Answer, AnswerRequest, Answerer, AnswererSpec
 
 
 class ModelAnswerer(Answerer):

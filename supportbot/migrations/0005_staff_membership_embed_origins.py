@@ -2,7 +2,7 @@
 
 import django.contrib.postgres.fields
 import django.db.models.deletion
-import supportbot.models
+import core.models
 from django.conf import settings
 from django.db import migrations, models
 
@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='tenant',
             name='embed_origins',
-            field=django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=200, validators=[supportbot.models.validate_origin]), blank=True, default=list, help_text="Origins of the tenant's own sites (https://shop.example) whose pages may sign a customer in to the chat page by posting a customer token (supportbot.auth).", size=None),
+            field=django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=200, validators=[core.models.validate_origin]), blank=True, default=list, help_text="Origins of the tenant's own sites (https://shop.example) whose pages may sign a customer in to the chat page by posting a customer token (supportbot.auth).", size=None),
         ),
         migrations.CreateModel(
             name='StaffMembership',

@@ -5,10 +5,10 @@ from datetime import timedelta
 
 from caching import guards
 from caching.models import CacheDecision, Feedback, ReviewItem, SampledHit, SemanticEntry
-from caching.review import entry_of
 from caching.rollups import rollup_groups, tenant_lookup
 from ingestion.models import Article
 from supportbot.models import PrefixCacheSample
+from supportbot.review import entry_of
 
 
 def _citations_with_current(citations: list[dict]) -> list[dict]:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from caching.review import audit
-from supportbot.models import Tenant
+from caching.audit import audit
+from core.models import Tenant
 
 
 @transaction.atomic

@@ -3,7 +3,7 @@
 Every view goes through ``admin.site.admin_view`` (active staff only, the admin's login
 otherwise) and checks one permission; actions are POSTs answered with an htmx partial.
 Every read is narrowed to the user's tenants and every object fetched through
-``scoped_object_or_404`` (``supportbot.tenancy``): another tenant's object is a 404."""
+``scoped_object_or_404`` (``core.tenancy``): another tenant's object is a 404."""
 from __future__ import annotations
 
 import tempfile
@@ -23,16 +23,16 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from caching import calibration, guards, judge_calibration, stats
-from caching.evaluation import PairFileError
+from caching.pairs import PairFileError
 from caching.models import Label, ReasonCode, ReviewItem, SampledHit
-from caching.review import REASON_KEYS, ReviewError, label_sample, next_sample, review_confirm_wrong, \
+from supportbot.review import REASON_KEYS, ReviewError, label_sample, next_sample, review_confirm_wrong, \
     review_correct, review_dismiss
 from caching.rollups import floor_hour
 from caching.thresholds import judge_threshold
-from supportbot.models import Tenant
+from core.models import Tenant
 from supportbot.staff import charts, selectors
 from supportbot.staff.services import semantic_mode_set
-from supportbot.tenancy import scoped_object_or_404, tenant_scope
+from core.tenancy import scoped_object_or_404, tenant_scope
 
 RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90)}
 SKIPPED_KEY = "label_skipped"
@@ -170,7 +170,7 @@ def dashboard(request):
         "admission": data["admission"],
         "volume_chart": volume_chart, "model_chart": _model_side_chart(period, tenant),
         "model_servers": selectors.prefix_cache_latest(), "ranges": list(RANGES) + ["custom"], "modes": Tenant.SemanticMode.choices,
-        "can_switch_mode": request.user.has_perm("supportbot.change_semantic_mode"),
+        "can_switch_mode": request.user.has_perm("core.change_semantic_mode"),
         "open_items": scope.filter(ReviewItem.objects.filter(status=ReviewItem.Status.OPEN)).count(),
         "to_label": scope.filter(SampledHit.objects.filter(labeled=False)).count(),
         "sizes": stats.cache_sizes(period["start"], period["end"], [tenant] if tenant else tenants),
@@ -183,7 +183,7 @@ def dashboard(request):
 
 
 @require_POST
-@staff_view("supportbot.change_semantic_mode")
+@staff_view("core.change_semantic_mode")
 def mode_set(request, tenant: str):
     t = scoped_object_or_404(request, Tenant.objects, "pk", slug=tenant)
     try:

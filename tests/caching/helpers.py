@@ -7,11 +7,10 @@ import json
 
 from django.test import override_settings
 
-from caching.models import CacheDecision
+from caching.models import AskEvent, CacheDecision
+from generation.base import Passage
 from ingestion.models import Article, Chunk
 from supportbot import pipeline
-from supportbot.generation.base import Passage
-from supportbot.models import AskEvent
 
 
 def cited_passage(tenant, external_id: str = "return-policy", locale: str = "en",

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from caching.models import SemanticEntry
+from caching.models import AskEvent, SemanticEntry
+from core.redis_client import get_redis
+from generation.prompt import NOT_COVERED
 from supportbot import pipeline
-from supportbot.generation.prompt import NOT_COVERED
-from supportbot.models import AskEvent
-from supportbot.redis_client import get_redis
 from tests.caching.helpers import cited_passage, decided, offer, scripted_model
 
 

@@ -10,12 +10,12 @@ import pytest
 from django.test import override_settings
 
 from caching.models import SemanticEntry
+from core.redis_client import get_redis, reset_redis_state
 from ingestion.models import Chunk
 from retrieval.embeddings import EmbedStats, embed_query, embed_texts, get_embedder, set_embedder, text_hash
 from retrieval.models import IndexGeneration
 from retrieval.services import chunk_embedding_text, index_sync
 from supportbot import pipeline
-from supportbot.redis_client import get_redis, reset_redis_state
 from tests import factories
 from tests.caching.helpers import cached_lookup, decision, offer
 

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from caching.models import SemanticEntry
-from supportbot.models import Tenant
+from core.models import Tenant
 
 DEV_PAIRS = Path("/work/shared/eval/dev_pairs.jsonl")
 HELDOUT_PAIRS = Path(__file__).resolve().parent.parent / "data" / "heldout_pairs.jsonl"

@@ -7,11 +7,12 @@ import pytest
 from django.test import override_settings
 
 from caching.layers.exact import ExactLayer
+from caching.models import AskEvent
+from core.models import Tenant
+from core.redis_client import get_redis
 from ingestion.models import Article
 from ingestion.services import article_edit
 from supportbot import pipeline
-from supportbot.models import AskEvent, Tenant
-from supportbot.redis_client import get_redis
 from tests.caching.helpers import cached_lookup, decision, offer, scripted_model
 
 QUESTION = "What is your return policy?"
@@ -44,7 +45,7 @@ def test_an_exact_hit_is_served_for_every_normalised_form(acme, variant):
 
     assert served is not None and served.answer == offered.answer and served.citations == offered.citations
     event = AskEvent.objects.get(request_id=state.request_id)
-    assert event.serving_layer == AskEvent.Layer.EXACT and event.answer == offered.answer
+    assert event.serving_layer == AskEvent.ServingLayer.EXACT and event.answer == offered.answer
     # an exact hit needs neither the embedding model nor the semantic layer
     assert list(event.decisions.order_by("pk").values_list("layer", "disposition")) == [
         ("eligibility", "miss"), ("exact", "hit")]
@@ -150,7 +151,7 @@ def test_a_real_answer_is_admitted_then_served_by_both_layers(client, acme, mode
 # --------------------------------------------------------------------------- hit records off the request path
 
 def test_inside_a_transaction_a_hit_is_recorded_by_the_caller(acme):
-    from supportbot.records import hit_records
+    from supportbot.pipeline import hit_records
 
     offer(asker(acme), QUESTION)
     state, served = cached_lookup(asker(acme), QUESTION)
@@ -163,7 +164,7 @@ def writer_batches(monkeypatch):
     """The sizes of the batches the hit-record writer writes, and a list of errors the next
     batches raise instead of being written. The writer is stopped at the end: its thread closes
     its connection, so the test database can be dropped."""
-    from supportbot.records import hit_records
+    from supportbot.pipeline import hit_records
 
     batches, failures, write = [], [], hit_records._write
 
@@ -184,7 +185,7 @@ def test_in_a_web_request_hit_records_are_batched_by_the_writer(client, writer_b
     writer, several hits a transaction; a failing batch is logged and the next ones still go in."""
     from django.db import OperationalError
 
-    from supportbot.records import hit_records
+    from supportbot.pipeline import hit_records
     from tests import factories
 
     tenant = factories.tenant("records-writer")
@@ -216,7 +217,7 @@ def test_the_writer_batches_hits_that_arrive_together_and_feedback_waits_for_the
     arrives finds its Ask although the record was still queued; a semantic hit's count is
     written with its record."""
     from caching.models import SemanticEntry
-    from supportbot.records import hit_records
+    from supportbot.pipeline import hit_records
     from tests import factories
 
     settings.RECORDS_LINGER_MS = 300.0

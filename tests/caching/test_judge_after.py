@@ -15,12 +15,12 @@ from django.test import override_settings
 from django.utils import timezone
 
 from caching import learning
-from caching.layers.base import LayerResult
 from caching.models import JudgeThreshold, PairVerification, SemanticEntry
 from caching.thresholds import invalidate_judge_thresholds
+from core.cachelayer import LayerResult
+from core.models import Tenant
+from generation.verifier import VERIFIER_SYSTEM
 from supportbot import pipeline
-from supportbot.generation.verifier import VERIFIER_SYSTEM
-from supportbot.models import Tenant
 from tests.caching.helpers import JUDGE, cached_lookup, decided, offer, scripted_model, stand_in_judge
 
 POLICY = "What is your return policy?"
@@ -103,7 +103,7 @@ def test_a_tenants_recalibrated_threshold_tightens_the_judge(acme, judge_scores)
 
 
 def state_decision(state):
-    from supportbot.models import AskEvent
+    from caching.models import AskEvent
 
     return AskEvent.objects.get(request_id=state.request_id).decisions.get(layer="semantic")
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from caching.models import PurgeRecord, SemanticEntry
+from caching.models import AskEvent, PurgeRecord, SemanticEntry
 from caching.purge import purge_retrieving
+from core.models import Tenant
 from ingestion.models import Article
 from ingestion.services import article_edit
 from retrieval.services import index_sync
 from supportbot import pipeline
-from supportbot.models import AskEvent, Tenant
 from tests import factories
 from tests.caching.helpers import cached_lookup, offer, scripted_model
 
@@ -40,7 +40,7 @@ def test_a_new_article_answers_a_question_that_was_not_covered(acme):
         purge_retrieving([article(acme, "kayak-rentals").pk])
 
         after = pipeline.ask(pipeline.Asker(Tenant.objects.get(pk=acme.pk), "en"), question)
-    assert after.status == AskEvent.Status.ANSWERED and after.layer == AskEvent.Layer.NONE
+    assert after.status == AskEvent.Status.ANSWERED and after.layer == AskEvent.ServingLayer.NONE
     assert [c["article_id"] for c in after.citations] == ["kayak-rentals"]
     assert "$40 a day" in after.answer
 

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
+from caching.models import AskEvent
+from core.redis_client import get_redis, reset_redis_state
+from core.servers import start_redis
+from retrieval.services import active_generation_cached
 from supportbot import pipeline
-from supportbot.embedded import start_redis
-from supportbot.models import AskEvent
-from supportbot.redis_client import get_redis, reset_redis_state
 from tests.caching.helpers import cached_lookup, decision, offer, scripted_model
 
 ANSWER = "Unused items can be returned within 30 days of delivery [1]."
@@ -127,7 +128,7 @@ def test_an_unreadable_search_result_entry_is_searched_again(acme):
 
     state = pipeline.start(pipeline.Asker(acme, "en"), "What is your return policy?", streamed=False)
     pipeline.check_eligibility(state)
-    key = search_key(state.normalized, acme.pk, "en", settings.RETRIEVAL_TOP_K, pipeline.active_generation_cached().pk)
+    key = search_key(state.normalized, acme.pk, "en", settings.RETRIEVAL_TOP_K, active_generation_cached().pk)
     for unreadable in (b"{not json", b'[{"chunk_id": 1}]'):
         get_redis().set(key, unreadable)
         state.layers.clear()

@@ -14,12 +14,11 @@ from django.utils import timezone
 
 from caching.churn import churn_totals, redis_memory
 from caching.layers.exact import ExactLayer
-from caching.models import SemanticEntry
+from caching.models import AskEvent, SemanticEntry
 from caching.purge import semantic_expired_cleanup
+from core.redis_client import get_redis, reset_redis_state
+from core.servers import start_redis
 from supportbot import pipeline
-from supportbot.embedded import start_redis
-from supportbot.models import AskEvent
-from supportbot.redis_client import get_redis, reset_redis_state
 from tests.caching.helpers import cached_lookup, offer, scripted_model
 
 ANSWER = "Unused items can be returned within 30 days of delivery [1]."

@@ -12,13 +12,13 @@ from caching import guards
 from caching.guards import classify
 from caching.layers.base import CachedAnswer
 from caching.layers.semantic import SemanticLayer
-from caching.models import SemanticEntry, ThresholdSetting
+from caching.models import AskEvent, SemanticEntry, ThresholdSetting
 from caching.thresholds import invalidate_thresholds
+from core.models import Tenant
 from ingestion.models import Article
 from ingestion.services import article_edit
 from retrieval.embeddings import embed_query
 from supportbot import pipeline
-from supportbot.models import AskEvent, Tenant
 from tests.caching.helpers import (
     cached_lookup, decided, decision, offer, prompt_of, scripted_model,
 )
@@ -52,7 +52,7 @@ def test_a_paraphrase_is_served_from_the_semantic_layer_and_every_layer_records_
     assert served is not None and served.answer == "Synthetic verified answer to: What is your return policy? [1]"
     assert served.entry_id == entry.pk and served.citations == offered.citations
     event = AskEvent.objects.get(request_id=state.request_id)
-    assert event.serving_layer == AskEvent.Layer.SEMANTIC and event.answer == served.answer
+    assert event.serving_layer == AskEvent.ServingLayer.SEMANTIC and event.answer == served.answer
     layers = list(event.decisions.order_by("pk").values_list("layer", "disposition"))
     # the query vector may come from the embedding cache (vectors outlive a test): either is recorded
     assert layers[:3] == [("eligibility", "miss"), ("exact", "miss"), ("semantic", "hit")]
@@ -114,7 +114,7 @@ def test_signature_guards_refuse_a_near_miss_the_embedding_alone_would_serve(acm
     assert field in d.signature_difference, d.signature_difference
     assert d.reason.startswith("veto:") and field in d.reason, d.reason
     assert d.judge_probability is None  # a veto refuses before the judge is asked
-    assert AskEvent.objects.get(request_id=state.request_id).serving_layer == AskEvent.Layer.NONE
+    assert AskEvent.objects.get(request_id=state.request_id).serving_layer == AskEvent.ServingLayer.NONE
 
 
 def test_order_numbers_never_share_an_answer(acme):

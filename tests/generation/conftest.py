@@ -12,9 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from supportbot.embedded import RUN
-from supportbot.generation.embedded import EmbeddedBackend, ensure_model_server, start_model_server, stop_model_server
-from supportbot.generation.prompt import TenantPrompt
+from core.servers import RUN
+from generation.local_model import EmbeddedBackend, ensure_model_server, start_model_server, stop_model_server
+from generation.prompt import TenantPrompt
 
 HOST = "127.0.0.1"
 

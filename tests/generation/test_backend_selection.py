@@ -6,12 +6,12 @@ import hashlib
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from supportbot.generation import get_backend
-from supportbot.generation.embedded import EmbeddedBackend
-from supportbot.generation.fleet import metrics_targets
-from supportbot.generation.openai_http import OpenAIHTTPBackend
-from supportbot.generation.prompt import build_chat_request
-from supportbot.modelserver import SERVED_MODEL_NAME, default_model_path
+from generation.client import get_backend
+from generation.fleet import metrics_targets
+from generation.local_model import EmbeddedBackend
+from generation.openai_http import OpenAIHTTPBackend
+from generation.prompt import build_chat_request
+from modelserver import SERVED_MODEL_NAME, default_model_path
 
 
 def test_vllm_when_configured(settings):

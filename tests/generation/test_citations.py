@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from supportbot.generation.base import Passage
-from supportbot.generation.citations import parse_answer
-from supportbot.generation.prompt import NOT_COVERED
+from generation.base import Passage
+from generation.citations import parse_answer
+from generation.prompt import NOT_COVERED
 
 PASSAGES = [
     Passage(1, 11, "returns", "Returns and refunds", "https://help.example/returns", 3,

@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from supportbot.generation.base import ChatRequest, GenerationError, GenerationResult
+from generation.base import ChatRequest, GenerationError, GenerationResult
 from tests.generation.conftest import dedicated_model_server, free_port, make_backend
 
 pytestmark = pytest.mark.slow

@@ -1,15 +1,16 @@
 """The client against the real embedded model server: answers, streams, prefix reuse per salt, metrics."""
 from __future__ import annotations
 
+import argparse
 import re
 
 import httpx
 import pytest
 
-from supportbot.generation.base import ChatRequest, GenerationError, GenerationResult, Passage
-from supportbot.generation.fleet import scrape_prefix_cache_metrics
-from supportbot.generation.prompt import build_chat_request
-from supportbot.modelserver import SERVED_MODEL_NAME, default_model_path, model_revision
+from generation.base import ChatRequest, GenerationError, GenerationResult, Passage
+from generation.fleet import scrape_prefix_cache_metrics
+from generation.prompt import build_chat_request
+from modelserver import SERVED_MODEL_NAME, default_model_path, model_revision
 
 pytestmark = pytest.mark.slow
 
@@ -172,3 +173,19 @@ def test_stop_sequences_end_the_answer_before_them(backend):
     result = backend.complete(request)
     assert "7" not in result.text and result.text.strip()
     assert result.finish_reason == "stop"
+
+
+def test_the_server_reads_the_settings_variables_with_the_settings_defaults(monkeypatch):
+    """The model server imports no Django: it reads the same environment variables as the settings,
+    with the defaults written in supportbot/settings.py."""
+    from modelserver.__main__ import ENVIRONMENT, _environment_defaults
+    from scripts.settings_table import rows
+
+    settings_defaults = {name: default for name, default, _ in rows()}
+    for variable, default in ENVIRONMENT.values():
+        assert settings_defaults[variable] == repr(default).replace("'", '"'), variable
+        monkeypatch.delenv(variable, raising=False)
+    args = argparse.Namespace(host=None, port=None, ctx=None, threads=7)
+    monkeypatch.setenv("EMBEDDED_MODEL_PORT", "9999")
+    _environment_defaults(args)
+    assert (args.host, args.port, args.ctx, args.threads) == ("127.0.0.1", 9999, 4096, 7)

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from supportbot.generation.base import ChatRequest, GenerationError
-from supportbot.generation.fleet import parse_prefix_cache_metrics
-from supportbot.generation.openai_http import (
+from generation.base import ChatRequest, GenerationError
+from generation.fleet import parse_prefix_cache_metrics
+from generation.openai_http import (
     AFFINITY_HEADER,
     OpenAIHTTPBackend,
     affinity_key,

@@ -11,9 +11,9 @@ import uuid
 
 import pytest
 
-from supportbot.generation import prompt
-from supportbot.generation.base import Passage
-from supportbot.generation.prompt import (
+from generation import prompt
+from generation.base import Passage
+from generation.prompt import (
     PASSAGES_HEADER,
     PROMPT_VERSION,
     TenantPrompt,
@@ -21,7 +21,7 @@ from supportbot.generation.prompt import (
     generation_params,
     system_message,
 )
-from supportbot.generation.salt import cache_salt
+from generation.salt import cache_salt
 
 
 def passage(number: int, text: str, title: str = "Returns and refunds", article: str = "returns") -> Passage:
@@ -94,8 +94,8 @@ _BUILD_IN_A_FRESH_PROCESS = textwrap.dedent("""
     from django.conf import settings
     settings.configure(CACHE_SALT_SECRET="s", GENERATION_MAX_TOKENS=200, GENERATION_TEMPERATURE=0.0,
                        GENERATION_SEED=7)
-    from supportbot.generation.base import Passage
-    from supportbot.generation.prompt import TenantPrompt, build_chat_request
+    from generation.base import Passage
+    from generation.prompt import TenantPrompt, build_chat_request
     tenant = TenantPrompt(name="Acme", instructions="Be kind.", few_shot=(("Q1?", "A1 [1]."), ("Q2?", "A2 [2].")))
     p = Passage(number=1, chunk_id=1, article_id="a", title="T", url="u", version=1, text=sys.argv[2], similarity=0.5)
     request = build_chat_request("acme", tenant, [p], sys.argv[3])

@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from supportbot.generation import verifier
-from supportbot.generation.verifier import VERIFIER_SYSTEM, verifier_request, verify
+from generation import verifier
+from generation.verifier import VERIFIER_SYSTEM, verifier_request, verify
 from tests.generation.conftest import HOST
 
 POLICY = "What is your return policy?"
@@ -98,6 +98,6 @@ def test_the_verifier_has_its_own_deadline_and_circuit(settings, openai_server):
     openai_server("yes")
     fast, slow = verifier.verifier_backend(0.5), verifier.verifier_backend(20.0)
     assert fast is not slow and fast.timeout_s == 0.5 and fast.max_retries == 0
-    from supportbot.generation.base import get_backend
+    from generation.client import get_backend
 
     assert fast.breaker is not get_backend().breaker

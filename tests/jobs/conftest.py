@@ -44,7 +44,7 @@ def _point_celery_at(url: str) -> None:
 def _jobs_redis():
     """Settings are read before tests/conftest.py sets REDIS_URL to the test database, so these
     tests set it again (and their broker) to keep clear of a running app's caches and queues."""
-    from supportbot.redis_client import reset_redis_state
+    from core.redis_client import reset_redis_state
 
     settings.REDIS_URL = TEST_REDIS_URL
     _point_celery_at(BROKER_URL)

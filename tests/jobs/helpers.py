@@ -9,6 +9,7 @@ from django.conf import settings
 
 from caching.layers.search import search_key
 from caching.models import SemanticEntry
+from core.redis_client import get_redis
 from ingestion.models import Article, Chunk
 from ingestion.parsing import ParsedArticle
 from ingestion.services import article_upsert
@@ -16,7 +17,6 @@ from retrieval.models import ChunkEmbedding
 from retrieval.search import index_version
 from retrieval.services import active_generation
 from supportbot import pipeline
-from supportbot.redis_client import get_redis
 from tests.caching.helpers import offer
 
 

@@ -10,19 +10,20 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from caching.models import SemanticEntry
-from ingestion.jobs import reembed_changed
-from ingestion.models import Chunk, JobRun
+from core.models import JobRun
+from ingestion.models import Chunk
 from retrieval import generations
 from retrieval.embeddings import Embedder, embed_texts, get_embedder
+from retrieval.indexing import reembed_changed
 from retrieval.generations import (
     GenerationMismatch, embedder_for, generation_build, generation_drop, generation_switch, generation_upgrade,
     query_embedder,
 )
+from core.redis_client import get_redis
 from retrieval.models import ChunkEmbedding, IndexGeneration
 from retrieval.search import search_chunks
 from retrieval.services import active_generation
 from supportbot import pipeline
-from supportbot.redis_client import get_redis
 from tests.jobs.helpers import CachedEverywhere, kb_article, sections_body
 
 pytestmark = pytest.mark.django_db

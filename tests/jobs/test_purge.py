@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from caching.models import PurgeRecord, SemanticEntry
 from caching.purge import purge_citing, purge_sweep, semantic_expired_cleanup
-from ingestion.models import Article, JobRun
+from core.models import JobRun
+from ingestion.models import Article
 from ingestion.services import article_edit, article_retire
 from supportbot import pipeline
 from tests.caching.helpers import cached_lookup

@@ -7,11 +7,12 @@ import uuid
 
 import pytest
 
-from ingestion.jobs import REEMBED_JOB, reembed_changed
-from ingestion.models import Chunk, JobRun
+from core.locks import LockHeld, LockLost, RedisLock, job_lock, lock_key
+from core.models import JobRun
+from core.redis_client import get_redis
+from ingestion.models import Chunk
 from ingestion.services import article_retire
-from supportbot.locks import LockHeld, LockLost, RedisLock, job_lock, lock_key
-from supportbot.redis_client import get_redis
+from retrieval.indexing import REEMBED_JOB, reembed_changed
 from tests import factories
 from tests.jobs.helpers import current_chunk_ids, indexed_chunk_ids, kb_article, sections_body
 

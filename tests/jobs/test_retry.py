@@ -12,10 +12,11 @@ from celery.contrib.testing.worker import start_worker
 from django.db import OperationalError
 
 import retrieval.services
-from ingestion.jobs import REEMBED_JOB
-from ingestion.models import Chunk, JobRun
-from ingestion.tasks import reembed_changed
+from core.models import JobRun
+from ingestion.models import Chunk
+from retrieval.indexing import REEMBED_JOB
 from retrieval.models import ChunkEmbedding
+from retrieval.tasks import reembed_changed
 from supportbot.celery import app
 from tests import factories
 from tests.jobs.conftest import wait_until

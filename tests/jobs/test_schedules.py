@@ -10,7 +10,7 @@ from django_celery_beat.models import PeriodicTask
 
 from supportbot.celery import app
 from supportbot.models import PrefixCacheSample
-from supportbot.samples import prefix_cache_samples_record
+from supportbot.prefix_samples import prefix_cache_samples_record
 from supportbot.schedules import DEFAULT_SCHEDULES, Schedule, schedules_setup
 
 pytestmark = pytest.mark.django_db

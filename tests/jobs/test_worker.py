@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 
 from caching.models import PurgeRecord
-from ingestion.jobs import INDEX_REFRESH_JOB, REEMBED_JOB
-from ingestion.models import Article, Chunk, JobRun
+from core.locks import job_lock
+from core.models import JobRun
+from ingestion.models import Article, Chunk
 from ingestion.services import article_edit
-from ingestion.tasks import reembed_changed
-from supportbot.locks import job_lock
+from retrieval.indexing import INDEX_REFRESH_JOB, REEMBED_JOB
+from retrieval.tasks import reembed_changed
 from tests import factories
 from tests.jobs.conftest import wait_until, wait_until_idle
 from tests.jobs.helpers import CachedEverywhere, current_chunk_ids, indexed_chunk_ids, kb_article, sections_body

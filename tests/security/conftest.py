@@ -17,11 +17,11 @@ import threading
 
 import pytest
 
+from core.models import Tenant
+from core.redis_client import reset_redis_state
+from generation.base import Passage
 from supportbot import pipeline
 from supportbot.auth import api_key_create, customer_token_issue
-from supportbot.generation.base import Passage
-from supportbot.models import Tenant
-from supportbot.redis_client import reset_redis_state
 
 HOST = "127.0.0.1"
 _markers = itertools.count(1)
@@ -146,7 +146,7 @@ def token_for(tenant: Tenant, customer: str) -> str:
 @pytest.fixture
 def own_redis(settings):
     """A throwaway redis-server only this test uses (and may kill, stop or restart)."""
-    from supportbot.embedded import start_redis
+    from core.servers import start_redis
 
     holder = {"proc": start_redis()}
     port = holder["proc"].port

@@ -9,8 +9,9 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
+from caching.models import AskEvent
+from core.models import TenantApiKey
 from supportbot import auth, pipeline
-from supportbot.models import AskEvent, TenantApiKey
 from tests.security.conftest import api_answer, api_post
 
 GENERAL = {"question": "What is your return policy?"}

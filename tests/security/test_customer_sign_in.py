@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from caching.models import AskEvent
+from core.models import Tenant
 from supportbot import auth, pipeline
-from supportbot.models import AskEvent, Tenant
 from tests.security.conftest import api_answer, api_post
 
 SHOP = "https://shop.acme.example"

@@ -43,7 +43,7 @@ def test_api_needs_no_csrf_because_it_never_reads_cookies(demo, dead_model):
     assert signed_in.status_code == 303
     response = browser.post("/api/t/acme/ask", data={"question": "Where is my order AO-123456?"},
                             content_type="application/json")
-    from supportbot.models import AskEvent
+    from caching.models import AskEvent
 
     assert response.status_code in (200, 503)
     assert AskEvent.objects.get().scope == "anonymous"
@@ -71,21 +71,21 @@ def test_check_deploy_is_clean_in_production(tmp_path):
 
 
 def test_admin_is_staff_only(demo):
-    for url in ("/admin/", "/admin/supportbot/askevent/", "/admin/supportbot/tenantapikey/"):
+    for url in ("/admin/", "/admin/caching/askevent/", "/admin/core/tenantapikey/"):
         anonymous = Client().get(url)
         assert anonymous.status_code == 302 and "/admin/login/" in anonymous["Location"]
     customer = User.objects.create_user("customer", "c@example.com", "pw-123-not-staff")
     c = Client()
     c.force_login(customer)
-    response = c.get("/admin/supportbot/askevent/")
+    response = c.get("/admin/caching/askevent/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
     staff = User.objects.create_user("staffer", "s@example.com", "pw-123-staff", is_staff=True)
     s = Client()
     s.force_login(staff)
-    assert s.get("/admin/supportbot/askevent/").status_code == 403  # staff, but no permission on records
+    assert s.get("/admin/caching/askevent/").status_code == 403  # staff, but no permission on records
     root = User.objects.create_superuser("root", "r@example.com", "pw-123-root")
     r = Client()
     r.force_login(root)
-    assert r.get("/admin/supportbot/askevent/").status_code == 200
-    keys = r.get("/admin/supportbot/tenantapikey/")
+    assert r.get("/admin/caching/askevent/").status_code == 200
+    keys = r.get("/admin/core/tenantapikey/")
     assert keys.status_code == 200

@@ -15,10 +15,9 @@ from django.conf import settings
 from django.db import OperationalError
 from django.test import override_settings
 
-from caching.models import CacheDecision, SemanticEntry
+from caching.models import AskEvent, CacheDecision, SemanticEntry
+from core.redis_client import DOWN_BACKOFF_S, get_redis
 from supportbot import pipeline
-from supportbot.models import AskEvent
-from supportbot.redis_client import DOWN_BACKOFF_S, get_redis
 from tests.security.conftest import api_answer, api_post, blackhole_server, free_port, parse_sse
 
 CACHED = "What is your return policy?"
@@ -186,7 +185,7 @@ def test_model_server_hung_times_out_within_the_budget(client, demo):
 
 @pytest.mark.slow
 def test_model_server_killed_mid_stream(client, demo):
-    from supportbot.generation.embedded import start_model_server, stop_model_server
+    from generation.local_model import start_model_server, stop_model_server
 
     port = free_port()
     proc = start_model_server("127.0.0.1", port)

@@ -11,12 +11,11 @@ from django.contrib.auth.models import User
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from caching.models import CacheDecision, SemanticEntry
+from caching.models import AskEvent, CacheDecision, SemanticEntry
+from generation.base import Passage
+from generation.citations import parse_answer
+from generation.prompt import SYSTEM_PROMPT, TenantPrompt, build_chat_request
 from supportbot import pipeline
-from supportbot.generation.base import Passage
-from supportbot.generation.citations import parse_answer
-from supportbot.generation.prompt import SYSTEM_PROMPT, TenantPrompt, build_chat_request
-from supportbot.models import AskEvent
 from tests.security.conftest import api_answer, api_post
 
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
@@ -155,11 +154,11 @@ def test_script_in_questions_and_answers_is_never_rendered(client, demo, offers,
         assert SCRIPT not in bubble.content.decode() and IMG not in streamed and SCRIPT not in streamed
         assert question != cached_q or "&lt;img src=x" in streamed  # the cached markup came, escaped
     # and in the admin, list and detail
-    changelist = admin_client.get("/admin/supportbot/askevent/")
+    changelist = admin_client.get("/admin/caching/askevent/")
     assert changelist.status_code == 200 and SCRIPT not in changelist.content.decode()
     assert "&lt;script&gt;" in changelist.content.decode()
     for event in AskEvent.objects.all():
-        detail = admin_client.get(f"/admin/supportbot/askevent/{event.pk}/change/").content.decode()
+        detail = admin_client.get(f"/admin/caching/askevent/{event.pk}/change/").content.decode()
         assert SCRIPT not in detail and IMG not in detail
 
 

@@ -211,7 +211,7 @@ def test_chat_page_stream_keeps_signed_in_and_anonymous_apart(client, demo, offe
                 assert owner and owner["tenant"] == "acme" and owner["category"] == "general"
             else:
                 assert owner is None, f"a personal answer was served to {customer or 'an anonymous visitor'}"
-    from supportbot.models import AskEvent
+    from caching.models import AskEvent
 
     refs = dict(AskEvent.objects.filter(tenant=acme, scope="customer").values_list("question", "customer_ref"))
     assert refs and set(refs.values()) == {pipeline.customer_ref(pipeline.Asker(acme, "en", "cust-1"))}

@@ -12,10 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from caching.models import SemanticEntry
+from caching.models import AskEvent, SemanticEntry
+from core.redis_client import get_redis
 from supportbot import pipeline
-from supportbot.models import AskEvent
-from supportbot.redis_client import get_redis
 from tests.security.conftest import api_post, passage_for
 
 INJECTIONS = [

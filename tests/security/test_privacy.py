@@ -17,14 +17,13 @@ from django.db.models.functions import Cast
 from django.test import Client
 from pgvector.django import CosineDistance, VectorField
 
-from caching.models import CacheDecision, LabeledPair, SampledHit, SemanticEntry
-from caching.review import entry_quarantine, label_sample
+from caching.models import AskEvent, CacheDecision, LabeledPair, SampledHit, SemanticEntry
+from core.redis_client import get_redis
 from retrieval.embeddings import embed_texts
 from supportbot import pipeline
 from supportbot.auth import api_key_create
-from supportbot.models import AskEvent
 from supportbot.questions import normalize_question
-from supportbot.redis_client import get_redis
+from supportbot.review import entry_quarantine, label_sample
 from tests.caching.helpers import cached_lookup
 from tests.security.conftest import api_answer, api_post, parse_sse
 

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from supportbot.models import AskEvent
+from caching.models import AskEvent
 from tests.security.conftest import api_post
 
 BODY = {"question": "What is your return policy?"}

@@ -9,11 +9,10 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from caching.models import CacheDecision, SemanticEntry
+from caching.models import AskEvent, CacheDecision, SemanticEntry
+from core.redis_client import get_redis
 from retrieval.embeddings import get_embedder, question_scope
 from supportbot import pipeline
-from supportbot.models import AskEvent
-from supportbot.redis_client import get_redis
 from supportbot.retention import records_purge_older_than
 from supportbot.tasks import records_purge
 
@@ -33,7 +32,7 @@ def test_records_older_than_the_retention_period_are_purged(demo, offers, settin
     entry = SemanticEntry.objects.get(source_ask=old)
     settings.RECORD_RETENTION_DAYS = 90
     counts = records_purge.apply().get()  # the nightly task, run in-process
-    assert counts["supportbot.AskEvent"] == 1 and counts["caching.CacheDecision"] >= 1
+    assert counts["caching.AskEvent"] == 1 and counts["caching.CacheDecision"] >= 1
     assert not AskEvent.objects.filter(pk=old.pk).exists()
     assert not CacheDecision.objects.filter(ask_id=old.pk).exists()
     assert AskEvent.objects.filter(request_id=new_state.request_id).exists()

@@ -2,10 +2,10 @@
 import pytest
 from django.contrib.auth.models import Group, Permission, User
 
-from caching.models import CacheDecision
+from caching.models import AskEvent, CacheDecision
 from caching.roles import CACHE_ADMINS, SUPPORT_AGENTS, roles_setup
+from core.models import StaffMembership, Tenant
 from supportbot import pipeline
-from supportbot.models import AskEvent, StaffMembership, Tenant
 from tests.caching.helpers import cached_lookup, offer
 
 PASSWORD = "a-long-test-password-42"
@@ -13,13 +13,13 @@ PASSWORD = "a-long-test-password-42"
 
 def _user(username: str, group: str | None, *, staff: bool = True, tenants=None, all_tenants: bool = False) -> User:
     """A user in ``group``, a member of ``tenants`` (default: every tenant that exists now), or of
-    every tenant at all with ``all_tenants`` (supportbot.tenancy)."""
+    every tenant at all with ``all_tenants`` (core.tenancy)."""
     roles_setup()
     user = User.objects.create_user(username, password=PASSWORD, is_staff=staff)
     if group:
         user.groups.add(Group.objects.get(name=group))
     if all_tenants:
-        user.user_permissions.add(Permission.objects.get(content_type__app_label="supportbot",
+        user.user_permissions.add(Permission.objects.get(content_type__app_label="core",
                                                          codename="view_all_tenants"))
     for tenant in (Tenant.objects.all() if tenants is None else tenants):
         StaffMembership.objects.create(user=user, tenant=tenant)

@@ -7,14 +7,14 @@ import json
 from django.conf import settings
 from django.urls import reverse
 
-from caching import review, stats
+from caching import stats
 from caching.layers.exact import ExactLayer
 from caching.layers.search import search_key
-from caching.models import LabeledPair, ReasonCode, ReviewItem, SampledHit, SemanticEntry
+from caching.models import AskEvent, LabeledPair, ReasonCode, ReviewItem, SampledHit, SemanticEntry
+from core.redis_client import get_redis
 from retrieval.search import index_version
-from supportbot import pipeline
-from supportbot.models import AskEvent
-from supportbot.redis_client import get_redis
+from retrieval.services import active_generation_cached
+from supportbot import pipeline, review
 from tests.caching.helpers import cached_lookup, offer
 from tests.staff.conftest import served_hit
 
@@ -33,7 +33,7 @@ def cached_search_key(tenant, question) -> str:
     state = review.answer_scope(tenant, "en", question)
     pipeline.retrieve(state)
     key = search_key(state.normalized, tenant.pk, "en", settings.RETRIEVAL_TOP_K,
-                     pipeline.active_generation_cached().pk, index_version(tenant.pk))
+                     active_generation_cached().pk, index_version(tenant.pk))
     assert get_redis().exists(key)
     return key
 
@@ -106,7 +106,7 @@ def test_no_on_a_fresh_answer_reaches_the_queue_and_a_correction_replaces_it(cli
 
 
 def test_confirming_a_fresh_answer_wrong_clears_an_exact_only_entry(acme, agent, sample_nothing):
-    from supportbot.models import Tenant
+    from core.models import Tenant
 
     Tenant.objects.filter(pk=acme.pk).update(semantic_mode=Tenant.SemanticMode.OFF)
     acme.refresh_from_db()

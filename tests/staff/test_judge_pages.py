@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from caching import judge_calibration
-from caching.evaluation import Scope
 from caching.models import AuditLog, JudgeThreshold, LabeledPair, SampledHit
-from caching.review import label_sample
 from caching.thresholds import judge_threshold
+from core.models import Tenant
 from supportbot import pipeline
-from supportbot.models import Tenant
+from supportbot.evaluation import Scope
+from supportbot.review import label_sample
 from tests import factories
 from tests.caching.helpers import JUDGE, cached_lookup, decided, offer, stand_in_judge
 
@@ -24,7 +24,7 @@ OTHER = "How can I return an item?"
 def test_a_new_tenant_starts_in_shadow_mode(demo, client, admin_user):
     assert factories.tenant("brand-new").semantic_mode == Tenant.SemanticMode.SHADOW
     client.force_login(admin_user)
-    response = client.post("/admin/supportbot/tenant/add/", {
+    response = client.post("/admin/core/tenant/add/", {
         "slug": "from-admin", "name": "From admin", "locales": "en", "default_locale": "en", "few_shot": "[]",
         "policy_version": 1, "semantic_mode": "shadow", "instructions": "", "handoff_text": ""})
     assert response.status_code == 302, response.content[:2000]

@@ -8,8 +8,9 @@ import pytest
 from django.utils import timezone
 
 from caching.rollups import floor_hour
+from core.models import Tenant
 from supportbot import pipeline
-from supportbot.models import PrefixCacheSample, Tenant
+from supportbot.models import PrefixCacheSample
 from supportbot.staff import selectors
 from tests.caching.helpers import scripted_model
 from tests.supportbot.test_metrics import answer_with_usage

@@ -5,7 +5,7 @@ from django.core.management import call_command
 
 from caching.models import AuditLog, ThresholdSetting
 from caching.thresholds import current_thresholds
-from supportbot.models import Tenant
+from core.models import Tenant
 
 PAGES = ["/admin/ask/", "/admin/ask/queue/", "/admin/ask/label/", "/admin/ask/calibration/"]
 

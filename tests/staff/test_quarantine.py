@@ -1,11 +1,10 @@
 """Review actions: confirm wrong takes the entry out of every answer cache at once."""
 import pytest
 
-from caching import review
 from caching.layers.exact import ExactLayer
 from caching.models import AuditLog, Label, LabeledPair, ReviewItem, SemanticEntry
-from supportbot import pipeline
-from supportbot.models import Tenant
+from core.models import Tenant
+from supportbot import pipeline, review
 from tests.caching.helpers import cached_lookup
 from tests.staff.conftest import served_hit
 

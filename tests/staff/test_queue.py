@@ -4,10 +4,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from caching import review, sampling
-from caching.models import Feedback, Label, LabeledPair, ReviewItem, SampledHit
-from supportbot import pipeline
-from supportbot.models import AskEvent
+from caching.models import AskEvent, Feedback, Label, LabeledPair, ReviewItem, SampledHit
+from supportbot import hit_sampling, pipeline, review
 from tests.caching.helpers import offer
 from tests.staff.conftest import served_hit
 
@@ -138,14 +136,14 @@ def test_sample_rates_and_the_daily_minimum_per_intent(acme, settings, sample_no
     assert not SampledHit.objects.exists()  # rate 0, no minimum
     settings.SAMPLE_MIN_PER_INTENT_DAY = 2
     ask = decision.ask
-    picked = [sampling.sample_decisions(ask, [_clone(decision)]) for _ in range(4)]
+    picked = [hit_sampling.sample_decisions(ask, [_clone(decision)]) for _ in range(4)]
     assert [len(p) for p in picked] == [1, 1, 0, 0]  # the first two of the day for this intent
     assert {s.why for p in picked for s in p} == {"intent minimum"}
     # a rare intent has its own minimum; a miss is never a candidate
-    assert len(sampling.sample_decisions(ask, [_clone(decision, intent="location")])) == 1
-    assert sampling.sample_decisions(ask, [_clone(decision, disposition="miss")]) == []
+    assert len(hit_sampling.sample_decisions(ask, [_clone(decision, intent="location")])) == 1
+    assert hit_sampling.sample_decisions(ask, [_clone(decision, disposition="miss")]) == []
     settings.SAMPLE_RATES = {"exact": 1.0}
-    assert [s.why for s in sampling.sample_decisions(ask, [_clone(decision)])] == ["rate"]
+    assert [s.why for s in hit_sampling.sample_decisions(ask, [_clone(decision)])] == ["rate"]
 
 
 def test_misses_and_fresh_answers_are_never_sampled(acme, sample_everything):
@@ -160,8 +158,8 @@ def test_a_batch_of_hits_takes_the_daily_minimum_once(acme, settings, sample_not
     still holds across the batch and the batches after it."""
     _, decision, _ = served_hit(acme, RETURN_Q, RETURN_Q)
     settings.SAMPLE_MIN_PER_INTENT_DAY = 2
-    refs = [sampling.DecisionRef(_clone(decision).pk, "exact", "hit", decision.intent) for _ in range(4)]
-    picked = sampling.sample_batch([(acme.pk, refs[:3]), (acme.pk, refs[3:])])
+    refs = [hit_sampling.DecisionRef(_clone(decision).pk, "exact", "hit", decision.intent) for _ in range(4)]
+    picked = hit_sampling.sample_batch([(acme.pk, refs[:3]), (acme.pk, refs[3:])])
     assert [s.decision_id for s in picked] == [refs[0].pk, refs[1].pk]
-    assert sampling.sample_batch([(acme.pk, [sampling.DecisionRef(_clone(decision).pk, "exact", "hit",
+    assert hit_sampling.sample_batch([(acme.pk, [hit_sampling.DecisionRef(_clone(decision).pk, "exact", "hit",
                                                                    decision.intent)])]) == []

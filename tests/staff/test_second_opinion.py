@@ -1,6 +1,6 @@
 """The automatic second opinion: a fresh answer for a sampled semantic hit, never served."""
-from caching import review
 from caching.models import ReviewItem, SampledHit
+from supportbot import review
 from tests.caching.helpers import scripted_model
 from tests.staff.conftest import served_hit
 

@@ -4,11 +4,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from caching import review, stats
-from caching.models import CacheDecision, HourlyRollup, SampledHit
+from caching import stats
+from caching.models import AskEvent, CacheDecision, HourlyRollup, SampledHit
 from caching.rollups import floor_hour, rollup_groups, rollup_hours
-from supportbot import pipeline
-from supportbot.models import AskEvent
+from supportbot import pipeline, review
 from tests.caching.helpers import cached_lookup
 from tests.staff.conftest import served_hit
 

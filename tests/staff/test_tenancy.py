@@ -1,4 +1,4 @@
-"""Staff see only their tenants (supportbot.tenancy): a tenant-A agent gets a 404 (or 403) on every
+"""Staff see only their tenants (core.tenancy): a tenant-A agent gets a 404 (or 403) on every
 tenant-B object and sees no tenant-B row in any list, chart or count; global settings need staff
 who see every tenant."""
 from __future__ import annotations
@@ -14,16 +14,17 @@ from django.utils import timezone
 
 from caching.models import (AuditLog, Feedback, HourlyRollup, Label, LabeledPair, PurgeRecord, ReviewItem,
                             SampledHit, ThresholdSetting)
-from caching.review import feedback_record, label_sample
+from caching.models import AskEvent
 from caching.roles import CACHE_ADMINS, SUPPORT_AGENTS
 from caching.rollups import floor_hour
+from core.models import StaffMembership, Tenant, TenantApiKey
+from core.tenancy import AllTenantsOnlyAdmin, TenantScopedAdmin, staff_tenant_ids, tenant_scope
 from ingestion.models import Article, Chunk
 from supportbot.auth import api_key_create
-from supportbot.models import AskEvent, StaffMembership, Tenant, TenantApiKey
-from supportbot.tenancy import AllTenantsOnlyAdmin, TenantScopedAdmin, staff_tenant_ids, tenant_scope
+from supportbot.review import feedback_record, label_sample
 from tests.staff.conftest import _user, served_hit
 
-APPS = {"supportbot", "caching", "ingestion", "retrieval"}
+APPS = {"core", "supportbot", "caching", "ingestion", "retrieval"}
 RETURN_A = ("What is your return policy for jackets?", "What is the return policy for jackets?")
 RETURN_B = ("What is your return policy for televisions?", "What is the return policy for televisions?")
 
@@ -115,16 +116,16 @@ def test_admin_lists_and_pages_hold_no_other_tenants_rows(two_tenants, acme, ini
             assert page.status_code in (302, 403, 404), (model, obj.pk, page.status_code)
             assert "initech" not in page.content.decode().lower()
     # what acme's agent does see: acme's rows
-    assert c.get(reverse("admin:supportbot_askevent_changelist")).context["cl"].queryset.filter(tenant=acme).exists()
+    assert c.get(reverse("admin:caching_askevent_changelist")).context["cl"].queryset.filter(tenant=acme).exists()
     assert c.get(reverse("admin:caching_reviewitem_changelist")).context["cl"].queryset.exists()
 
 
 def test_tenant_choices_and_new_tenants_are_limited(two_tenants, acme, initech, acme_agent):
     c = _login(acme_agent)
-    form = c.get(reverse("admin:supportbot_tenant_change", args=[acme.pk]))
+    form = c.get(reverse("admin:core_tenant_change", args=[acme.pk]))
     assert form.status_code == 200
-    assert c.get(reverse("admin:supportbot_tenant_add")).status_code == 403
-    c.post(reverse("admin:supportbot_tenant_change", args=[initech.pk]), {"name": "taken over"})
+    assert c.get(reverse("admin:core_tenant_add")).status_code == 403
+    c.post(reverse("admin:core_tenant_change", args=[initech.pk]), {"name": "taken over"})
     assert Tenant.objects.get(pk=initech.pk).name != "taken over"
 
 
@@ -172,7 +173,7 @@ def test_every_action_on_another_tenants_object_is_a_404_and_changes_nothing(two
     assert not ThresholdSetting.objects.exists()
     assert b"apply-threshold" not in c.get("/admin/ask/calibration/").content
     # the admin's revoke action only reaches the agent's own tenant's keys
-    keys = reverse("admin:supportbot_tenantapikey_changelist")
+    keys = reverse("admin:core_tenantapikey_changelist")
     c.post(keys, {"action": "revoke", "_selected_action": [b["key"].pk, two_tenants["acme"]["key"].pk]})
     assert TenantApiKey.objects.get(pk=b["key"].pk).revoked_at is None
     assert TenantApiKey.objects.get(pk=two_tenants["acme"]["key"].pk).revoked_at is not None
@@ -197,7 +198,7 @@ def test_revoking_a_key_needs_the_change_permission_is_audited_and_cannot_be_und
     key, _ = api_key_create(acme, "shop")
     viewer = _user("viewer", None, tenants=[acme])
     viewer.user_permissions.add(Permission.objects.get(codename="view_tenantapikey"))
-    url = reverse("admin:supportbot_tenantapikey_changelist")
+    url = reverse("admin:core_tenantapikey_changelist")
     _login(viewer).post(url, {"action": "revoke", "_selected_action": [key.pk]})
     assert TenantApiKey.objects.get(pk=key.pk).revoked_at is None
     c = _login(acme_agent)
@@ -207,15 +208,15 @@ def test_revoking_a_key_needs_the_change_permission_is_audited_and_cannot_be_und
     log = AuditLog.objects.get(action="api_key_revoke")
     assert (log.actor, log.object_id, log.details["prefix"]) == (acme_agent, str(key.pk), key.prefix)
     # revoked_at is read-only: a change form cannot clear it
-    c.post(reverse("admin:supportbot_tenantapikey_change", args=[key.pk]), {"name": "renamed", "revoked_at": ""})
+    c.post(reverse("admin:core_tenantapikey_change", args=[key.pk]), {"name": "renamed", "revoked_at": ""})
     row = TenantApiKey.objects.get(pk=key.pk)
     assert row.name == "renamed" and row.revoked_at == revoked_at
 
 
 def test_memberships_are_managed_by_platform_staff_only(acme, acme_agent):
-    assert _login(acme_agent).get(reverse("admin:supportbot_staffmembership_changelist")).status_code == 403
+    assert _login(acme_agent).get(reverse("admin:core_staffmembership_changelist")).status_code == 403
     root = User.objects.create_superuser("root", "r@example.com", "pw-123-root-long")
-    listing = _login(root).get(reverse("admin:supportbot_staffmembership_changelist"))
+    listing = _login(root).get(reverse("admin:core_staffmembership_changelist"))
     assert listing.status_code == 200 and StaffMembership.objects.filter(user=acme_agent).exists()
     assert "acme-agent" in listing.content.decode()
 

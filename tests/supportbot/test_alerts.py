@@ -13,7 +13,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from supportbot.generation.fleet import PREFIX_CACHE_METRIC_NAMES
+from generation.fleet import PREFIX_CACHE_METRIC_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "alerts.yml"

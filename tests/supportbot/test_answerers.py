@@ -8,14 +8,13 @@ import json
 
 import pytest
 
-from caching.keys import exact_key
+from caching.layers.exact import exact_key
+from generation.base import Passage
+from generation.prompt import TenantPrompt
 from retrieval.embeddings import embed_texts
 from supportbot import pipeline
-from supportbot.answerers import Answer, AnswerRequest, answerer_name, get_answerer
-from supportbot.answerers import extractive
+from supportbot.answerers import Answer, AnswerRequest, answerer_name, extractive, get_answerer
 from supportbot.answerers.extractive import ExtractiveAnswerer, split_units
-from supportbot.generation.base import Passage
-from supportbot.generation.prompt import TenantPrompt
 from tests.caching.helpers import cached_lookup, offer
 
 UK = ("- **Standard** (4–7 business days): £5.95, free on orders over £70\n"

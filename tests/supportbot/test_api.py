@@ -2,8 +2,7 @@ import json
 
 import pytest
 
-from caching.models import CacheDecision
-from supportbot.models import AskEvent
+from caching.models import AskEvent, CacheDecision
 
 URL = "/api/t/{}/ask"
 

@@ -2,13 +2,13 @@ import json
 
 import pytest
 
+from caching.models import AskEvent
 from supportbot import pipeline
-from supportbot.models import AskEvent
 
 
 def seed_answer(tenant, question, answer="You can return items within 30 days [1]."):
     """Admit a verified answer citing the tenant's return-policy article, as if the model had written it."""
-    from supportbot.generation.base import Passage
+    from generation.base import Passage
 
     art = tenant.articles.get(external_id="return-policy", locale="en")
     chunk = art.chunks.filter(is_current=True).first()

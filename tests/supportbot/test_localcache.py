@@ -5,15 +5,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from caching.citations import article_versions, current_versions, stale_citations
+from core.localcache import RevisionedCache
+from core.models import Tenant
+from core.redis_client import get_redis, mark_redis_down, reset_redis_state
 from ingestion.models import Article
 from ingestion.services import article_edit
-from supportbot import auth
-from supportbot.localcache import RevisionedCache
-from supportbot.models import Tenant
-from supportbot.redis_client import get_redis, mark_redis_down, reset_redis_state
+from supportbot import auth, pipeline
 from supportbot.selectors import tenant_cache, tenant_directory_get
 from tests.caching.helpers import offer
-from supportbot import pipeline
 
 QUESTION = "What is your return policy?"
 

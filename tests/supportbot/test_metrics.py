@@ -7,7 +7,7 @@ import json
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from supportbot.models import Tenant
+from core.models import Tenant
 from tests.caching.helpers import SSE, scripted_model
 
 ANSWER = "Unused items can be returned within 30 days of delivery [1]."
@@ -118,6 +118,6 @@ def test_with_a_token_every_scrape_must_bear_it(client, settings):
     ("uncited", "uncited"),
 ])
 def test_reason_codes_are_bounded(reason, code):
-    from supportbot.metrics import reason_code
+    from core.metrics import reason_code
 
     assert reason_code(reason) == code

@@ -9,8 +9,7 @@ import uuid
 import pytest
 from django.db import models, transaction
 
-from caching.models import CacheDecision
-from supportbot.models import AskEvent
+from caching.models import AskEvent, CacheDecision
 from supportbot.records import HitRecordWriter, copy_insert, pks_allocate
 from tests import factories
 

@@ -1,7 +1,7 @@
 """A Redis client per thread, retired all at once by a reset."""
 import threading
 
-from supportbot.redis_client import get_redis, reset_redis_state
+from core.redis_client import get_redis, reset_redis_state
 
 
 def test_each_thread_has_its_own_client_and_a_reset_retires_them_all():
@@ -24,7 +24,7 @@ def test_a_call_that_fails_midway_never_leaves_its_reply_for_the_next_one(settin
     import pytest
     import redis
 
-    from supportbot.redis_client import call
+    from core.redis_client import call
 
     settings.REDIS_SOCKET_TIMEOUT_S = 0.3
     reset_redis_state()  # clients made under the short timeout
@@ -46,7 +46,7 @@ def test_a_connection_the_server_closed_is_replaced_without_an_error():
     ``call`` goes through on a new one, as the client's own retry did."""
     import redis
 
-    from supportbot.redis_client import call
+    from core.redis_client import call
 
     mine = call("CLIENT", "ID")
     conn = get_redis().connection

@@ -8,8 +8,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from core.models import Tenant
 from supportbot import pipeline, tracing
-from supportbot.models import Tenant
 from tests.caching.helpers import scripted_model
 
 QUESTION = "What is your return policy?"

@@ -16,32 +16,32 @@ def unfreeze():
 
 @pytest.mark.django_db(transaction=True)
 def test_warm_up_loads_the_query_embedder_then_freezes(unfreeze):
-    from supportbot.pipeline import query_embedder
+    from retrieval.generations import query_embedder
     from supportbot.warmup import warm_up
 
     gc.unfreeze()
     done = warm_up()
-    assert done["embedder_loaded"] and query_embedder()._model is not None
+    assert done["embedder_loaded"] and query_embedder(cached=True)._model is not None
     # Django, the app and the model (a frozen object freed since then leaves the count)
     assert done["frozen"] > 10_000 and gc.get_freeze_count() > 10_000
     assert connection.connection is None  # this thread serves no request: nothing left open
 
 
 def test_without_a_database_the_worker_still_starts(monkeypatch, unfreeze, caplog):
-    from supportbot import pipeline
+    from retrieval import generations
     from supportbot.warmup import warm_up
 
-    def unreachable():
+    def unreachable(**kwargs):
         raise DatabaseError("connection refused")
 
-    monkeypatch.setattr(pipeline, "query_embedder", unreachable)
+    monkeypatch.setattr(generations, "query_embedder", unreachable)
     done = warm_up()
     assert not done["embedder_loaded"] and done["frozen"] > 0
     assert "loads on first use" in caplog.text
 
 
 def test_a_model_that_cannot_load_is_logged_and_the_worker_still_starts(monkeypatch, unfreeze, caplog):
-    from supportbot import pipeline
+    from retrieval import generations
     from supportbot.warmup import warm_up
 
     class Broken:
@@ -49,6 +49,6 @@ def test_a_model_that_cannot_load_is_logged_and_the_worker_still_starts(monkeypa
         def model(self):
             raise RuntimeError("weights are corrupt")
 
-    monkeypatch.setattr(pipeline, "query_embedder", lambda: Broken())
+    monkeypatch.setattr(generations, "query_embedder", lambda **kwargs: Broken())
     assert not warm_up()["embedder_loaded"]
     assert "did not load" in caplog.text and "weights are corrupt" in caplog.text

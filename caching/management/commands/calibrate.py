@@ -9,8 +9,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from caching import calibration, judge_calibration
-from caching.evaluation import PairFileError
-from supportbot.models import Tenant
+from caching.pairs import PairFileError
+from core.models import Tenant
 
 
 class Command(BaseCommand):

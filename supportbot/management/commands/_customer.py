@@ -1,7 +1,7 @@
 """The base of the commands that act for one customer of one tenant (``--tenant``, ``--customer``)."""
 from django.core.management.base import BaseCommand, CommandError
 
-from supportbot.models import Tenant
+from core.models import Tenant
 
 
 class CustomerCommand(BaseCommand):

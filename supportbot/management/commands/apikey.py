@@ -1,8 +1,8 @@
 """``manage.py apikey create|list|revoke``: a tenant's API keys for the Ask API."""
 from django.core.management.base import BaseCommand, CommandError
 
+from core.models import Tenant, TenantApiKey
 from supportbot.auth import api_key_create, api_key_revoke
-from supportbot.models import Tenant, TenantApiKey
 
 
 class Command(BaseCommand):

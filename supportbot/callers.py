@@ -1,0 +1,144 @@
+"""Who is asking: one service call per API request resolves the tenant, the API key, the customer
+and the rate limit, and returns what the view needs to ask (an ``Admitted`` with its
+``pipeline.Asker``) or a ``Refusal`` to render. The views parse, call this, ask, and render.
+
+The rate limiter's round trip also reads the tenant's revision and, for the Ask API, the exact
+cache's keys of the question (``read_along``), so an exact hit costs one Redis round trip: a
+process that has the tenant already works from its copy; if the copy was stale, the key is
+checked again against the current row before anything else happens.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from core.localcache import MISSING
+from core.models import Tenant, TenantApiKey
+from supportbot import auth, ratelimit
+from supportbot.pipeline import Asker
+from supportbot.questions import AskRejected
+from supportbot.selectors import tenant_cache, tenant_directory_get, tenant_directory_peek
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the request stops here: a 4xx with a code and a message (``retry_after_s`` on a 429)."""
+
+    code: str
+    message: str
+    status: int
+    extra: dict = field(default_factory=dict)
+    retry_after_s: int | None = None
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """The request may go on: who asks (``asker``; None until the body named a locale and customer),
+    with which key, and the values read along with the rate limits (None when they were not read)."""
+
+    tenant: Tenant
+    key: TenantApiKey | None
+    read: dict | None = None
+    asker: Asker | None = None
+
+    @property
+    def timing_breakdown(self) -> bool:
+        return self.key is not None and self.key.timing_breakdown
+
+
+def locale_for(tenant: Tenant, value) -> str:
+    """The requested locale, or the tenant's default; AskRejected for one the tenant does not have."""
+    if value in (None, ""):
+        return tenant.default_locale
+    if not isinstance(value, str) or value not in tenant.locales:
+        raise AskRejected("unknown_locale", f"locale must be one of {sorted(tenant.locales)}")
+    return value
+
+
+def rate_limit_refusal(verdict: ratelimit.Verdict) -> Refusal | None:
+    if verdict.allowed:
+        return None
+    return Refusal("rate_limited", f"Too many questions; please wait {verdict.retry_after_s} seconds and try again.",
+                   429, {"scope": verdict.scope, "retry_after_s": verdict.retry_after_s}, verdict.retry_after_s)
+
+
+def api_caller(request, tenant_slug: str, *, key_required: bool = False,
+               read_along: Callable[[object], tuple] | None = None, action: str = "ask") -> Admitted | Refusal:
+    """The tenant, the caller's API key (if any) and the rate limits of an API request.
+    ``read_along(record) -> keys``: Redis keys the view will read under that tenant copy, read in
+    the same round trip (their values in ``Admitted.read``)."""
+    copy = tenant_directory_peek(tenant_slug)
+    if copy is not None:
+        key, refused = _api_key(request, copy, key_required)
+        if refused is None:
+            extra = tuple(read_along(copy)) if read_along is not None else ()
+            verdict = ratelimit.check(copy.tenant.slug, _rate_client(request, copy.tenant, key), action=action,
+                                      read=(tenant_cache.rev_key(copy.tenant.slug), *extra))
+            current = tenant_directory_get(tenant_slug, rev=verdict.read[0] if verdict.read is not None else MISSING)
+            if current is copy:
+                values = dict(zip(extra, verdict.read[1:])) if verdict.read is not None else None
+                return rate_limit_refusal(verdict) or Admitted(copy.tenant, key, values)
+            if current is None:
+                return Refusal("unknown_tenant", "no such tenant", 404)
+            if not verdict.allowed:
+                return rate_limit_refusal(verdict)
+            key, refused = _api_key(request, current, key_required)  # counted once already
+            if refused is None:
+                return Admitted(current.tenant, key)
+            return _refused_key(request, current.tenant, refused, action)
+    # no copy here, or the copy refused the key: decide on the current row
+    record = tenant_directory_get(tenant_slug)
+    if record is None:
+        return Refusal("unknown_tenant", "no such tenant", 404)
+    key, refused = _api_key(request, record, key_required)
+    if refused is not None:
+        return _refused_key(request, record.tenant, refused, action)
+    verdict = ratelimit.check(record.tenant.slug, _rate_client(request, record.tenant, key), action=action)
+    return rate_limit_refusal(verdict) or Admitted(record.tenant, key)
+
+
+def api_asker(request, tenant_slug: str, body: Callable[[], dict], *,
+              read_along: Callable[[object], tuple] | None = None) -> Admitted | Refusal:
+    """``api_caller``, then who asks: the body's locale and customer (its ``customer`` field with the
+    tenant's API key, or a customer token), checked. ``body()`` parses the request body (AskRejected
+    on bad input)."""
+    admitted = api_caller(request, tenant_slug, read_along=read_along)
+    if isinstance(admitted, Refusal):
+        return admitted
+    try:
+        fields = body()
+        caller = auth.api_caller(request, admitted.tenant, admitted.key, fields.get("customer"))
+        asker = Asker(admitted.tenant, locale_for(admitted.tenant, fields.get("locale")), caller.customer)
+    except (AskRejected, auth.AuthError) as exc:
+        return Refusal(exc.code, exc.message, exc.status)
+    return Admitted(admitted.tenant, admitted.key, admitted.read, asker)
+
+
+def _api_key(request, record, key_required: bool):
+    """(the request's valid API key or None, None), or (None, the AuthError)."""
+    try:
+        key = auth.api_key_from_request(request, record.tenant, record.api_keys)
+        if key is None and key_required:
+            raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
+    except auth.AuthError as exc:
+        return None, exc
+    return key, None
+
+
+def _refused_key(request, tenant: Tenant, refused: auth.AuthError, action: str) -> Refusal:
+    """A refused key: failed attempts count against the address."""
+    verdict = ratelimit.check(tenant.slug, ratelimit.client_key(request), action=action)
+    return rate_limit_refusal(verdict) or Refusal(refused.code, refused.message, refused.status)
+
+
+def _rate_client(request, tenant: Tenant, key) -> str:
+    """The API caller as the rate limiter counts it: the key, else the customer of a valid token
+    (checked again, and redeemed, once the request is let through), else the address."""
+    token = request.META.get("HTTP_X_CUSTOMER_TOKEN") if key is None else None
+    customer = None
+    if token:
+        try:
+            customer = auth.customer_token_check(tenant, token)[0]
+        except auth.AuthError:
+            pass  # refused after the limiter, counted against the address
+    return ratelimit.client_key(request, key, customer=customer)
