@@ -73,6 +73,12 @@ def active_generation_cached() -> IndexGeneration | None:
     return _generation_cache[1]
 
 
+def active_generation_forget() -> None:
+    """The next ``active_generation_cached`` reads the database (tests that switch generations)."""
+    global _generation_cache
+    _generation_cache = None
+
+
 def index_sync(generation: IndexGeneration | None = None, embedder: Embedder | None = None,
                tenant_id: int | None = None, progress=None) -> SyncReport:
     """Embed current chunks missing from the generation; drop vectors of stale chunks."""

@@ -33,9 +33,9 @@ def django_db_setup(django_db_setup, django_db_blocker):
 def _no_remembered_generation():
     """Every test reads the active index generation afresh: the pipeline remembers it for a few
     seconds, and a transactional test that reloads the demo makes a new one under a new pk."""
-    from supportbot import pipeline
+    from retrieval.services import active_generation_forget
 
-    pipeline._generation_cache = None
+    active_generation_forget()
 
 
 @pytest.fixture(autouse=True)

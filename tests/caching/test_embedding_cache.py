@@ -14,7 +14,7 @@ from core.redis_client import get_redis, reset_redis_state
 from ingestion.models import Chunk
 from retrieval.embeddings import EmbedStats, embed_query, embed_texts, get_embedder, set_embedder, text_hash
 from retrieval.models import IndexGeneration
-from retrieval.services import chunk_embedding_text, index_sync
+from retrieval.services import active_generation_forget, chunk_embedding_text, index_sync
 from supportbot import pipeline
 from tests import factories
 from tests.caching.helpers import cached_lookup, decision, offer
@@ -40,7 +40,7 @@ def other_version():
     upgraded.version = current.version + "-next"
     yield upgraded
     set_embedder(current)
-    pipeline._generation_cache = None  # the generation a test activated is rolled back: forget it too
+    active_generation_forget()  # the generation a test activated is rolled back: forget it too
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_after_a_model_upgrade_the_semantic_cache_only_offers_entries_of_the_new
     IndexGeneration.objects.filter(status=IndexGeneration.Status.ACTIVE).update(status=IndexGeneration.Status.RETIRED)
     IndexGeneration.objects.create(model_name=other_version.name, model_version=other_version.version,
                                    dimensions=other_version.dimensions, status=IndexGeneration.Status.ACTIVE)
-    pipeline._generation_cache = None
+    active_generation_forget()
     set_embedder(other_version)
 
     state, served = cached_lookup(pipeline.Asker(acme, "en"), "return policy details")

@@ -15,7 +15,7 @@ from ingestion.parsing import ParsedArticle
 from ingestion.services import article_upsert
 from retrieval.models import ChunkEmbedding
 from retrieval.search import index_version
-from retrieval.services import active_generation
+from retrieval.services import active_generation, active_generation_forget
 from supportbot import pipeline
 from tests.caching.helpers import offer
 
@@ -58,7 +58,7 @@ class CachedEverywhere:
         self.article_pk = self.offered.citations[0]["article_pk"]
         state = pipeline.start(asker, question, streamed=False)
         pipeline.check_eligibility(state)
-        pipeline._generation_cache = None  # read the active generation now, not a cached one
+        active_generation_forget()  # read the active generation now, not a cached one
         pipeline.retrieve(state)
         self.search_key = search_key(state.normalized, tenant.pk, "en", settings.RETRIEVAL_TOP_K,
                                      active_generation().pk, index_version(tenant.pk))

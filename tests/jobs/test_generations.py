@@ -22,7 +22,7 @@ from retrieval.generations import (
 from core.redis_client import get_redis
 from retrieval.models import ChunkEmbedding, IndexGeneration
 from retrieval.search import search_chunks
-from retrieval.services import active_generation
+from retrieval.services import active_generation, active_generation_forget
 from supportbot import pipeline
 from tests.jobs.helpers import CachedEverywhere, kb_article, sections_body
 
@@ -43,7 +43,7 @@ def second_version(monkeypatch):
     v2 = SecondVersion(get_embedder())
     monkeypatch.setattr(generations, "_embedders", {})
     yield v2
-    pipeline._generation_cache = None
+    active_generation_forget()
     r = get_redis()
     keys = list(r.scan_iter(match=f"emb:{v2.name}:{v2.version}:*", count=1000))
     if keys:
@@ -105,7 +105,7 @@ def test_an_upgrade_builds_beside_the_active_generation_and_switches_atomically(
     hits = search_chunks(active_generation(), acme.pk, "en", vector, 4)
     assert hits and {h.chunk_id for h in hits} <= vector_rows(new)
     # answers cached under the old generation are unreachable: the retrieval version is in every key
-    pipeline._generation_cache = None
+    active_generation_forget()
     state = pipeline.start(pipeline.Asker(acme, "en"), "What is your return policy?", streamed=False)
     pipeline.check_eligibility(state)
     assert state.key != cached.exact_key
