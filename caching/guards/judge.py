@@ -6,8 +6,9 @@ In order, the first that refuses decides:
 2. a cosine floor: candidates the embedding puts far apart are not worth the judge's time;
 3. vetoes (``signature.vetoes``): a number, id, amount, date, place, tier, audience, condition,
    negation or answer-type difference refuses, whatever the judge says;
-4. the learned judge (``LearnedJudge``, gradient-boosted trees over ``pair_features``: the MiniLM
-   cosine and the guards' soft evidence, see ``caching.judge_train``): serve when its calibrated
+4. the learned judge (``LearnedJudge``: gradient-boosted trees over ``pair_features``, the MiniLM
+   cosine and the guards' soft evidence, stacked with a fine-tuned MiniLM cross-encoder,
+   ``guards.cross_encoder``; see ``caching.judge_train``): serve when its calibrated
    probability that the cached answer answers the new question reaches the artefact's threshold. It reads English only: in another
    locale it abstains and the strict lexical match (every signature field, content term and word
    link equal) decides instead, as before the judge.
