@@ -1,28 +1,35 @@
-"""Training the semantic judge: gradient-boosted trees over pair features, calibrated on held-out intents.
+"""Training the semantic judge: trees over pair features and a MiniLM cross-encoder, calibrated on held-out intents.
 
 The judge answers "is the cached answer the right answer to the new question?" for a pair the
-vetoes let through. It sees ``guards.judge.pair_features``: the MiniLM cosine (the shipped
-all-MiniLM-L6-v2 weights, the same vector the semantic layer already has) and the guards' soft
-evidence (which signature fields differ, shared content terms, word links and wording, opposite
-words, same kind of question). The recipe:
+vetoes let through. Two models read the pair:
+
+* gradient-boosted trees over ``guards.judge.pair_features``: the MiniLM cosine (the shipped
+  all-MiniLM-L6-v2 weights, the same vector the semantic layer already has) and the guards' soft
+  evidence (which signature fields differ, shared content terms, word links and wording, opposite
+  words, same kind of question);
+* a cross-encoder fine-tuned from the same MiniLM weights (``train_cross_encoder``), reading both
+  questions at once (``guards.cross_encoder``).
+
+The recipe:
 
 1. pairs from ``caching.judge_data`` (same-intent positives, nearest-other-intent and one-detail
    perturbation negatives, the paraphrase sets); whole intents are held out for calibration
    (``calibration_share``), so the calibration pairs share no intent with the training pairs.
    Only pairs of two eligible questions that the vetoes let through are used: the judge never
    sees the others;
-2. fit ``HistGradientBoostingClassifier`` and, as the simpler alternative, logistic regression;
-   keep the one with the higher AUC on the calibration pairs;
-3. calibrate its score on the calibration pairs (isotonic regression), so the probability is a
-   calibrated P(same answer);
-4. choose the operating threshold: the lowest probability at which the calibration pairs reach
-   ``target_precision``.
+2. fit the trees and, as the simpler alternative, logistic regression on the training pairs;
+   fine-tune the cross-encoder on the same pairs (one torch thread, seeded, ``ce_max_steps``);
+3. on the calibration pairs (which none of them saw) score four candidates: trees, linear, the
+   cross-encoder alone, and ``stacked``, a logistic regression over the trees' score and the
+   cross-encoder's logit (fit on the calibration pairs; its own scores there are out-of-fold,
+   folds grouped by intent). Keep the one that serves most of the calibration positives at
+   ``target_precision`` (then by AUC);
+4. calibrate its score on the calibration pairs (isotonic regression), so the probability is a
+   calibrated P(same answer), and choose the operating threshold: the lowest probability at which
+   the calibration pairs reach ``target_precision``. Every candidate's own calibration and
+   threshold are kept in ``judge.json`` (``alternatives``) for ``bench.judge_eval``.
 
-(A MiniLM cross-encoder fine-tuned on the same pairs was tried first: on 2 shared cores its loss
-was still 0.709 after 125 of 600 steps, 2.4-3 s a step, and it would cost each candidate 6-12 ms
-more at lookup; the trees train in seconds once the questions are embedded and cost ~1 ms.)
-
-The artefact is a directory ``<root>/<version>/`` (``model.pkl``, ``judge.json``); ``version``
+The artefact is a directory ``<root>/<version>/`` (``model.pkl``, ``judge.json``, ``cross_encoder/``); ``version``
 hashes the data files, both configs and the base model, so the same inputs give the same
 directory and ``ensure_artefact`` skips a build that exists. Runs without Django:
 ``python -m caching.judge_train`` (bootstrap) or ``manage.py train_judge``.
@@ -53,7 +60,7 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = ROOT / "var" / "judge"
 # Bump when the recipe or the features change in a way the configs below do not show.
-RECIPE = 4
+RECIPE = 5
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,15 @@ class TrainConfig:
     seed: int = 12
     calibration_share: float = 0.15
     target_precision: float = 0.99
+    # the cross-encoder (``train_cross_encoder``): fine-tuned from the shipped MiniLM weights on one
+    # torch thread (reproducible, and on 2 shared cores faster than two), at most ``ce_max_steps``
+    cross_encoder: bool = True
+    ce_epochs: int = 2
+    ce_max_steps: int = 1000
+    ce_batch_size: int = 16
+    ce_learning_rate: float = 5e-5
+    ce_warmup_share: float = 0.1
+    ce_max_length: int = 64
     recipe: int = RECIPE
 
 
@@ -240,6 +256,100 @@ def split_for_calibration(questions, config: TrainConfig, pair_config: PairConfi
     return train, calibration
 
 
+def train_cross_encoder(out_dir: Path, pairs: list[tuple[str, str]], labels: np.ndarray, config: TrainConfig,
+                        progress=print) -> dict:
+    """Fine-tune a cross-encoder from the shipped MiniLM weights on (cached, new) pairs and save it to
+    ``out_dir`` (``sentence_transformers.CrossEncoder`` format). Binary cross-entropy on one logit,
+    AdamW with linear warm-up and decay, batches of ``ce_batch_size`` in a seeded order: the same
+    pairs and config give the same weights. One torch thread (a fixed count, so the sums run in the
+    same order on any machine). Returns the run's figures."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+    from sentence_transformers import CrossEncoder
+    from transformers import get_linear_schedule_with_warmup
+    from transformers.utils import logging as hf_logging
+
+    started = time.perf_counter()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(config.seed)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "classifier weights newly initialised" is the point of training
+    try:
+        encoder = CrossEncoder(str(base_model_dir()), num_labels=1, max_length=config.ce_max_length, device="cpu")
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    model, tokenizer = encoder.model, encoder.tokenizer
+    rng = np.random.default_rng(config.seed)
+    order = np.concatenate([rng.permutation(len(pairs)) for _ in range(config.ce_epochs)])
+    steps = min(config.ce_max_steps, (len(order) + config.ce_batch_size - 1) // config.ce_batch_size)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=config.ce_learning_rate, weight_decay=0.01)
+    schedule = get_linear_schedule_with_warmup(optimiser, int(steps * config.ce_warmup_share), steps)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    target = torch.tensor(labels, dtype=torch.float32)
+    model.train()
+    losses = []
+    try:
+        for step in range(steps):
+            idx = order[step * config.ce_batch_size:(step + 1) * config.ce_batch_size]
+            batch = tokenizer([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], padding=True, truncation=True,
+                              max_length=config.ce_max_length, return_tensors="pt")
+            loss = loss_fn(model(**batch).logits[:, 0], target[idx])
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimiser.step()
+            schedule.step()
+            optimiser.zero_grad()
+            losses.append(loss.item())
+            if (step + 1) % 100 == 0 or step + 1 == steps:
+                progress(f"cross-encoder step {step + 1}/{steps}: loss {np.mean(losses[-100:]):.3f}, "
+                         f"{time.perf_counter() - started:.0f} s")
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    encoder.save(str(out_dir))
+    return {"steps": steps, "pairs": len(pairs), "loss_first_100": float(np.mean(losses[:100])),
+            "loss_last_100": float(np.mean(losses[-100:])), "seconds": round(time.perf_counter() - started, 1)}
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return np.log(p / (1 - p))
+
+
+def stack_inputs(tree_score: np.ndarray, ce_logit: np.ndarray) -> np.ndarray:
+    """The stacked judge's inputs: the trees' score as a logit, and the cross-encoder's logit."""
+    return np.column_stack([_logit(tree_score), ce_logit])
+
+
+def fit_stack(calibration: list[Pair], x: np.ndarray, y: np.ndarray, seed: int) -> tuple[dict, np.ndarray]:
+    """Logistic regression over ``stack_inputs``, fit on the calibration pairs (the trees and the
+    cross-encoder never saw them). Returns its coefficients and out-of-fold scores (folds grouped
+    by intent), so that the calibration and the threshold are chosen on scores of pairs the
+    stacker did not see either."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+
+    groups = np.array([p.intents[0] if p.intents else f"pair{i}" for i, p in enumerate(calibration)])
+    oof = np.zeros(len(y))
+    for train_idx, test_idx in GroupKFold(n_splits=min(5, len(set(groups)))).split(x, y, groups):
+        fold = LogisticRegression(C=1.0, max_iter=1000, random_state=seed).fit(x[train_idx], y[train_idx])
+        oof[test_idx] = fold.predict_proba(x[test_idx])[:, 1]
+    full = LogisticRegression(C=1.0, max_iter=1000, random_state=seed).fit(x, y)
+    return {"coef": [float(c) for c in full.coef_[0]], "intercept": float(full.intercept_[0])}, oof
+
+
+def recall_at_precision(scores: np.ndarray, labels: np.ndarray, target: float) -> float:
+    """The share of positives served at the score cut ``choose_threshold`` picks for ``target``
+    precision; by rank, so scores of any scale compare (1.0 there means "serve nothing")."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(scores, method="max") / (len(scores) + 1)
+    cut = choose_threshold(ranks, labels, target)
+    return precision_recall(ranks >= cut, labels)["recall"] if cut < 1.0 else 0.0
+
+
 def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), pair_config: PairConfig = PairConfig(),
                 *, with_paraphrases: bool = True, with_oos: bool = True, version: str = "",
                 progress=print) -> dict:
@@ -256,34 +366,54 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
              f"{int(keep_cal.sum())} eligible and past the vetoes; {time.perf_counter() - started:.0f} s")
     train_pairs = [p for p, k in zip(train_pairs, keep_train) if k]
     cal_pairs = [p for p, k in zip(cal_pairs, keep_cal) if k]
+    calibration = [p for p, k in zip(calibration, keep_cal) if k]
     y_train = np.array([p.label for p, k in zip(train, keep_train) if k])
-    y_cal = np.array([p.label for p, k in zip(calibration, keep_cal) if k])
+    y_cal = np.array([p.label for p in calibration])
     cos = cosines(train_pairs + cal_pairs)
     progress(f"embedded {len({t for p in train_pairs + cal_pairs for t in p})} questions, "
              f"{time.perf_counter() - started:.0f} s")
     x_train, x_cal = features(train_pairs, cos[:len(train_pairs)]), features(cal_pairs, cos[len(train_pairs):])
-    candidates = {}
+    candidates = {}  # kind -> (score on the calibration pairs, the tree/linear model or None)
     for kind in ("trees", "linear"):
         model = fit_model(x_train, y_train, config, kind)
-        score = model.predict_proba(x_cal)[:, 1]
-        candidates[kind] = (auc(score, y_cal), model, score)
-        progress(f"{kind}: calibration AUC {candidates[kind][0]:.3f}")
-    kind = max(candidates, key=lambda k: candidates[k][0])
-    _, model, score = candidates[kind]
-    calibration_map = fit_calibration(score, y_cal)
-    prob = np.interp(score, calibration_map["x"], calibration_map["y"])
-    threshold = choose_threshold(prob, y_cal, config.target_precision)
-    meta = {
-        "version": version, "model": kind, "features": list(FEATURES), "threshold": threshold,
-        "calibration_map": calibration_map, "config": dataclasses.asdict(config),
-        "pair_config": dataclasses.asdict(pair_config),
-        "calibration": {"auc": {k: v[0] for k, v in candidates.items()}, "auc_cosine": auc(x_cal[:, 0], y_cal),
-                        **precision_recall(prob >= threshold, y_cal)},
-        "training_pairs": len(train_pairs), "seconds": round(time.perf_counter() - started, 1),
-    }
+        candidates[kind] = (model.predict_proba(x_cal)[:, 1], model)
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    cross_encoder, stack = None, None
+    if config.cross_encoder:
+        from caching.guards.cross_encoder import CrossEncoderScorer
+
+        cross_encoder = train_cross_encoder(tmp / "cross_encoder", train_pairs, y_train, config, progress)
+        ce_cal = CrossEncoderScorer(tmp / "cross_encoder", config.ce_max_length).logits(cal_pairs)
+        candidates["cross_encoder"] = (ce_cal, candidates["trees"][1])
+        stack, stacked = fit_stack(calibration, stack_inputs(candidates["trees"][0], ce_cal), y_cal, config.seed)
+        candidates["stacked"] = (stacked, candidates["trees"][1])
+    ranking = {k: {"auc": auc(v[0], y_cal), "recall_at_target": recall_at_precision(v[0], y_cal, config.target_precision)}
+               for k, v in candidates.items()}
+    for k, r in ranking.items():
+        progress(f"{k}: calibration AUC {r['auc']:.3f}, recall at precision {config.target_precision} "
+                 f"{r['recall_at_target']:.3f}")
+    kind = max(ranking, key=lambda k: (ranking[k]["recall_at_target"], ranking[k]["auc"]))
+    alternatives = {}  # every candidate's own calibration and operating point (bench.judge_eval compares them)
+    for k, (k_score, _) in candidates.items():
+        k_map = fit_calibration(k_score, y_cal)
+        k_prob = np.interp(k_score, k_map["x"], k_map["y"])
+        alternatives[k] = {"calibration_map": k_map,
+                           "threshold": choose_threshold(k_prob, y_cal, config.target_precision)}
+    score, model = candidates[kind]
+    calibration_map, threshold = alternatives[kind]["calibration_map"], alternatives[kind]["threshold"]
+    prob = np.interp(score, calibration_map["x"], calibration_map["y"])
+    meta = {
+        "version": version, "model": kind, "features": list(FEATURES), "threshold": threshold,
+        "calibration_map": calibration_map, "config": dataclasses.asdict(config),
+        "pair_config": dataclasses.asdict(pair_config), "stack": stack, "alternatives": alternatives,
+        "cross_encoder": cross_encoder,
+        "calibration": {"auc": {k: r["auc"] for k, r in ranking.items()},
+                        "recall_at_target": {k: r["recall_at_target"] for k, r in ranking.items()},
+                        "auc_cosine": auc(x_cal[:, 0], y_cal), **precision_recall(prob >= threshold, y_cal)},
+        "training_pairs": len(train_pairs), "seconds": round(time.perf_counter() - started, 1),
+    }
     with open(tmp / "model.pkl", "wb") as fh:
         pickle.dump(model, fh)
     (tmp / "judge.json").write_text(json.dumps(meta, indent=2, sort_keys=True))

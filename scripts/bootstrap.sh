@@ -34,8 +34,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# The semantic judge (gradient-boosted trees over pair features of the MiniLM weights): built once
-# for the current training data and recipe, under var/judge/<version>; a few minutes on 2 cores.
+# The semantic judge (gradient-boosted trees over pair features and a cross-encoder fine-tuned from
+# the shipped MiniLM weights on one torch thread): built once for the current training data and
+# recipe, under var/judge/<version>; about 15-20 minutes on 2 cores, seconds once built.
 .venv/bin/python -m caching.judge_train --root "${SEMANTIC_JUDGE_DIR:-var/judge}"
 
 if [ "${BOOTSTRAP_BROWSER:-0}" = "1" ] && [ ! -x /usr/bin/chromium ]; then

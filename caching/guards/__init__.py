@@ -11,14 +11,14 @@ from near misses. The guards, one module a job:
   audiences, conditions, negation scope, comparatives next to a quantity, answer type);
 * ``eligibility``: personal, action and time-dependent questions bypass every shared cache;
 * ``judge``: the serve/no-serve decision: eligibility, a cosine floor, the vetoes, then the learned
-  judge (a cross-encoder, ``caching.judge_train``) and its calibrated threshold.
+  judge (trees over pair features and a fine-tuned MiniLM cross-encoder, ``caching.judge_train``) and its calibrated threshold.
 
 Everything but the learned judge is pure Python on strings (results memoised per question text).
 """
 from caching.guards.eligibility import CATEGORIES, INTENT_CLASSES, INTENT_FAMILIES, Eligibility, classify
 from caching.guards.judge import (
-    DEFAULT_THRESHOLDS, JUDGE_LOCALES, Judgement, LearnedJudge, judge, judge_version, learned_judge, set_learned_judge,
-    veto,
+    DEFAULT_THRESHOLDS, JUDGE_LOCALES, Judgement, LearnedJudge, judge, judge_version, learned_judge, prefetch,
+    set_learned_judge, veto,
 )
 from caching.guards.lexicon import _OPERATIONS, concept
 from caching.guards.signature import (
@@ -28,5 +28,5 @@ from caching.guards.signature import (
 __all__ = [
     "CATEGORIES", "DEFAULT_THRESHOLDS", "GUARDS_VERSION", "INTENT_CLASSES", "INTENT_FAMILIES", "JUDGE_LOCALES",
     "SIGNATURE_FIELDS", "VETO_FIELDS", "Eligibility", "Judgement", "LearnedJudge", "_OPERATIONS", "classify", "concept",
-    "judge", "judge_version", "learned_judge", "set_learned_judge", "signature", "signature_difference", "veto", "vetoes",
+    "judge", "judge_version", "learned_judge", "prefetch", "set_learned_judge", "signature", "signature_difference", "veto", "vetoes",
 ]

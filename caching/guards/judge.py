@@ -6,8 +6,9 @@ In order, the first that refuses decides:
 2. a cosine floor: candidates the embedding puts far apart are not worth the judge's time;
 3. vetoes (``signature.vetoes``): a number, id, amount, date, place, tier, audience, condition,
    negation or answer-type difference refuses, whatever the judge says;
-4. the learned judge (``LearnedJudge``, gradient-boosted trees over ``pair_features``: the MiniLM
-   cosine and the guards' soft evidence, see ``caching.judge_train``): serve when its calibrated
+4. the learned judge (``LearnedJudge``: gradient-boosted trees over ``pair_features``, the MiniLM
+   cosine and the guards' soft evidence, stacked with a fine-tuned MiniLM cross-encoder,
+   ``guards.cross_encoder``; see ``caching.judge_train``): serve when its calibrated
    probability that the cached answer answers the new question reaches the artefact's threshold. It reads English only: in another
    locale it abstains and the strict lexical match (every signature field, content term and word
    link equal) decides instead, as before the judge.
@@ -163,36 +164,66 @@ class _Trees:
 
 class LearnedJudge:
     """A built judge artefact (``caching.judge_train``) loaded for scoring: ``probability`` is the
-    calibrated probability that the cached question's answer is the right answer to the new one."""
+    calibrated probability that the cached question's answer is the right answer to the new one.
+    Its ``model`` is the kind chosen at training: ``trees`` (or ``linear``) over ``pair_features``,
+    ``cross_encoder`` (the fine-tuned MiniLM cross-encoder's logit), or ``stacked`` (a logistic
+    regression over the trees' score and the cross-encoder's logit)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, kind: str | None = None):
+        """``kind``: another of the models the artefact was trained with (``meta["alternatives"]``,
+        with its own calibration and threshold) instead of the chosen one; for ``bench.judge_eval``."""
         self.path = Path(path)
         meta = json.loads((self.path / "judge.json").read_text())
         if tuple(meta["features"]) != FEATURES:
             raise ValueError(f"judge {self.path.name} was built with other features; rebuild it (manage.py train_judge)")
         self.version: str = meta["version"] or self.path.name
-        self.threshold: float = float(meta["threshold"])
+        self.kind: str = kind or meta.get("model", "trees")
+        point = meta if self.kind == meta.get("model", "trees") else meta["alternatives"][self.kind]
+        self.threshold: float = float(point["threshold"])
         self.meta = meta
         with open(self.path / "model.pkl", "rb") as fh:
             self._model = pickle.load(fh)  # noqa: S301 - our own artefact, written by caching.judge_train
-        self._calibration = (np.array(meta["calibration_map"]["x"]), np.array(meta["calibration_map"]["y"]))
+        self._calibration = (np.array(point["calibration_map"]["x"]), np.array(point["calibration_map"]["y"]))
         self._trees = _Trees(self._model) if hasattr(self._model, "_predictors") else None
+        self.cross_encoder = None
+        if self.kind in ("cross_encoder", "stacked"):
+            from caching.guards.cross_encoder import CrossEncoderScorer
+
+            self.cross_encoder = CrossEncoderScorer(self.path / "cross_encoder", int(meta["config"]["ce_max_length"]))
 
     def scores(self, features: np.ndarray) -> np.ndarray:
-        """The model's raw P(same answer) for rows of ``pair_features``."""
+        """The trees' (or linear model's) raw P(same answer) for rows of ``pair_features``."""
         if self._trees is not None:
             return np.array([self._trees.probability(row) for row in features])
         return self._model.predict_proba(features)[:, 1]
+
+    def pair_scores(self, rows: list[tuple[str, str, float]]) -> np.ndarray:
+        """The chosen model's raw score for (cached question, new question, cosine) rows, before calibration."""
+        pairs = [(c, n) for c, n, _ in rows]
+        if self.kind == "cross_encoder":
+            return self.cross_encoder.logits(pairs)
+        tree = self.scores(np.array([pair_features(c, n, s) for c, n, s in rows], dtype=np.float64))
+        if self.kind != "stacked":
+            return tree
+        stack = self.meta["stack"]
+        tree = np.clip(tree, 1e-6, 1 - 1e-6)
+        raw = (stack["intercept"] + stack["coef"][0] * np.log(tree / (1 - tree))
+               + stack["coef"][1] * self.cross_encoder.logits(pairs))
+        return 1.0 / (1.0 + np.exp(-raw))
 
     def calibrate(self, scores: np.ndarray) -> np.ndarray:
         return np.interp(scores, *self._calibration)
 
     def probabilities(self, rows: list[tuple[str, str, float]]) -> np.ndarray:
-        features = np.array([pair_features(c, n, s) for c, n, s in rows], dtype=np.float64)
-        return self.calibrate(self.scores(features))
+        return self.calibrate(self.pair_scores(rows))
 
     def probability(self, cached_q: str, new_q: str, similarity: float) -> float:
         return float(self.probabilities([(cached_q, new_q, similarity)])[0])
+
+    def prefetch(self, new_q: str, cached_questions: list[str]) -> None:
+        """Score a lookup's candidates with the cross-encoder in one forward pass (a no-op for trees)."""
+        if self.cross_encoder is not None:
+            self.cross_encoder.prefetch([(c, new_q) for c in cached_questions])
 
 
 _learned: LearnedJudge | None = None
@@ -360,6 +391,33 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
                       f"(SEMANTIC_JUDGE_SERVES off); strict match refused: {strict}", probability, model.version)
     return refuse(f"judge: p={probability:.3f} below {cut:.3f} (similarity {similarity:.3f}); strict match refused: "
                   f"{strict}", probability, model.version)
+
+
+def prefetch(new_q: str, candidates: list[tuple[str, float, dict | None]], thresholds: dict[str, float] | None = None,
+             *, locale: str = "en", learned=_DEFAULT) -> int:
+    """Before judging a lookup's candidates one by one, score with the cross-encoder, in one forward
+    pass, those the judge will be asked about (eligible, over the cosine floor, no veto, English);
+    the judgements then read its memo. ``candidates``: (cached question, cosine, cached signature).
+    Returns how many were scored."""
+    model = learned_judge() if learned is _DEFAULT else learned
+    language = (locale or "en").split("-")[0].lower()
+    if model is None or getattr(model, "cross_encoder", None) is None or language not in JUDGE_LOCALES:
+        return 0
+    thresholds = thresholds or DEFAULT_THRESHOLDS
+    new_a = _analyse(new_q)
+    if not new_a.eligibility.eligible or not any(new_a.signature.get(f) for f in _CONTENT_FIELDS):
+        return 0
+    asked = []
+    for cached_q, similarity, cached_sig in candidates:
+        cached_a = _analyse(cached_q)
+        if cached_sig is None or cached_sig.get("version") != [GUARDS_VERSION]:
+            cached_sig = cached_a.signature
+        if (cached_a.eligibility.eligible
+                and similarity >= _threshold_for(new_a.eligibility.intent, cached_a.eligibility.intent, thresholds)
+                and not vetoes(cached_sig, new_a.signature, (cached_a.eligibility.intent, new_a.eligibility.intent))):
+            asked.append(cached_q)
+    model.prefetch(new_q, asked)
+    return len(asked)
 
 
 def veto(cached_q: str, new_q: str) -> str | None:

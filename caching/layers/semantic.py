@@ -110,6 +110,9 @@ class SemanticLayer:
             return result
         thresholds = current_thresholds()
         new_sig = guards.signature(question)
+        # the cross-encoder scores the candidates the judge will be asked about in one forward pass
+        guards.prefetch(question, [(row.question, float(1.0 - row.distance), row.signature) for row in rows],
+                        thresholds, locale=scope.locale)
         best = None
         for row in rows:
             similarity = float(1.0 - row.distance)

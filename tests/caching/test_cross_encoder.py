@@ -1,0 +1,97 @@
+"""The judge's cross-encoder: the fine-tuned MiniLM that reads both questions at once.
+
+Uses the artefact built for the current data and recipe (``var/judge``: bootstrap or
+``manage.py train_judge``); no database:
+
+    .venv/bin/python -m pytest tests/caching/test_cross_encoder.py -q -p no:django
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from caching import guards, judge_train  # noqa: E402
+from caching.guards.cross_encoder import CrossEncoderScorer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def learned():
+    judge = guards.learned_judge()
+    assert judge is not None, "the judge is not built: run scripts/bootstrap.sh or manage.py train_judge"
+    return judge
+
+
+@pytest.fixture(scope="module")
+def scorer(learned):
+    return CrossEncoderScorer(learned.path / "cross_encoder", learned.meta["config"]["ce_max_length"])
+
+
+# (cached, new): a paraphrase in other words, and one-detail traps no veto catches (another
+# payment method; the opposite operation): those are the judge's to refuse. Differences a veto
+# catches (cost vs duration, a place) never reach it, so it is not trained on them.
+PARAPHRASE = ("Can I pay with PayPal?", "Do you take PayPal?")
+TRAP = ("Can I pay with PayPal?", "Can I pay with a credit card?")
+OPPOSITE = ("How do I open an account?", "How do I close an account?")
+DELIVERY = ("How long does delivery take?", "How long does shipping usually take?")
+
+
+def test_the_artefact_has_a_trained_cross_encoder(learned):
+    figures = learned.meta["cross_encoder"]
+    assert (learned.path / "cross_encoder" / "config.json").exists()
+    assert figures["steps"] > 0 and figures["loss_last_100"] < figures["loss_first_100"]
+    assert learned.meta["model"] in ("trees", "linear", "cross_encoder", "stacked")
+
+
+def test_scores_are_deterministic_across_calls_batches_and_loads(learned, scorer):
+    pairs = [PARAPHRASE, TRAP, DELIVERY]
+    first = scorer.logits(pairs)
+    assert np.array_equal(scorer.logits(pairs), first)  # the memo
+    fresh = CrossEncoderScorer(learned.path / "cross_encoder", learned.meta["config"]["ce_max_length"])
+    one_by_one = np.array([fresh.logits([p])[0] for p in pairs])
+    assert np.allclose(one_by_one, first, atol=1e-4)  # padding in a batch does not change a pair's score
+
+
+def test_an_obvious_paraphrase_scores_above_a_one_detail_trap(scorer):
+    paraphrase, trap, opposite = scorer.logits([PARAPHRASE, TRAP, OPPOSITE])
+    assert guards.veto(*TRAP) is None and guards.veto(*OPPOSITE) is None
+    assert paraphrase > trap and paraphrase > opposite, (paraphrase, trap, opposite)
+    unrelated = scorer.logits([("Can I pay with PayPal?", "How long does delivery take?")])[0]
+    assert unrelated < paraphrase
+
+
+def test_prefetch_scores_only_the_candidates_the_judge_is_asked_about(learned):
+    if learned.cross_encoder is None:
+        pytest.skip(f"the chosen judge ({learned.kind}) does not read the cross-encoder")
+    candidates = [
+        ("How long does delivery take?", 0.80, None),           # asked
+        ("How long does delivery take to Canada?", 0.85, None),  # a place: vetoed
+        ("How long does delivery take?", 0.10, None),           # under the cosine floor
+    ]
+    assert guards.prefetch(DELIVERY[1], candidates) == 1
+    assert guards.prefetch("Wie lange dauert die Lieferung?", candidates, locale="de") == 0
+
+
+def test_the_decision_records_the_judge_version_and_its_probability(learned):
+    j = guards.judge(PARAPHRASE[1], PARAPHRASE[0], 0.7)
+    assert j.judge_version == learned.version == judge_train.artefact_version()
+    assert j.probability is not None and 0.0 <= j.probability <= 1.0
+    trap = guards.judge(TRAP[1], TRAP[0], 0.8)
+    assert not trap.serve and trap.probability is not None and trap.probability < learned.threshold, trap.reason
+    cost = guards.judge("How much does delivery cost?", "How long does delivery take?", 0.8)
+    assert not cost.serve and cost.reason.startswith("veto: answer_type")  # the vetoes' job, before the judge
+
+
+def test_training_is_reproducible(tmp_path: Path):
+    pairs = [PARAPHRASE, TRAP, DELIVERY, OPPOSITE]
+    labels = np.array([1, 0, 1, 0])
+    config = judge_train.TrainConfig(ce_max_steps=2, ce_batch_size=2, ce_epochs=1)
+    runs = []
+    for name in ("a", "b"):
+        judge_train.train_cross_encoder(tmp_path / name, pairs, labels, config, progress=lambda m: None)
+        runs.append(CrossEncoderScorer(tmp_path / name).logits(pairs))
+    assert np.array_equal(runs[0], runs[1])
