@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.answer_quality [--answerer extractive|model|all] [--limit N] [--only acme-de-03,...]
                                              [--questions kb/questions.jsonl] [--json out.json]
+                                             [--asks 1|2]
 
 The questions (``kb/questions.jsonl``, written by hand from the articles) cover both tenants, both
 acme locales, yes/no and numeric questions, and questions whose answer differs between the
@@ -105,7 +106,7 @@ def retrieval_recall(questions: list[dict], tenants: dict) -> dict[str, list[boo
     return found
 
 
-def run_answerer(name: str, questions: list[dict], tenants: dict) -> dict:
+def run_answerer(name: str, questions: list[dict], tenants: dict, asks: int = 2) -> dict:
     from django.test import override_settings
 
     from supportbot import pipeline
@@ -114,7 +115,7 @@ def run_answerer(name: str, questions: list[dict], tenants: dict) -> dict:
     with override_settings(ASK_ANSWERER=name):
         for q in questions:
             asker = pipeline.Asker(tenants[q["tenant"]], q["locale"])
-            for attempt in (1, 2):
+            for attempt in range(1, asks + 1):
                 started = time.perf_counter()
                 outcome = pipeline.ask(asker, q["question"])
                 seconds = time.perf_counter() - started
@@ -150,6 +151,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--json", type=Path, default=None, help="write every answer and verdict here")
+    parser.add_argument("--asks", type=int, choices=(1, 2), default=2,
+                        help="asks per question (1 halves a slow model run; the second ask shows what the caches serve)")
     args = parser.parse_args()
 
     setup(private_redis=True)
@@ -171,7 +174,7 @@ def main() -> int:
         results = {}
         for name in names:
             print(f"== answerer {name}", flush=True)
-            results[name] = run_answerer(name, questions, tenants)
+            results[name] = run_answerer(name, questions, tenants, args.asks)
     figures = {"questions": len(questions), "recall": recall, "recall_overall": overall,
                "answerers": {n: r["counts"] for n, r in results.items()}}
     if args.json:
