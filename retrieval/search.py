@@ -10,19 +10,7 @@ is in (Cormack et al., SIGIR 2009), so neither ranking's scale has to be calibra
 
 A passage is evidence when its cosine similarity reaches ``RETRIEVAL_MIN_SIMILARITY`` or when it
 contains at least ``RETRIEVAL_MIN_TERM_COVERAGE`` of the question's search terms: a full-text match
-alone is evidence too.
-
-In a locale whose language the embedding model was not trained on (``EMBEDDING_LANGUAGES``; German
-with the default English all-MiniLM-L6-v2) every German passage looks about as similar to a German
-question as every other (cosine 0.25-0.4), so the vector ranking is weak and the full-text ranking
-carries the search. There (``speaks``): the vector ranking counts ``RETRIEVAL_OTHER_LANGUAGE_VECTOR_WEIGHT``
-in the fusion; an article's own fused rank (from its best passage in each ranking) is added to its
-passages with ``RETRIEVAL_OTHER_LANGUAGE_ARTICLE_WEIGHT``, so an article whose heading matches the
-question's words and whose other passage is near it in meaning is not split into two weak
-candidates; the top k take one passage per article before a second one; and a passage is evidence
-from ``RETRIEVAL_OTHER_LANGUAGE_MIN_TERM_COVERAGE`` of the question's terms, since inflection and
-compounds leave more of a German question's words unmatched. These were chosen on
-``kb/retrieval_questions.jsonl`` and ``kb/questions_de_dev.jsonl`` (``bench.retrieval_recall``). ``RETRIEVAL_VERSION`` names this method; it is part of the search-result cache
+alone is evidence too. ``RETRIEVAL_VERSION`` names this method; it is part of the search-result cache
 key and the answer spec, so results of another method are never served from a cache.
 """
 from __future__ import annotations
@@ -44,7 +32,7 @@ from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
 from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
 
-RETRIEVAL_VERSION = "hybrid-rrf-2"  # bump when the way passages are found or ranked changes
+RETRIEVAL_VERSION = "hybrid-rrf-1"  # bump when the way passages are found or ranked changes
 
 
 @dataclass(frozen=True)
@@ -183,11 +171,7 @@ def search_version() -> str:
     return _search_version(RETRIEVAL_VERSION, settings.RETRIEVAL_MIN_SIMILARITY, settings.RETRIEVAL_MIN_TERM_COVERAGE,
                            settings.RETRIEVAL_CANDIDATES, settings.RETRIEVAL_RRF_K,
                            json.dumps(settings.TEXT_SEARCH_CONFIGS, sort_keys=True),
-                           json.dumps(sorted(settings.TEXT_SEARCH_COMPOUNDS)),
-                           json.dumps(sorted(settings.EMBEDDING_LANGUAGES)),
-                           settings.RETRIEVAL_OTHER_LANGUAGE_VECTOR_WEIGHT,
-                           settings.RETRIEVAL_OTHER_LANGUAGE_MIN_TERM_COVERAGE,
-                           settings.RETRIEVAL_OTHER_LANGUAGE_ARTICLE_WEIGHT)
+                           json.dumps(sorted(settings.TEXT_SEARCH_COMPOUNDS)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -195,16 +179,9 @@ def _search_version(*parts) -> str:
     return f"{RETRIEVAL_VERSION}:" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
 
 
-def speaks(locale: str) -> bool:
-    """Whether the embedding model was trained on the locale's language (``EMBEDDING_LANGUAGES``)."""
-    languages = settings.EMBEDDING_LANGUAGES
-    return "*" in languages or locale in languages or locale.split("-")[0].split("_")[0].lower() in languages
-
-
-def is_evidence(hit: SearchHit, *, min_term_coverage: float | None = None) -> bool:
-    if min_term_coverage is None:
-        min_term_coverage = settings.RETRIEVAL_MIN_TERM_COVERAGE
-    return hit.similarity >= settings.RETRIEVAL_MIN_SIMILARITY or hit.term_coverage >= min_term_coverage
+def is_evidence(hit: SearchHit) -> bool:
+    return (hit.similarity >= settings.RETRIEVAL_MIN_SIMILARITY
+            or hit.term_coverage >= settings.RETRIEVAL_MIN_TERM_COVERAGE)
 
 
 def search_hybrid(generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
@@ -214,34 +191,23 @@ def search_hybrid(generation: IndexGeneration, tenant_id: int, locale: str, ques
     n, rrf_k = max(k, settings.RETRIEVAL_CANDIDATES), settings.RETRIEVAL_RRF_K
     by_vector = search_chunks(generation, tenant_id, locale, vector, n)
     by_text = text_matches(generation, tenant_id, locale, question, vector, n)
-    native = speaks(locale)
-    vector_weight = 1.0 if native else settings.RETRIEVAL_OTHER_LANGUAGE_VECTOR_WEIGHT
-    article_weight = 0.0 if native else settings.RETRIEVAL_OTHER_LANGUAGE_ARTICLE_WEIGHT
-    min_coverage = settings.RETRIEVAL_MIN_TERM_COVERAGE if native else settings.RETRIEVAL_OTHER_LANGUAGE_MIN_TERM_COVERAGE
     scores: dict[int, float] = {}
-    article_scores: dict[int, float] = {}
     hits: dict[int, SearchHit] = {}
-    for ranking, weight in ((by_vector, vector_weight), (by_text, 1.0)):
-        articles_seen: list[int] = []
+    for ranking in (by_vector, by_text):
         for rank, hit in enumerate(ranking, start=1):
-            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weight / (rrf_k + rank)
-            if hit.article_pk not in articles_seen:  # the article ranks where its best passage does
-                articles_seen.append(hit.article_pk)
-                article_scores[hit.article_pk] = (article_scores.get(hit.article_pk, 0.0)
-                                                  + weight / (rrf_k + len(articles_seen)))
+            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (rrf_k + rank)
             if hit.chunk_id not in hits or hit.term_coverage:  # the full-text row carries the coverage
                 hits[hit.chunk_id] = hit
-    for chunk_id, hit in hits.items():
-        scores[chunk_id] += article_weight * article_scores[hit.article_pk]
     fused = sorted(hits.values(), key=lambda h: (-scores[h.chunk_id], -h.similarity, h.chunk_id))
-    evidence = [replace(h, score=scores[h.chunk_id], evidence=True) for h in fused
-                if is_evidence(h, min_term_coverage=min_coverage)]
-    if not native:  # one passage per article first, then the articles' further passages
-        firsts = {}
-        for hit in evidence:
-            firsts.setdefault(hit.article_pk, hit)
-        evidence = [*firsts.values(), *(h for h in evidence if firsts[h.article_pk] is not h)]
-    return evidence[:k]
+    out = []
+    for hit in fused:
+        hit = replace(hit, score=scores[hit.chunk_id])
+        hit = replace(hit, evidence=is_evidence(hit))
+        if hit.evidence:
+            out.append(hit)
+        if len(out) == k:
+            break
+    return out
 
 
 def index_version(tenant_id: int) -> int:

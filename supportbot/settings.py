@@ -176,14 +176,6 @@ RETRIEVAL_CANDIDATES = env.int("RETRIEVAL_CANDIDATES", default=20)
 RETRIEVAL_RRF_K = env.int("RETRIEVAL_RRF_K", default=60)
 # PostgreSQL text-search configuration per locale or language, e.g. {"fr": "french"}; any other locale uses "simple".
 TEXT_SEARCH_CONFIGS = env.json("TEXT_SEARCH_CONFIGS", default={"de": "german", "en": "english"})
-# Languages the embedding model was trained on ("*": all, for a multilingual model); in a locale of another language the vector ranking is weak and full-text search leads.
-EMBEDDING_LANGUAGES = env.list("EMBEDDING_LANGUAGES", default=["en"])
-# In a locale outside EMBEDDING_LANGUAGES: the vector ranking's weight in the fusion (the full-text ranking's is 1).
-RETRIEVAL_OTHER_LANGUAGE_VECTOR_WEIGHT = env.float("RETRIEVAL_OTHER_LANGUAGE_VECTOR_WEIGHT", default=0.5)
-# In a locale outside EMBEDDING_LANGUAGES: the share of the question's weighted search terms that makes a passage evidence (inflection and compounds leave more words unmatched).
-RETRIEVAL_OTHER_LANGUAGE_MIN_TERM_COVERAGE = env.float("RETRIEVAL_OTHER_LANGUAGE_MIN_TERM_COVERAGE", default=0.4)
-# In a locale outside EMBEDDING_LANGUAGES: the weight of an article's own fused rank (its best passage in each ranking) added to its passages; the top k then take one passage per article first.
-RETRIEVAL_OTHER_LANGUAGE_ARTICLE_WEIGHT = env.float("RETRIEVAL_OTHER_LANGUAGE_ARTICLE_WEIGHT", default=1.0)
 # Configurations of languages that glue words together: a question word no passage has is matched by the passages' words it ends with or that end with it (Standardversand: Versand).
 TEXT_SEARCH_COMPOUNDS = env.list("TEXT_SEARCH_COMPOUNDS", default=["german", "dutch", "swedish", "danish", "norwegian"])
 
