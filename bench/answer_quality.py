@@ -21,14 +21,16 @@ caches are neither used nor touched. For every question it measures:
    caches serve. Each answer is ``correct`` (every must-group present, no wrong fact), ``wrong``
    (a wrong fact present), ``not_covered`` (the bot handed off) or ``incomplete`` (answered, but
    a required fact is missing). ``wrong_admitted`` counts wrong answers that were admitted to a
-   cache or served from one.
+   cache or served from one; ``incomplete_admitted`` the incomplete ones, to be read by hand: an
+   answer with a wrong fact that the question's ``wrong`` list does not name ("valid for 24 hours"
+   for a 30-minute link) is "incomplete" here.
 
 The embedded model is slow on a CPU (10-40 s an answer): ``--limit`` asks the first N questions.
 All figures are in-sample for the questions file (the answerer's rules were written before it,
 but the extractive answerer's constants were checked against these questions).
 
 Ends with one line:
-``answerer=… questions=… answers=… correct=… wrong=… not_covered=… incomplete=… wrong_admitted=… admitted=… recall@4=…``
+``answerer=… questions=… answers=… correct=… wrong=… not_covered=… incomplete=… wrong_admitted=… incomplete_admitted=… admitted=… recall@4=…``
 """
 from __future__ import annotations
 
@@ -129,6 +131,8 @@ def run_answerer(name: str, questions: list[dict], tenants: dict, asks: int = 2)
                 counts["served_from_cache"] += cached
                 if judged == "wrong" and (admitted or cached):
                     counts["wrong_admitted"] += 1
+                if judged == "incomplete" and (admitted or cached):  # to read: a wrong fact no question lists
+                    counts["incomplete_admitted"] += 1
                 if admission is not None and not admitted:
                     counts[f"refused:{admission['reason'].split(':')[0]}"] += 1
                 rows.append({"id": q["id"], "attempt": attempt, "verdict": judged, "layer": outcome.layer,
@@ -188,6 +192,7 @@ def main() -> int:
         lines.append(f"answerer={name} questions={len(questions)} answers={c.get('answers', 0)} "
                      f"correct={c.get('correct', 0)} wrong={c.get('wrong', 0)} not_covered={c.get('not_covered', 0)} "
                      f"incomplete={c.get('incomplete', 0)} wrong_admitted={c.get('wrong_admitted', 0)} "
+                     f"incomplete_admitted={c.get('incomplete_admitted', 0)} "
                      f"admitted={c.get('admitted', 0)}")
     recall_keys = " ".join(f"recall@{k}_{group}={value:.3f}" for group, value in recall.items())
     bench_result("answer_quality", figures, " ".join(lines) + f" recall@{k}={overall:.3f} {recall_keys}")
