@@ -3,18 +3,17 @@ passage sentence about the same thing, and a range must appear as that range.
 
 ``facts`` checks that every quantity of an answer is somewhere in the cited passages. A small model
 stitches facts together from the wrong places, and each piece is then "in the passages":
-- "The password reset link is valid for 24 hours": 24 hours is in the tracking passage ("Label
-  created" for up to 24 hours), the reset link's validity is 30 minutes.
+- "The password reset link is valid for 24 hours": 24 hours is how long the e-mail change's
+  confirmation link is valid; the reset link's is 30 minutes.
 - "Support is open on Saturday, 10:00 a.m. - 11:00 a.m.": 10:00 opens the store, 11:00 opens it on
   Sundays; no passage has that range.
 
 So, for each answer sentence: of the passage lines (a paragraph, or a list item with its lead-in or
-heading) that hold a quantity of the kind the answer states (a duration, a
-percentage, an amount of money), those sharing the most content words with the answer sentence and the
-question are where the answer should come from; if none of them holds a value the answer states, and
-the answer's value comes only from a sentence about something else, it is refused. And every range in
-the answer ("2-4", "9:00 a.m. - 5:00 p.m.", "9 bis 18 Uhr") must be a range of the passages. An answer
-sentence that quotes a passage sentence passes.
+heading) holding a quantity of a kind the answer states (a duration, a percentage, an amount of
+money), those sharing the most content words with the answer sentence and the question are where the
+answer should come from. If none of them holds a value the answer states, and the answer's value is
+only on lines about something else, it is refused. And every range in the answer ("2-4", "9:00 a.m. -
+5:00 p.m.", "9 bis 18 Uhr") must be a range of the passages. A sentence quoted from a passage passes.
 """
 from __future__ import annotations
 
@@ -25,7 +24,8 @@ from caching.answer_checks.facts import NUMBER_WORDS, UNITS, quantities
 from caching.answer_checks.text import CITATION_MARKER, sentences_of, stem, terms
 
 _ENDPOINT = r"\d{1,2}(?:[:.]\d{2})?(?:\s?[ap]\.?\s?m\.?)?"
-_RANGE = re.compile(rf"(?<![\d:.,])(?P<a>{_ENDPOINT})\s?(?:-|–|—|to|bis)\s?(?P<b>{_ENDPOINT})(?![\d:,])", re.IGNORECASE)
+_RANGE = re.compile(rf"(?<![\d:.,])(?P<a>{_ENDPOINT})\s?(?:-|–|—|to|bis)\s?(?P<b>{_ENDPOINT})(?![\d:,])",
+                    re.IGNORECASE)
 # Words that are part of a quantity, not of what it is about.
 _QUANTITY_WORDS = frozenset(stem(w) for w in [*UNITS, *NUMBER_WORDS, "uhr", "a.m", "p.m"])
 
@@ -82,7 +82,8 @@ class FactContextCheck(AnswerCheck):
         for sentence in sentences_of(answer):
             if _normal(sentence) in quoted:
                 continue
-            problems += [f"range {a}-{b} is no range of the passages" for a, b in sorted(ranges(sentence) - source_ranges)]
+            problems += [f"range {a}-{b} is no range of the passages"
+                         for a, b in sorted(ranges(sentence) - source_ranges)]
             about = _context(sentence) | question_words
             _, measures, amounts = quantities(sentence)
             stated = measures | amounts

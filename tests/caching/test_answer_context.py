@@ -53,7 +53,8 @@ def test_a_quoted_passage_sentence_passes_whatever_it_is_about():
 
 
 def test_ranges_of_times_amounts_and_days_in_both_languages():
-    assert ranges("Monday to Friday: 8:00 a.m. – 8:00 p.m. MT, 2–4 business days") == {("8:00", "8:00"), ("2:00", "4:00")}
+    assert ranges("Monday to Friday: 8:00 a.m. – 8:00 p.m. MT, 2–4 business days") == {
+        ("8:00", "8:00"), ("2:00", "4:00")}
     assert ranges("Montag bis Freitag 9:00–18:00 Uhr, 3 bis 5 Werktage") == {("9:00", "18:00"), ("3:00", "5:00")}
     assert ranges("+1 (555) 010-4400, AO-482913, 2024-2025") == set()
 
