@@ -4,7 +4,7 @@ Each check is one small class (``base.AnswerCheck``) in its own module, refusing
 code and a detail, or passing: ``facts`` (every number, duration, amount, percentage and name
 is in the cited passages), ``context`` (each is where the passages say it of the same thing, and a
 range is a range of the passages), ``polarity`` (a yes or no agrees with the passages), ``degenerate``
-(loops, repeated sentences, prompt scaffolding) and ``relevance`` (the answer is to this
+(loops, repeated sentences, prompt scaffolding, an answer stating nothing) and ``relevance`` (the answer is to this
 question). ``text`` holds the word and sentence helpers they share with the extractive answerer.
 """
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal

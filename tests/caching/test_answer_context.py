@@ -1,7 +1,8 @@
 """A fact of an answer must be in the passages where they say it of the same thing, and a range must be
 a range of the passages (``caching.answer_checks.context``). The refused answers are ones the embedded
 SmolLM2 model wrote in ``bench.answer_quality --answerer model``: each number in them is somewhere in
-the passages, so the facts check alone admitted them."""
+the passages, so the facts check alone admitted them. So did the model's echo of a German question,
+which states nothing (``degenerate``: ``no_statement``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from caching.answer_checks import CHECKS, Evidence
 from caching.answer_checks.context import FactContextCheck, ranges
+from caching.answer_checks.degenerate import DegenerateCheck
 
 KB = Path(__file__).resolve().parents[2] / "kb"
 
@@ -61,3 +63,16 @@ def test_ranges_of_times_amounts_and_days_in_both_languages():
 
 def test_admission_runs_the_check():
     assert any(isinstance(check, FactContextCheck) for check in CHECKS)
+
+
+@pytest.mark.parametrize("answer", [
+    "Wie lange ist der Link zum Zurücksetzen des Passworts gültig?",  # what SmolLM2 wrote, and it was admitted
+    "Wie lange ist der Link zum Zurücksetzen des Passworts gültig",
+    "Do you mean the reset link? Or the confirmation link?",
+])
+def test_an_answer_that_states_nothing_is_refused(answer):
+    question = "Wie lange ist der Link zum Zurücksetzen des Passworts gültig?"
+    refusal = DegenerateCheck().refusal(Evidence(question, answer, passages("password-reset", locale="de"), "de"))
+    assert refusal is not None and refusal.code == "no_statement"
+    stated = "Der Link ist 30 Minuten gültig [1]. Haben Sie ihn nicht bekommen?"
+    assert DegenerateCheck().refusal(Evidence(question, stated, passages("password-reset", locale="de"), "de")) is None
