@@ -65,7 +65,13 @@ def evidence_of(state) -> Evidence:
     return Evidence(question=state.question, answer=state.answer, locale=state.asker.locale,
                     passages_text="\n".join(f"{p.title}\n{p.heading}\n{p.text}" for p in passages),
                     known_names=state.asker.tenant.name, tenant_slug=state.asker.tenant.slug,
-                    trust=settings.GENERATION_TRUST)
+                    trust=generation_trust())
+
+
+def generation_trust() -> str:
+    """How far admission trusts the generator: ``GENERATION_TRUST``, or "standard" for a configured vLLM
+    deployment and "low" for the embedded SmolLM2 server."""
+    return settings.GENERATION_TRUST or ("standard" if settings.VLLM_BASE_URL else "low")
 
 
 def check(state, model_check: Callable[[Evidence], Refusal | None] | None = None,

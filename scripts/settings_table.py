@@ -105,8 +105,7 @@ MEANINGS = {
     "RECORD_PURGE_BATCH_SIZE": "rows deleted per batch by the retention purge",
 }
 DEFAULTS = {"CALIBRATION_GRID": "0.40 … 0.99 by 0.01", "JUDGE_CALIBRATION_GRID": "0.05 … 0.99 by 0.01",
-            "JUDGE_LEARN_FROM_MISSES": "(on when VLLM_BASE_URL is set)",
-            "GENERATION_TRUST": "(`standard` when VLLM_BASE_URL is set, else `low`)"}
+            "JUDGE_LEARN_FROM_MISSES": "(on when VLLM_BASE_URL is set)"}
 
 
 def rows() -> list[tuple[str, str, str]]:

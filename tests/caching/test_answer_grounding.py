@@ -77,3 +77,29 @@ def test_each_sentence_is_checked_and_the_reason_names_it():
     found = LowTrustGroundingCheck().refusal(Evidence(question, answer, source, "en", trust=LOW))
     assert found is not None and found.code == "ungrounded_for_low_trust" and "'Ship the item" in found.detail, found
     assert LowTrustGroundingCheck().refusal(Evidence(question, answer, source, "en", trust=STANDARD)) is None
+
+
+@pytest.mark.parametrize("vllm, configured, trust", [
+    ("", "", LOW), ("http://vllm:8000", "", STANDARD), ("http://vllm:8000", "low", LOW), ("", "standard", STANDARD)])
+def test_the_trust_is_low_for_the_embedded_model_unless_the_operator_says_otherwise(settings, vllm, configured, trust):
+    from caching.admission import generation_trust
+
+    settings.VLLM_BASE_URL, settings.GENERATION_TRUST = vllm, configured
+    assert generation_trust() == trust
+
+
+def test_admission_records_the_low_trust_refusal(acme, settings):
+    """Through the pipeline: the answer is refused with its reason recorded, and cached nowhere."""
+    from supportbot import pipeline
+    from supportbot.models import AskEvent
+    from tests.caching.helpers import offer
+
+    settings.VLLM_BASE_URL, settings.GENERATION_TRUST = "", ""
+    answer = "Unused items can go back to us within 30 days [1]."
+    state = offer(pipeline.Asker(acme, "en"), "What is your return policy?", answer, checks=True)
+    event = AskEvent.objects.get(request_id=state.request_id)
+    admission = event.decisions.get(layer="admission")
+    assert not state.admitted and admission.disposition == "refused"
+    assert admission.reason.startswith("ungrounded_for_low_trust: "), admission.reason
+    settings.GENERATION_TRUST = "standard"
+    assert offer(pipeline.Asker(acme, "en"), "What is your return policy?", answer, checks=True).admitted
