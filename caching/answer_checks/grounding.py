@@ -55,7 +55,8 @@ class LowTrustGroundingCheck(AnswerCheck):
         for sentence in sentences_of(CITATION_MARKER.sub("", evidence.answer)):
             share, missing = grounding(sentence, units)
             if missing or share < MIN_OVERLAP:
-                why = (f"{', '.join(sorted(' '.join(f) if isinstance(f, tuple) else f for f in missing))} not in the "
-                       f"passage sentence it restates" if missing else f"{share:.2f} of its words in one passage sentence")
+                why = (f"{', '.join(sorted(' '.join(f) if isinstance(f, tuple) else f for f in missing))} in no passage "
+                       f"sentence with {share:.2f} of its words" if missing
+                       else f"at most {share:.2f} of its words in a passage sentence holding its facts")
                 return Refusal(self.code, f"{why}: {sentence[:80]!r}"[:200])
         return None
