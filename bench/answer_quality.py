@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.answer_quality [--answerer extractive|model|all] [--limit N] [--only acme-de-03,...]
                                              [--questions kb/questions.jsonl] [--json out.json]
+                                             [--asks 1|2]
 
 The questions (``kb/questions.jsonl``, written by hand from the articles) cover both tenants, both
 acme locales, yes/no and numeric questions, and questions whose answer differs between the
@@ -20,14 +21,22 @@ caches are neither used nor touched. For every question it measures:
    caches serve. Each answer is ``correct`` (every must-group present, no wrong fact), ``wrong``
    (a wrong fact present), ``not_covered`` (the bot handed off) or ``incomplete`` (answered, but
    a required fact is missing). ``wrong_admitted`` counts wrong answers that were admitted to a
-   cache or served from one.
+   cache or served from one; ``incomplete_admitted`` the incomplete ones, to be read by hand: an
+   answer with a wrong fact that the question's ``wrong`` list does not name ("valid for 24 hours"
+   for a 30-minute link) is "incomplete" here. The ``must`` and ``wrong`` lists are substrings of the
+   normalised answer, so a wrong value that a correct answer also quotes elsewhere ("10 days": the
+   return label's, which the extractive answer quotes) cannot be listed. So every admitted answer is
+   also put to the low-trust grounding check (``caching.answer_checks.grounding``) whatever
+   ``GENERATION_TRUST`` the run has: ``ungrounded_admitted`` counts the admitted answers it would
+   refuse (0 at low trust by construction), each flagged ``UNGROUNDED`` and to be read by hand.
 
 The embedded model is slow on a CPU (10-40 s an answer): ``--limit`` asks the first N questions.
 All figures are in-sample for the questions file (the answerer's rules were written before it,
 but the extractive answerer's constants were checked against these questions).
 
 Ends with one line:
-``answerer=… questions=… answers=… correct=… wrong=… not_covered=… incomplete=… wrong_admitted=… admitted=… recall@4=…``
+``answerer=… trust=… questions=… answers=… correct=… wrong=… not_covered=… incomplete=… wrong_admitted=…
+incomplete_admitted=… ungrounded_admitted=… admitted=… recall@4=…``
 """
 from __future__ import annotations
 
@@ -105,17 +114,28 @@ def retrieval_recall(questions: list[dict], tenants: dict) -> dict[str, list[boo
     return found
 
 
-def run_answerer(name: str, questions: list[dict], tenants: dict) -> dict:
+def run_answerer(name: str, questions: list[dict], tenants: dict, asks: int = 2) -> dict:
+    from dataclasses import replace
+    from unittest import mock
+
     from django.test import override_settings
 
+    from caching import admission as admission_module
+    from caching.answer_checks.grounding import LOW, LowTrustGroundingCheck
     from supportbot import pipeline
 
     counts, rows = Counter(), []
-    with override_settings(ASK_ANSWERER=name):
+    checked, evidence_of = [], admission_module.evidence_of  # what admission checked: for the low-trust check
+
+    def recording(state):
+        checked.append(evidence_of(state))
+        return checked[-1]
+    with override_settings(ASK_ANSWERER=name), mock.patch.object(admission_module, "evidence_of", recording):
         for q in questions:
             asker = pipeline.Asker(tenants[q["tenant"]], q["locale"])
-            for attempt in (1, 2):
+            for attempt in range(1, asks + 1):
                 started = time.perf_counter()
+                checked.clear()
                 outcome = pipeline.ask(asker, q["question"])
                 seconds = time.perf_counter() - started
                 judged = verdict(q, outcome)
@@ -128,19 +148,25 @@ def run_answerer(name: str, questions: list[dict], tenants: dict) -> dict:
                 counts["served_from_cache"] += cached
                 if judged == "wrong" and (admitted or cached):
                     counts["wrong_admitted"] += 1
+                if judged == "incomplete" and (admitted or cached):  # to read: a wrong fact no question lists
+                    counts["incomplete_admitted"] += 1
+                low = (LowTrustGroundingCheck().refusal(replace(checked[-1], trust=LOW))
+                       if admitted and checked else None)
+                counts["ungrounded_admitted"] += low is not None
                 if admission is not None and not admitted:
                     counts[f"refused:{admission['reason'].split(':')[0]}"] += 1
                 rows.append({"id": q["id"], "attempt": attempt, "verdict": judged, "layer": outcome.layer,
                              "admitted": admitted, "status": outcome.status, "seconds": round(seconds, 2),
-                             "admission": admission["reason"] if admission else "", "answer": outcome.answer})
-                flag = "" if judged == "correct" else "  <--"
+                             "admission": admission["reason"] if admission else "", "answer": outcome.answer,
+                             "low_trust": str(low) if low else ""})
+                flag = ("" if judged == "correct" else "  <--") + (f"  UNGROUNDED ({low})" if low else "")
                 print(f"{q['id']:<14} #{attempt} {judged:<11} {outcome.layer:<8} {'admitted' if admitted else '':<8} "
                       f"{seconds:6.2f}s  {q['question'][:60]}{flag}", flush=True)
-                if judged != "correct" and attempt == 1:
+                if (judged != "correct" or low) and attempt == 1:
                     print("      " + outcome.answer.replace("\n", " | ")[:300], flush=True)
                     if admission and not admitted:
                         print(f"      admission: {admission['reason'][:120]}", flush=True)
-    return {"counts": dict(counts), "rows": rows}
+    return {"counts": dict(counts), "rows": rows, "trust": admission_module.generation_trust()}
 
 
 def main() -> int:
@@ -150,6 +176,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--json", type=Path, default=None, help="write every answer and verdict here")
+    parser.add_argument("--asks", type=int, choices=(1, 2), default=2,
+                        help="asks per question (1 halves a slow model run; the second ask shows what the caches serve)")
     args = parser.parse_args()
 
     setup(private_redis=True)
@@ -171,7 +199,7 @@ def main() -> int:
         results = {}
         for name in names:
             print(f"== answerer {name}", flush=True)
-            results[name] = run_answerer(name, questions, tenants)
+            results[name] = run_answerer(name, questions, tenants, args.asks)
     figures = {"questions": len(questions), "recall": recall, "recall_overall": overall,
                "answerers": {n: r["counts"] for n, r in results.items()}}
     if args.json:
@@ -182,9 +210,11 @@ def main() -> int:
         c = results[name]["counts"]
         refused = " ".join(f"{key}={n}" for key, n in sorted(c.items()) if key.startswith("refused:"))
         print(f"{name}: admitted={c.get('admitted', 0)} served_from_cache={c.get('served_from_cache', 0)} {refused}")
-        lines.append(f"answerer={name} questions={len(questions)} answers={c.get('answers', 0)} "
+        lines.append(f"answerer={name} trust={results[name]['trust']} questions={len(questions)} answers={c.get('answers', 0)} "
                      f"correct={c.get('correct', 0)} wrong={c.get('wrong', 0)} not_covered={c.get('not_covered', 0)} "
                      f"incomplete={c.get('incomplete', 0)} wrong_admitted={c.get('wrong_admitted', 0)} "
+                     f"incomplete_admitted={c.get('incomplete_admitted', 0)} "
+                     f"ungrounded_admitted={c.get('ungrounded_admitted', 0)} "
                      f"admitted={c.get('admitted', 0)}")
     recall_keys = " ".join(f"recall@{k}_{group}={value:.3f}" for group, value in recall.items())
     bench_result("answer_quality", figures, " ".join(lines) + f" recall@{k}={overall:.3f} {recall_keys}")

@@ -6,8 +6,9 @@ given), eligible (a general question, not personal, action or time-dependent),
 grounded (its facts come from the passages it cites: no URL, e-mail, phone
 number, number, duration, amount, percentage or name that they lack), not a
 refusal or fallback, not degenerate (loops, repeated sentences, the prompt's
-scaffolding), agreeing with the passages on yes or no, and about the question
-asked (``caching.answer_checks``); with ``ADMISSION_MODEL_CHECK`` the model is
+scaffolding), agreeing with the passages on yes or no, about the question
+asked, and, from a generator of low trust (``GENERATION_TRUST``: the embedded SmolLM2 server by
+default), restating one passage sentence near-verbatim in every sentence (``caching.answer_checks``); with ``ADMISSION_MODEL_CHECK`` the model is
 asked too. How often a question was asked plays no part: a popular wrong answer
 is still wrong. Customer input alone can never place text in a shared cache: the
 stored text is the answerer's, checked against the knowledge base. A refusal's
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+from django.conf import settings
 
 from caching.answer_checks import CHECKS, Evidence, Refusal
 from core.cachelayer import LayerResult
@@ -61,7 +64,14 @@ def evidence_of(state) -> Evidence:
     passages = [p for p in state.passages if state.article_pks.get(p.chunk_id) in cited] or state.passages
     return Evidence(question=state.question, answer=state.answer, locale=state.asker.locale,
                     passages_text="\n".join(f"{p.title}\n{p.heading}\n{p.text}" for p in passages),
-                    known_names=state.asker.tenant.name, tenant_slug=state.asker.tenant.slug)
+                    known_names=state.asker.tenant.name, tenant_slug=state.asker.tenant.slug,
+                    trust=generation_trust())
+
+
+def generation_trust() -> str:
+    """How far admission trusts the generator: ``GENERATION_TRUST``, or "standard" for a configured vLLM
+    deployment and "low" for the embedded SmolLM2 server."""
+    return settings.GENERATION_TRUST or ("standard" if settings.VLLM_BASE_URL else "low")
 
 
 def check(state, model_check: Callable[[Evidence], Refusal | None] | None = None,

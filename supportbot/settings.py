@@ -215,6 +215,12 @@ ASK_EXTRACT_MAX_CHARS = env.int("ASK_EXTRACT_MAX_CHARS", default=600)
 ASK_EXTRACT_MIN_SIMILARITY = env.float("ASK_EXTRACT_MIN_SIMILARITY", default=0.35)
 # Admission: below this cosine similarity between question and answer, the answer is to another question.
 ADMISSION_MIN_RELEVANCE = env.float("ADMISSION_MIN_RELEVANCE", default=0.25)
+# Trust in the generator at admission: "low" caches only answers whose every sentence restates one passage
+# sentence near-verbatim (the embedded SmolLM2, any model not vetted); "standard" runs the usual checks;
+# empty = "standard" when VLLM_BASE_URL is set, else "low" (caching/answer_checks/grounding.py).
+GENERATION_TRUST = env.str("GENERATION_TRUST", default="")
+if GENERATION_TRUST not in ("", "low", "standard"):
+    raise ImproperlyConfigured(f"GENERATION_TRUST must be 'low' or 'standard', not {GENERATION_TRUST!r}")
 # Admission: ask the model whether the passages support a generated answer before caching it (vLLM).
 ADMISSION_MODEL_CHECK = env.bool("ADMISSION_MODEL_CHECK", default=False)
 

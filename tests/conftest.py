@@ -18,6 +18,9 @@ from django.conf import settings as django_settings  # noqa: E402
 
 # pytest-django has read the settings before this file runs: point them at the test database too.
 django_settings.REDIS_URL = os.environ["REDIS_TEST_URL"]
+# The cache tests offer hand-written answers to the usual checks: admission trusts their generator as it
+# trusts vLLM. Low trust (the embedded model's default) has its own tests (caching/test_answer_grounding.py).
+django_settings.GENERATION_TRUST = os.environ.get("GENERATION_TRUST") or "standard"
 
 from tests import factories  # noqa: E402
 

@@ -2,17 +2,22 @@
 
 Each check is one small class (``base.AnswerCheck``) in its own module, refusing with a reason
 code and a detail, or passing: ``facts`` (every number, duration, amount, percentage and name
-is in the cited passages), ``polarity`` (a yes or no agrees with the passages), ``degenerate``
-(loops, repeated sentences, prompt scaffolding) and ``relevance`` (the answer is to this
+is in the cited passages), ``context`` (each is where the passages say it of the same thing, and a
+range is a range of the passages), ``polarity`` (a yes or no agrees with the passages), ``degenerate``
+(loops, repeated sentences, prompt scaffolding, an answer stating nothing), ``grounding`` (from a generator
+of low trust, every sentence restates one passage sentence near-verbatim) and ``relevance`` (the answer is to this
 question). ``text`` holds the word and sentence helpers they share with the extractive answerer.
 """
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
+from caching.answer_checks.context import FactContextCheck
 from caching.answer_checks.degenerate import DegenerateCheck
 from caching.answer_checks.facts import FactsCheck
+from caching.answer_checks.grounding import LowTrustGroundingCheck
 from caching.answer_checks.polarity import PolarityCheck
 from caching.answer_checks.relevance import RelevanceCheck
 
 # Cheapest first: the relevance check embeds the answer.
-CHECKS: tuple[AnswerCheck, ...] = (DegenerateCheck(), FactsCheck(), PolarityCheck(), RelevanceCheck())
+CHECKS: tuple[AnswerCheck, ...] = (DegenerateCheck(), FactsCheck(), FactContextCheck(), LowTrustGroundingCheck(),
+                                   PolarityCheck(), RelevanceCheck())
 
 __all__ = ["AnswerCheck", "CHECKS", "Evidence", "Refusal"]

@@ -13,6 +13,7 @@ class Evidence:
     locale: str
     known_names: str = ""  # names the answer may use without a passage: the tenant's own name
     tenant_slug: str = ""
+    trust: str = "standard"  # of the generator that wrote the answer: "low" | "standard" (grounding)
 
 
 @dataclass(frozen=True)

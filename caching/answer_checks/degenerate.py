@@ -1,4 +1,5 @@
-"""Degenerate output: a small model's loops, repeated sentences and the prompt's scaffolding."""
+"""Degenerate output: a small model's loops, repeated sentences, the prompt's scaffolding, and an
+answer that states nothing (the question echoed back, or only questions)."""
 from __future__ import annotations
 
 import re
@@ -25,7 +26,10 @@ class DegenerateCheck(AnswerCheck):
         m = SCAFFOLDING.search(answer)
         if m:
             return Refusal("scaffolding", repr(m.group(0).strip())[:60])
-        seen = Counter(_norm(s) for s in sentences_of(answer))
+        sentences = sentences_of(answer)
+        if _norm(answer) == _norm(evidence.question) or (sentences and all(s.endswith("?") for s in sentences)):
+            return Refusal("no_statement", repr(sentences[0] if sentences else answer)[:80])
+        seen = Counter(_norm(s) for s in sentences)
         repeated = [s for s, n in seen.items() if n > 1 and len(s) > 8]
         if repeated:
             return Refusal("repeated_sentence", repr(repeated[0])[:80])
