@@ -91,7 +91,7 @@ def test_the_trust_is_low_for_the_embedded_model_unless_the_operator_says_otherw
 def test_admission_records_the_low_trust_refusal(acme, settings):
     """Through the pipeline: the answer is refused with its reason recorded, and cached nowhere."""
     from supportbot import pipeline
-    from supportbot.models import AskEvent
+    from caching.models import AskEvent
     from tests.caching.helpers import offer
 
     settings.VLLM_BASE_URL, settings.GENERATION_TRUST = "", ""
