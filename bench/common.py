@@ -151,29 +151,17 @@ class Scratch:
         from django.db import connection
 
         from caching.models import EntryCitation, PairVerification, SemanticEntry
-        from ingestion.models import Article
-        from retrieval.embeddings import embeddings_forget, question_scope
         from supportbot.models import Tenant
-        from supportbot.redis_client import get_redis
+        from supportbot.redis_client import get_redis, tenant_keys_pattern
 
         ids = [t.pk for t in self.tenants]
         if not ids:
             return
-        article_pks = list(Article.objects.filter(tenant_id__in=ids).values_list("pk", flat=True))
         r = get_redis()
-        # exact answers and rate-limit counters carry the tenant slug; search results and answers are
-        # also listed in the reverse index of each scratch article
-        doomed = {k for pattern in (f"ans:*:{self.run}-*", f"ans-idx:*:{self.run}-*", f"rl:*:{self.run}-*",
-                                    *(f"srch:{pk}:*" for pk in ids))
-                  for k in r.scan_iter(match=pattern, count=1000)}
-        for pk in article_pks:
-            for kind in ("ans", "srch"):
-                cite = f"cite:{kind}:{pk}"
-                doomed.update(r.smembers(cite))
-                doomed.add(cite.encode())
+        # every key of a tenant (answers, search results, reverse indexes, question vectors, rate-limit
+        # counters, revisions) carries its hash tag
+        doomed = {k for pk in ids for k in r.scan_iter(match=tenant_keys_pattern(pk), count=1000)}
         doomed.update(self._embedding_keys)
-        for pk in ids:  # the vectors of the run's questions, cached in each tenant's scope
-            embeddings_forget(question_scope(pk))
         doomed = sorted(doomed)
         for start in range(0, len(doomed), 1000):
             r.delete(*doomed[start:start + 1000])

@@ -72,7 +72,7 @@ from retrieval.search import SearchHit  # noqa: E402
 from retrieval.services import chunk_embedding_text  # noqa: E402
 from supportbot.celery import app  # noqa: E402
 from supportbot.models import Tenant  # noqa: E402
-from supportbot.redis_client import get_redis  # noqa: E402
+from supportbot.redis_client import get_redis, tenant_keys_pattern  # noqa: E402
 
 WORDS = ("order delivery parcel refund return exchange warranty repair invoice receipt account password email "
          "address payment card gift voucher membership points discount price match store pickup courier "
@@ -157,7 +157,8 @@ def cache_everywhere(tenant: Tenant, article: Article, embedder: BenchEmbedder, 
                           intent="how_to", created=time.time(), model="bench-model", prompt_version="bench",
                           source_request=str(uuid.uuid4()), question=question, completion_tokens=60,
                           generation_ms=1800.0)
-    spec = AnswerSpec(question=question.lower(), tenant=tenant.slug, locale="en", model="bench-model",
+    spec = AnswerSpec(question=question.lower(), tenant=tenant.slug, tenant_id=tenant.pk, locale="en",
+                      answerer="extractive", model="bench-model",
                       model_revision="", prompt_version="bench", tenant_prompt_version="bench",
                       generation_params={"max_tokens": 200}, retrieval_version="bench",
                       policy_version=tenant.policy_version)
@@ -208,13 +209,9 @@ def cleanup(tenant: Tenant | None, generation: IndexGeneration | None, embedder:
         ChunkEmbedding.objects.filter(generation=generation).delete()
         generation.delete()
     if tenant is not None:
-        article_pks = list(Article.objects.filter(tenant=tenant).values_list("pk", flat=True))
-        keys = [f"cite:ans:{pk}" for pk in article_pks] + [f"cite:srch:{pk}" for pk in article_pks]
-        for i in range(0, len(keys), 1000):
-            r.delete(*keys[i:i + 1000])
-        stale = list(r.scan_iter(match=f"ans:*:{tenant.slug}:*", count=1000))
-        if stale:
-            r.delete(*stale)
+        stale = list(r.scan_iter(match=tenant_keys_pattern(tenant.pk), count=1000))  # all carry its hash tag
+        for i in range(0, len(stale), 1000):
+            r.delete(*stale[i:i + 1000])
         tenant.delete()
     JobRun.objects.filter(pk__in=job_ids).delete()
     if embedder is not None:

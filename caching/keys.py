@@ -10,7 +10,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-KEY_VERSION = "a1"  # bump when the key layout itself changes
+from supportbot.redis_client import tenant_tag
+
+# Bump when the key layout itself changes. a1: ``ans:a1:<slug>:<hash>``; a2: the tenant's hash tag
+# (``{t:<id>}``, Redis Cluster) in place of the slug. Entries of an older version are never read.
+KEY_VERSION = "a2"
 
 
 def canonical_json(value) -> str:
@@ -25,6 +29,7 @@ def digest(value) -> str:
 class AnswerSpec:
     question: str  # normalised (NFKC, case-folded, whitespace and trailing punctuation collapsed)
     tenant: str
+    tenant_id: int  # the key's hash tag: the tenant's entries share a Redis Cluster slot
     locale: str
     answerer: str  # "extractive" | "model": who writes the answer
     model: str
@@ -44,19 +49,31 @@ _SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(AnswerSpec))
 
 
 def exact_key(spec: AnswerSpec) -> str:
-    """``ans:<key version>:<tenant>:<sha256 of the spec's canonical JSON>``, remembered per spec
-    (every hit computes the key of a question asked before, and the JSON is most of its cost)."""
+    """``ans:<key version>:{t:<tenant id>}:<sha256 of the spec's canonical JSON>``, remembered per
+    spec (every hit computes the key of a question asked before, and the JSON is most of its cost)."""
     fields = spec.as_dict()
     try:
         memo = tuple(v if type(v) is str else _frozen(v) for v in fields.values())  # strings stand for themselves
     except TypeError:  # a value the memo cannot tell apart from others: computed each time
-        return f"ans:{KEY_VERSION}:{spec.tenant}:{digest(fields)}"
+        return f"{exact_prefix(spec.tenant_id)}{digest(fields)}"
     key = _exact_keys.get(memo)
     if key is None:
         if len(_exact_keys) >= 4096:
             _exact_keys.clear()
-        key = _exact_keys[memo] = f"ans:{KEY_VERSION}:{spec.tenant}:{digest(fields)}"
+        key = _exact_keys[memo] = f"{exact_prefix(spec.tenant_id)}{digest(fields)}"
     return key
+
+
+def exact_prefix(tenant_id: int) -> str:
+    """What every exact key of the tenant starts with (``exact_prefix(t) + "*"`` finds them all)."""
+    return f"ans:{KEY_VERSION}:{tenant_tag(tenant_id)}:"
+
+
+def exact_legacy_pattern(tenant_slug: str) -> str:
+    """The tenant's entries of key version a1 (``ans:a1:<slug>:<hash>``, before the hash tag): never
+    read again, but they hold answers and their source request until their TTL ends, so erasure
+    still finds them (drop once EXACT_CACHE_TTL_S has passed since every deployment upgraded)."""
+    return f"ans:a1:{tenant_slug}:*"  # a slug holds no glob characters (SlugField)
 
 
 _exact_keys: dict[tuple, str] = {}

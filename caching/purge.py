@@ -27,11 +27,11 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from caching.churn import churn_add
-from caching.keys import KEY_VERSION
+from caching.keys import exact_prefix
 from caching.layers.exact import ExactLayer
-from caching.layers.exact import _cite_key as exact_cite_key
+from caching.layers.exact import cite_pattern as exact_cite_pattern
 from caching.layers.search import SearchLayer
-from caching.layers.search import _cite_key as search_cite_key
+from caching.layers.search import cite_pattern as search_cite_pattern
 from caching.layers.semantic import SemanticLayer
 from caching.models import EntryCitation, PurgeRecord, SemanticEntry
 from ingestion.jobs import job_run
@@ -41,7 +41,7 @@ from retrieval.generations import query_embedder
 from retrieval.search import search_hybrid
 from retrieval.services import active_generation
 from supportbot import metrics
-from supportbot.redis_client import get_redis
+from supportbot.redis_client import get_redis, mget_spread
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,10 @@ def purge_citing(article_pk: int, version: int | None = None, trigger: str = Pur
     Idempotent (a second run removes nothing). Raises if Redis is unreachable, after the
     database layer is done, so the task retries the rest."""
     started = time.perf_counter()
-    removed = {name: LAYERS[name].purge_article(article_pk) for name in layers}
     article = Article.objects.filter(pk=article_pk).only("pk", "tenant_id").first()
+    # The article's tenant names the shard of its reverse indexes; a deleted one is looked for everywhere.
+    removed = {name: LAYERS[name].purge_article(article_pk, article.tenant_id if article else None)
+               for name in layers}
     record = PurgeRecord.objects.create(
         article=article, article_pk=article_pk, tenant_id=article.tenant_id if article else None, version=version,
         trigger=trigger, removed_exact=removed.get("exact", 0), removed_semantic=removed.get("semantic", 0),
@@ -92,10 +94,8 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
         return []
     embedder, k = query_embedder(), settings.RETRIEVAL_TOP_K
     scopes: dict[tuple[int, str], set[int]] = defaultdict(set)
-    tenants = {}
     for a in articles:
         scopes[(a.tenant_id, a.locale)].add(a.pk)
-        tenants[a.tenant_id] = a.tenant
     r = get_redis()
     records = []
     for (tenant_id, locale), pks in sorted(scopes.items()):
@@ -124,7 +124,7 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
         # goes early (a miss), never late.
         twins = set(SemanticEntry.objects.filter(tenant_id=tenant_id, status=SemanticEntry.Status.ACTIVE)
                     .exclude(exact_key="").values_list("exact_key", flat=True))
-        alone = [k_ for k_ in r.scan_iter(match=f"ans:{KEY_VERSION}:{tenants[tenant_id].slug}:*", count=1000)
+        alone = [k_ for k_ in r.scan_iter(match=exact_prefix(tenant_id) + "*", count=1000)
                  if k_.decode() not in twins]
         for i in range(0, len(alone), 200):
             batch = alone[i:i + 200]
@@ -193,7 +193,7 @@ def _sweep_redis(cite_pattern: str, cited_versions) -> tuple[int, Counter]:
     values: dict[bytes, list[tuple[int, int]] | None] = {}
     for i in range(0, len(entry_keys), 500):
         batch = entry_keys[i:i + 500]
-        for key, raw in zip(batch, r.mget(batch)):
+        for key, raw in zip(batch, mget_spread(r, batch)):  # every tenant's: every shard
             values[key] = None if raw is None else cited_versions(raw)
     current = _current_versions(pk for cited in values.values() if cited for pk, _ in cited)
     stale_keys, removed_by_article = [], Counter()
@@ -204,9 +204,9 @@ def _sweep_redis(cite_pattern: str, cited_versions) -> tuple[int, Counter]:
         if stale_articles:
             stale_keys.append(key)
             removed_by_article.update(stale_articles)
-    pipe = r.pipeline(transaction=False)
     for i in range(0, len(stale_keys), 500):
-        pipe.delete(*stale_keys[i:i + 500])
+        r.delete(*stale_keys[i:i + 500])  # a cluster client splits a DEL by slot
+    pipe = r.pipeline(transaction=False)
     gone = set(stale_keys) | {k for k, v in values.items() if v is None}  # stale, or expired by TTL
     for cite_key, members in members_of.items():
         dead = [m for m in members if m in gone]
@@ -245,8 +245,8 @@ def purge_sweep(*, task_id: str = "", attempt: int = 1):
     with job_run("purge_sweep", task_id=task_id, attempt=attempt) as ctx:
         started = time.perf_counter()
         scanned_sem, semantic = _sweep_semantic()
-        scanned_ans, exact = _sweep_redis(exact_cite_key("*"), _exact_cited)
-        scanned_srch, search = _sweep_redis(search_cite_key("*"), _search_cited)
+        scanned_ans, exact = _sweep_redis(exact_cite_pattern(), _exact_cited)
+        scanned_srch, search = _sweep_redis(search_cite_pattern(), _search_cited)
         articles = set(semantic) | set(exact) | set(search)
         current = _current_versions(articles)
         tenants = dict(Article.objects.filter(pk__in=articles).values_list("pk", "tenant_id"))

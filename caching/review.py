@@ -27,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from caching.citations import stale_citations
+from caching.keys import exact_prefix
 from caching.layers.base import CachedAnswer
 from caching.layers.exact import ExactLayer
 from caching.layers.search import SearchLayer, search_key
@@ -81,7 +82,7 @@ def exact_keys_of(decision: CacheDecision, entry: SemanticEntry | None) -> list[
     keys = {entry.exact_key} if entry is not None and entry.exact_key else set()
     if decision.layer == CacheDecision.Layer.EXACT and decision.candidate:
         # An exact entry need not have a semantic twin (semantic mode off): find its key by suffix.
-        pattern = f"ans:*:{decision.tenant.slug}:*{decision.candidate}"
+        pattern = exact_prefix(decision.tenant_id) + "*" + decision.candidate
         try:
             keys.update(k.decode() if isinstance(k, bytes) else k
                         for k in get_redis().scan_iter(match=pattern, count=1000))

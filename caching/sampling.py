@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from caching.models import CacheDecision, SampledHit
-from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
+from supportbot.redis_client import RedisUnavailable, get_redis, mget_spread, redis_available, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def _day_counts(day: str, strata: set[tuple[str, str]]) -> Counter | None:
         return None
     order = sorted(strata)
     try:
-        values = get_redis().mget([_day_key(day, s, i) for s, i in order])
+        values = mget_spread(get_redis(), [_day_key(day, s, i) for s, i in order])
     except RedisUnavailable as exc:
         redis_failed(exc)
         return None

@@ -368,7 +368,7 @@ def cache_sizes(start: datetime, end: datetime, tenants) -> dict:
 
     exact, semantic = ExactLayer(), SemanticLayer()
     churn = churn_totals(start, end, [t.pk for t in tenants])
-    rows = [{"tenant": t, "exact": exact.tenant_size(t.slug), "semantic": semantic.tenant_size(t.pk),
+    rows = [{"tenant": t, "exact": exact.tenant_size(t.pk), "semantic": semantic.tenant_size(t.pk),
              **{f"{layer}_{kind}": churn.get((t.pk, layer, kind), 0)
                 for layer in ANSWER_LAYERS for kind in ("evicted", "expired")}}
             for t in tenants]

@@ -3,10 +3,12 @@ model + version, behind a Redis embedding cache shared by ingestion and queries.
 
 Cache key: ``emb:{model}:{model_version}:{sha256(text)}`` for knowledge-base text, so switching
 model or version can never return an old vector. A customer's question is cached only in its
-tenant's scope, ``emb:{model}:{model_version}:t{tenant}:{sha256(text)}``: a fast embedding then says
-nothing about what another tenant asked, and erasing a customer finds the vectors of their questions
-under every model version (``embeddings_forget``). Personal questions are not cached at all
-(``cache=None``).
+tenant's scope, ``emb:{model}:{model_version}:{t:<tenant>}:{sha256(text)}``: a fast embedding then
+says nothing about what another tenant asked, and erasing a customer finds the vectors of their
+questions under every model version (``embeddings_forget``). Personal questions are not cached at
+all (``cache=None``). On Redis Cluster a question's vector lives on its tenant's shard (the scope is
+the tenant's hash tag); knowledge-base vectors are content-addressed, shared by every tenant, and
+spread over the shards (a batch is read with one MGET per slot, ``mget_spread``).
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
+from supportbot.redis_client import (RedisUnavailable, get_redis, mget_spread, redis_available, redis_error_text,
+                                     redis_failed, tenant_tag)
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +138,14 @@ SHARED = ""
 
 
 def question_scope(tenant_id: int) -> str:
-    """The embedding-cache scope of a tenant's customers' questions."""
-    return f"t{int(tenant_id)}"
+    """The embedding-cache scope of a tenant's customers' questions: the tenant's hash tag ``{t:<id>}``."""
+    return tenant_tag(tenant_id)
+
+
+def _legacy_scope(scope: str) -> str:
+    """The scope's spelling before the hash tag (``t<id>``): its vectors are never read (no key of
+    that spelling is built) and erased with the rest until EMBEDDING_CACHE_TTL_S ends them."""
+    return "t" + scope.strip("{}").removeprefix("t:") if scope.startswith("{t:") else scope
 
 
 def embeddings_forget(scope: str, texts: list[str] | None = None) -> int:
@@ -146,7 +155,8 @@ def embeddings_forget(scope: str, texts: list[str] | None = None) -> int:
         raise ValueError("only a question scope can be forgotten")
     wanted = None if texts is None else {text_hash(t).encode() for t in texts}
     r = get_redis()
-    doomed = [k for k in r.scan_iter(match=f"emb:*:{scope}:*", count=1000)
+    doomed = [k for pattern in {f"emb:*:{scope}:*", f"emb:*:{_legacy_scope(scope)}:*"}
+              for k in r.scan_iter(match=pattern, count=1000)
               if wanted is None or k.rsplit(b":", 1)[-1] in wanted]
     return sum(r.delete(*doomed[i:i + 500]) for i in range(0, len(doomed), 500))
 
@@ -190,7 +200,7 @@ def embed_texts(texts: list[str], embedder: Embedder | None = None, stats: Embed
         stats.uncached += len(texts)
     elif use_cache:
         try:
-            cached = get_redis().mget(keys)
+            cached = mget_spread(get_redis(), keys)
         except RedisUnavailable as exc:
             redis_failed(exc)
             stats.redis_errors += 1

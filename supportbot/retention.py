@@ -162,7 +162,7 @@ def entries_forget(entries, *, questions: list[str] | None = None, tenant: Tenan
 
 def _erase_cached(tenant: Tenant, request_ids: set[str], questions: list[str], normalized: list[str]) -> dict[str, int]:
     try:
-        exact = ExactLayer().forget_sources(tenant.slug, request_ids)
+        exact = ExactLayer().forget_sources(tenant.pk, request_ids, tenant.slug)
         search = SearchLayer().forget_queries(tenant.pk, normalized)
         embeddings = embeddings_forget(question_scope(tenant.pk), questions)
     except RedisUnavailable as exc:

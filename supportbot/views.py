@@ -52,7 +52,7 @@ def _api_error(code: str, message: str, status: int, **extra) -> JsonResponse:
 
 def _rate_limited(request, tenant: Tenant, client: str, *, api: bool, action: str = "ask"):
     """None when the request may go on; else the 429 to send (JSON for the API, a page or partial for the chat)."""
-    return _rate_limit_response(request, tenant, ratelimit.check(tenant.slug, client, action=action), api=api)
+    return _rate_limit_response(request, tenant, ratelimit.check(tenant.pk, client, action=action), api=api)
 
 
 def _api_rate_client(request, tenant: Tenant, key) -> str:
@@ -254,8 +254,8 @@ def _api_caller(request, tenant: str, *, key_required: bool = False, read_along=
         key, refused = _api_key(request, copy, key_required)
         if refused is None:
             extra = tuple(read_along(copy)) if read_along is not None else ()
-            verdict = ratelimit.check(copy.tenant.slug, _api_rate_client(request, copy.tenant, key), action=action,
-                                      read=(tenant_cache.rev_key(copy.tenant.slug), *extra))
+            verdict = ratelimit.check(copy.tenant.pk, _api_rate_client(request, copy.tenant, key), action=action,
+                                      read=(tenant_cache.rev_key(copy.tenant.pk), *extra))
             current = tenant_directory_get(tenant, rev=verdict.read[0] if verdict.read is not None else MISSING)
             if current is copy:
                 values = dict(zip(extra, verdict.read[1:])) if verdict.read is not None else None

@@ -61,5 +61,7 @@ class LayerResult:
 class CacheLayer:
     name: str = ""
 
-    def purge_article(self, article_pk: int) -> int:
+    def purge_article(self, article_pk: int, tenant_id: int | None = None) -> int:
+        """Remove every entry citing the article; ``tenant_id``: the article's tenant, where the
+        layer's reverse index lives (None: an article gone from the database, looked for everywhere)."""
         raise NotImplementedError

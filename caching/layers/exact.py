@@ -8,23 +8,42 @@ from django.conf import settings
 
 from caching.churn import churn_add
 from caching.citations import article_versions, stale_citations
-from caching.keys import KEY_VERSION
+from caching.keys import KEY_VERSION, exact_legacy_pattern, exact_prefix
 from caching.layers.base import CacheLayer, CachedAnswer, LayerResult
-from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
+from supportbot.redis_client import (RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed,
+                                     mget_spread, tenant_tag)
 
 
-def _cite_key(article_pk: int) -> str:
-    return f"cite:ans:{article_pk}"
+def _cite_key(article_pk, tag: str) -> str:
+    """The reverse index of an article's citers, ``cite:ans:{t:<tenant>}:<article pk>``: beside the
+    entries it lists (one shard of a cluster), so a purge's commands stay on one slot."""
+    return f"cite:ans:{tag}:{article_pk}"
+
+
+def cite_key(article_pk: int, tenant_id: int) -> str:
+    """The tenant's reverse index of the article's citers."""
+    return _cite_key(article_pk, tenant_tag(tenant_id))
+
+
+def cite_pattern(article_pk="*") -> str:
+    """Every tenant's reverse index of the article (all articles with ``*``), for SCAN."""
+    return _cite_key(article_pk, "{t:*}")
+
+
+def _tag(key: str) -> str:
+    """The hash tag of an entry key (``ans:<v>:{t:<id>}:<hash>`` -> ``{t:<id>}``)."""
+    return key[key.index("{"):key.index("}") + 1]
 
 
 def _index_key(key: str) -> str:
-    """The tenant's index of its entries (a sorted set scored by expiry): ``ans:<v>:<tenant>:<hash>``
-    is listed under ``ans-idx:<v>:<tenant>``, which counts them for the per-tenant cap."""
+    """The tenant's index of its entries (a sorted set scored by expiry): ``ans:<v>:{t:<id>}:<hash>``
+    is listed under ``ans-idx:<v>:{t:<id>}``, which counts them for the per-tenant cap."""
     return "ans-idx:" + key.split(":", 1)[1].rsplit(":", 1)[0]
 
 
 # Past the cap, the tenant's entries nearest their expiry go: popped from the index and deleted in
-# one step (KEYS: index; ARGV: how many). The entries' keys come from the index (one Redis, not a cluster).
+# one step (KEYS: index; ARGV: how many). The entries' keys come from the index; they share its hash
+# tag, so on a cluster they are on the index's slot.
 _EVICT = """
 local evicted = 0
 local oldest = redis.call('ZPOPMIN', KEYS[1], ARGV[1])
@@ -104,8 +123,8 @@ class ExactLayer(CacheLayer):
             pipe.zadd(index, {key: now + ttl})
             pipe.expire(index, ttl + 3600)
             for c in cached.citations:
-                pipe.sadd(_cite_key(c["article_pk"]), key)
-                pipe.expire(_cite_key(c["article_pk"]), ttl + 3600)
+                pipe.sadd(_cite_key(c["article_pk"], _tag(key)), key)
+                pipe.expire(_cite_key(c["article_pk"], _tag(key)), ttl + 3600)
             pipe.zcard(index)
             replies = pipe.execute()
             expired, size = replies[0], replies[-1]
@@ -121,10 +140,10 @@ class ExactLayer(CacheLayer):
             churn_add(tenant_id, self.name, expired=expired, evicted=evicted)
         return result
 
-    def tenant_size(self, tenant_slug: str) -> int | None:
+    def tenant_size(self, tenant_id: int) -> int | None:
         """How many unexpired entries the tenant has (its index's count); None without Redis."""
         try:
-            return get_redis().zcount(f"ans-idx:{KEY_VERSION}:{tenant_slug}", int(time.time()), "+inf")
+            return get_redis().zcount(_index_key(exact_prefix(tenant_id)), int(time.time()), "+inf")
         except RedisUnavailable as exc:
             redis_failed(exc)
             return None
@@ -138,25 +157,30 @@ class ExactLayer(CacheLayer):
         except RedisUnavailable as exc:
             redis_failed(exc)
 
-    def purge_article(self, article_pk: int) -> int:
-        """Delete every exact entry citing the article (raises if Redis is down: the caller retries)."""
+    def purge_article(self, article_pk: int, tenant_id: int | None = None) -> int:
+        """Delete every exact entry citing the article (raises if Redis is down: the caller retries).
+        Without the tenant (the article row is gone) every shard is scanned for its reverse index."""
         r = get_redis()
-        keys = list(r.smembers(_cite_key(article_pk)))
+        cites = ([_cite_key(article_pk, tenant_tag(tenant_id))] if tenant_id is not None
+                 else [k.decode() for k in r.scan_iter(match=cite_pattern(article_pk), count=1000)])
         removed = 0
-        if keys:
-            removed = r.delete(*keys)
-            pipe = r.pipeline(transaction=False)
-            for k in keys:  # purged, not expired: out of the tenant's count
-                pipe.zrem(_index_key(k.decode()), k)
-            pipe.execute()
-        r.delete(_cite_key(article_pk))
+        for cite in cites:  # one tenant's entries, its index and the reverse index: one slot
+            keys = list(r.smembers(cite))
+            pipe = r.pipeline(transaction=True)
+            if keys:
+                pipe.delete(*keys)
+                pipe.zrem(_index_key(keys[0].decode()), *keys)  # purged, not expired: out of the tenant's count
+            pipe.delete(cite)
+            removed += pipe.execute()[0] if keys else 0
         return removed
 
-    def forget_sources(self, tenant_slug: str, request_ids: set[str]) -> int:
+    def forget_sources(self, tenant_id: int, request_ids: set[str], tenant_slug: str = "") -> int:
         """Delete the tenant's entries whose answer came from one of these Asks; returns how many
-        went. Raises the Redis error (erasure aborts)."""
+        went. ``tenant_slug``: also the entries of key version a1 (``exact_legacy_pattern``), which
+        are never served but still hold answers until their TTL. Raises the Redis error (erasure aborts)."""
         r = get_redis()
-        keys = list(r.scan_iter(match=f"ans:{KEY_VERSION}:{tenant_slug}:*", count=1000))
+        keys = list(r.scan_iter(match=exact_prefix(tenant_id) + "*", count=1000))
+        legacy = list(r.scan_iter(match=exact_legacy_pattern(tenant_slug), count=1000)) if tenant_slug else []
         doomed = []
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
@@ -169,9 +193,16 @@ class ExactLayer(CacheLayer):
                     doomed.append(key)
         removed = 0
         for i in range(0, len(doomed), 500):
-            pipe = r.pipeline(transaction=False)
+            pipe = r.pipeline(transaction=True)  # one tenant: one slot
             pipe.delete(*doomed[i:i + 500])
-            pipe.zrem(f"ans-idx:{KEY_VERSION}:{tenant_slug}", *doomed[i:i + 500])
+            pipe.zrem(_index_key(exact_prefix(tenant_id)), *doomed[i:i + 500])
             removed += pipe.execute()[0]
+        for key, raw in zip(legacy, mget_spread(r, legacy)):  # a1 keys carry no hash tag
+            try:
+                source = json.loads(raw).get("source_request") if raw is not None else None
+            except ValueError:
+                source = None
+            if source in request_ids:
+                removed += r.delete(key)
         return removed
 

@@ -11,16 +11,18 @@ from django.conf import settings
 from caching.keys import digest
 from caching.layers.base import CacheLayer, LayerResult
 from retrieval.search import SearchHit, search_version
-from supportbot.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
+from supportbot.redis_client import (RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed,
+                                     tenant_tag)
 
 
 def search_key(normalized_query: str, tenant_id: int, locale: str, k: int, generation_id: int,
                index_version: int = 0) -> str:
-    """``srch:<tenant>:<hash of the query>:<hash of everything>``: a tenant's entries of one query
+    """``srch:{t:<tenant>}:<hash of the query>:<hash of everything>``: a tenant's entries of one query
     can be found (and erased) without knowing the locale, k, generation or index version;
     ``search_version`` (the search method and its settings) is part of the hash, so results found
-    another way are never read back."""
-    return f"srch:{int(tenant_id)}:{_query_hash(normalized_query)}:" + digest(
+    another way are never read back. The tenant's hash tag keeps its entries and their reverse
+    index on one shard of a cluster."""
+    return f"{_prefix(tenant_id)}{_query_hash(normalized_query)}:" + digest(
         {"q": normalized_query, "t": tenant_id, "l": locale, "k": k, "g": generation_id, "v": index_version,
         "r": search_version()})
 
@@ -29,8 +31,33 @@ def _query_hash(normalized_query: str) -> str:
     return hashlib.sha256(normalized_query.encode("utf-8")).hexdigest()[:32]
 
 
-def _cite_key(article_pk: int) -> str:
-    return f"cite:srch:{article_pk}"
+def _prefix(tenant_id: int) -> str:
+    return f"srch:{tenant_tag(tenant_id)}:"
+
+
+def _legacy_pattern(tenant_id: int) -> str:
+    """The tenant's results in the layout before the hash tag (``srch:<id>:...``): never read again
+    (no key of that layout is built), erased with the rest until their TTL ends them."""
+    return f"srch:{int(tenant_id)}:*"
+
+
+def _cite_key(article_pk, tag: str) -> str:
+    """``cite:srch:{t:<tenant>}:<article pk>``: on the slot of the results it lists."""
+    return f"cite:srch:{tag}:{article_pk}"
+
+
+def cite_key(article_pk: int, tenant_id: int) -> str:
+    """The tenant's reverse index of the article's citers."""
+    return _cite_key(article_pk, tenant_tag(tenant_id))
+
+
+def cite_pattern(article_pk="*") -> str:
+    """Every tenant's reverse index of the article (all articles with ``*``), for SCAN."""
+    return _cite_key(article_pk, "{t:*}")
+
+
+def _tag(key: str) -> str:
+    return key[key.index("{"):key.index("}") + 1]
 
 
 class SearchLayer(CacheLayer):
@@ -66,8 +93,8 @@ class SearchLayer(CacheLayer):
             pipe = get_redis().pipeline(transaction=True)
             pipe.set(key, json.dumps([h.to_dict() for h in hits]), ex=ttl)
             for pk in {h.article_pk for h in hits}:
-                pipe.sadd(_cite_key(pk), key)
-                pipe.expire(_cite_key(pk), ttl + 3600)
+                pipe.sadd(_cite_key(pk, _tag(key)), key)
+                pipe.expire(_cite_key(pk, _tag(key)), ttl + 3600)
             pipe.execute()
         except RedisUnavailable as exc:
             redis_failed(exc)
@@ -82,11 +109,20 @@ class SearchLayer(CacheLayer):
             redis_failed(exc)
             return 0
 
-    def purge_article(self, article_pk: int) -> int:
+    def purge_article(self, article_pk: int, tenant_id: int | None = None) -> int:
+        """Delete every result citing the article; without the tenant (the article row is gone)
+        every shard is scanned for its reverse index."""
         r = get_redis()
-        keys = list(r.smembers(_cite_key(article_pk)))
-        removed = r.delete(*keys) if keys else 0
-        r.delete(_cite_key(article_pk))
+        cites = ([_cite_key(article_pk, tenant_tag(tenant_id))] if tenant_id is not None
+                 else [k.decode() for k in r.scan_iter(match=cite_pattern(article_pk), count=1000)])
+        removed = 0
+        for cite in cites:  # the results and their reverse index: one slot
+            keys = list(r.smembers(cite))
+            pipe = r.pipeline(transaction=True)
+            if keys:
+                pipe.delete(*keys)
+            pipe.delete(cite)
+            removed += pipe.execute()[0] if keys else 0
         return removed
 
     def forget_queries(self, tenant_id: int, normalized_queries) -> int:
@@ -94,13 +130,16 @@ class SearchLayer(CacheLayer):
         version); returns how many went. Raises the Redis error (erasure aborts)."""
         wanted = {_query_hash(q).encode() for q in normalized_queries}
         r = get_redis()
-        doomed = [k for k in r.scan_iter(match=f"srch:{int(tenant_id)}:*", count=1000)
-                  if k.split(b":")[2] in wanted]
+        doomed = [k for k in r.scan_iter(match=_prefix(tenant_id) + "*", count=1000)
+                  if k.rsplit(b":", 2)[1] in wanted]
+        legacy = [k for k in r.scan_iter(match=_legacy_pattern(tenant_id), count=1000)
+                  if k.rsplit(b":", 2)[1] in wanted]
+        removed = sum(r.delete(*legacy[i:i + 500]) for i in range(0, len(legacy), 500))  # spread: no tag
         if not doomed:
-            return 0
-        pipe = r.pipeline(transaction=False)
-        for cite in r.scan_iter(match=_cite_key("*"), count=1000):  # the reverse index names them too
+            return removed
+        pipe = r.pipeline(transaction=True)  # the tenant's results and reverse index: one slot
+        for cite in r.scan_iter(match=_cite_key("*", tenant_tag(tenant_id)), count=1000):  # they name them too
             pipe.srem(cite, *doomed)
         for i in range(0, len(doomed), 500):
             pipe.delete(*doomed[i:i + 500])
-        return sum(pipe.execute()[-((len(doomed) + 499) // 500):])
+        return removed + sum(pipe.execute()[-((len(doomed) + 499) // 500):])

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.test import override_settings
 
-from caching.layers.exact import ExactLayer
+from caching.layers.exact import ExactLayer, cite_key
 from ingestion.models import Article
 from ingestion.services import article_edit
 from supportbot import pipeline
@@ -71,7 +71,7 @@ def test_the_value_carries_provenance_and_the_ttl_comes_from_settings(acme):
     assert value["created"] > 0 and value["question"] == QUESTION
     # the reverse index lets a changed article purge the key
     article_pk = offered.citations[0]["article_pk"]
-    assert offered.key.encode() in r.smembers(f"cite:ans:{article_pk}")
+    assert offered.key.encode() in r.smembers(cite_key(article_pk, acme.pk))
 
 
 def test_a_hit_is_refused_once_a_cited_article_has_a_new_version(acme_exact_only):
