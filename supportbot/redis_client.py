@@ -27,7 +27,7 @@ import redis
 from django.conf import settings
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
-from redis.exceptions import RedisClusterException
+from redis.exceptions import RedisClusterException, SlotNotCoveredError
 from redis.retry import Retry
 
 # RedisClusterException (no node reachable, a slot without a primary) is no RedisError.
@@ -93,6 +93,27 @@ def redis_info(section: str) -> dict:
     return total
 
 
+_node_down_until: dict[str, float] = {}  # cluster node ("host:port") -> monotonic time its backoff ends
+
+
+class BackingOffCluster(RedisCluster):
+    """A cluster client that skips a node for ``DOWN_BACKOFF_S`` after it failed (down or timed out),
+    rather than the whole of Redis: a dead shard costs its tenants' commands nothing (they fail at
+    once, so their requests are misses) and the other shards' tenants nothing at all. The first
+    command after the pause tries the node again; its failure makes the client re-read the topology,
+    which finds a replica promoted meanwhile. (Hooks ``RedisCluster._execute_command``: redis is
+    pinned, and ``tests/caching/test_redis_cluster.py`` kills a primary to check it.)"""
+
+    def _execute_command(self, target_node, *args, **kwargs):
+        if time.monotonic() < _node_down_until.get(target_node.name, 0.0):
+            raise redis.ConnectionError(f"cluster node {target_node.name} failed a moment ago (backing off)")
+        try:
+            return super()._execute_command(target_node, *args, **kwargs)
+        except (redis.ConnectionError, redis.TimeoutError):
+            _node_down_until[target_node.name] = time.monotonic() + DOWN_BACKOFF_S
+            raise
+
+
 def _cluster_client() -> RedisCluster:
     global _cluster
     held = _cluster
@@ -100,7 +121,7 @@ def _cluster_client() -> RedisCluster:
         return held[0]
     with _lock:
         if _cluster is None or _cluster[1] != os.getpid() or _cluster[2] != _generation:
-            client = RedisCluster.from_url(
+            client = BackingOffCluster.from_url(
                 cluster_url(settings.REDIS_URL),
                 socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
                 socket_connect_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
@@ -175,9 +196,14 @@ def mark_redis_down() -> None:
 def redis_failed(exc: BaseException) -> None:
     """A cache path's Redis call failed: back off when the server is unreachable. An error reply
     (``ResponseError``: out of memory, read-only replica) came from a server that still answers
-    reads in microseconds, so the caches keep reading and only that command is lost."""
-    if not isinstance(exc, redis.ResponseError):
-        mark_redis_down()
+    reads in microseconds, so the caches keep reading and only that command is lost. On a cluster
+    an unreachable node backs off by itself (``BackingOffCluster``)."""
+    if isinstance(exc, redis.ResponseError):
+        return
+    if cluster_url(settings.REDIS_URL) is not None and isinstance(
+            exc, (redis.ConnectionError, redis.TimeoutError, SlotNotCoveredError)):
+        return  # one shard failed: that node backs off alone (``BackingOffCluster``), the others serve on
+    mark_redis_down()
 
 
 def redis_error_text(exc: BaseException) -> str:
@@ -193,6 +219,7 @@ def reset_redis_state() -> None:
     with _lock:
         _generation += 1
         _cluster = None
+        _node_down_until.clear()
         retired = list(_clients)
         _clients.clear()
         _down_until = 0.0

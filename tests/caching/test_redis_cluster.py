@@ -153,3 +153,39 @@ def test_the_broker_is_never_a_cluster(settings, redis_cluster):
     assert broker_not_cluster_check(None) == []
     assert [e.id for e in broker_is_not_a_cluster_node_check(None)] == ["supportbot.E003"]
     assert "supportbot.E003" in {m.id for m in run_checks(include_deployment_checks=True)}
+
+
+@pytest.fixture
+def own_cluster(settings):
+    """A cluster of this test's own, which it may break."""
+    from supportbot.embedded_cluster import start_cluster
+    from supportbot.redis_client import reset_redis_state
+
+    cluster = start_cluster(primaries=3)
+    settings.REDIS_URL = cluster.url
+    reset_redis_state()
+    yield cluster
+    cluster.stop()
+    reset_redis_state()
+
+
+def test_a_dead_shard_costs_only_its_own_tenants(own_cluster, settings):
+    from supportbot import ratelimit
+    from supportbot.redis_client import redis_available
+
+    settings.RATELIMIT_ENABLED = True
+    victim, other = one_per_shard(own_cluster, 2)
+    r = get_redis()
+    r.set(f"probe:{tenant_tag(victim)}", 1)
+    r.set(f"probe:{tenant_tag(other)}", 1)
+    assert ratelimit.check(victim, "ip:a").scope == ratelimit.check(other, "ip:a").scope == ""
+    own_cluster.kill(shard_of(own_cluster, victim))
+
+    started = time.monotonic()
+    assert ratelimit.check(victim, "ip:a").scope == "skipped"  # fails open: the request goes on, uncached
+    assert ratelimit.check(victim, "ip:a").scope == "skipped"  # at once now: that node backs off
+    assert time.monotonic() - started < 2.0
+    assert redis_available()  # not the whole of Redis
+    verdict = ratelimit.check(other, "ip:a", read=(f"probe:{tenant_tag(other)}",))
+    assert verdict.scope == "" and verdict.read == (b"1",)
+    assert r.get(f"probe:{tenant_tag(other)}") == b"1"
