@@ -1,4 +1,4 @@
-"""Redis Cluster failover under load: a primary fails while hits and misses run; requests degrade to misses, nothing crosses a scope, nothing is lost.
+"""Redis Cluster failover under load: requests degrade to misses, nothing crosses a scope or is lost.
 
     .venv/bin/python -m bench.cluster_failover [--duration 120] [--hit-threads 4] [--miss-threads 1]
 
@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         tenants, keys, shards = tenants_on_two_shards(cluster)
         victim, other = TENANTS[0], TENANTS[1]
         owners = offer_hits(tenants)
-        print(f"scratch tenants on different shards: {', '.join(f'{s} (pk {tenants[s].pk}) -> :{p}' for s, p in shards.items())}; "
+        placed = ", ".join(f"{s} (pk {tenants[s].pk}) -> :{p}" for s, p in shards.items())
+        print(f"scratch tenants on different shards: {placed}; "
               f"{len(owners)} answers offered", flush=True)
         log_path = VAR / "log" / "bench-cluster-failover-gunicorn.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -193,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         for p in phases:
             lat = figures["latency_ms"][p]
             if lat.get("n"):
-                print(f"latency {p:16} n={lat['n']:5d} p50={lat['p50']:.1f} ms p99={lat['p99']:.1f} ms max={lat['max']:.0f} ms")
+                print(f"latency {p:16} n={lat['n']:5d} p50={lat['p50']:.1f} ms p99={lat['p99']:.1f} ms "
+                      f"max={lat['max']:.0f} ms")
         print(f"non-200: {figures['error_kinds'] or 'none'}; records found {summary['records']}; "
               f"problems: {summary['problems'] or 'none'}")
 

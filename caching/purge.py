@@ -29,9 +29,9 @@ from django.utils import timezone
 from caching.churn import churn_add
 from caching.keys import exact_prefix
 from caching.layers.exact import ExactLayer
-from caching.layers.exact import cite_pattern as exact_cite_pattern
+from caching.layers.exact import citations as exact_citations
 from caching.layers.search import SearchLayer
-from caching.layers.search import cite_pattern as search_cite_pattern
+from caching.layers.search import citations as search_citations
 from caching.layers.semantic import SemanticLayer
 from caching.models import EntryCitation, PurgeRecord, SemanticEntry
 from ingestion.jobs import job_run
@@ -245,8 +245,8 @@ def purge_sweep(*, task_id: str = "", attempt: int = 1):
     with job_run("purge_sweep", task_id=task_id, attempt=attempt) as ctx:
         started = time.perf_counter()
         scanned_sem, semantic = _sweep_semantic()
-        scanned_ans, exact = _sweep_redis(exact_cite_pattern(), _exact_cited)
-        scanned_srch, search = _sweep_redis(search_cite_pattern(), _search_cited)
+        scanned_ans, exact = _sweep_redis(exact_citations.pattern(), _exact_cited)
+        scanned_srch, search = _sweep_redis(search_citations.pattern(), _search_cited)
         articles = set(semantic) | set(exact) | set(search)
         current = _current_versions(articles)
         tenants = dict(Article.objects.filter(pk__in=articles).values_list("pk", "tenant_id"))

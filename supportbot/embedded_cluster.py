@@ -158,7 +158,8 @@ def start_cluster(primaries: int = 3, replicas: int = 0, *, node_timeout_ms: int
             [cli, "--cluster", "create", *(f"127.0.0.1:{p}" for p in cluster.nodes),
              "--cluster-replicas", str(replicas), "--cluster-yes"], capture_output=True, text=True, timeout=60)
         if created.returncode != 0:
-            raise EmbeddedServiceError(f"redis-cli --cluster create failed: {created.stdout[-400:]} {created.stderr[-400:]}")
+            raise EmbeddedServiceError(f"redis-cli --cluster create failed: {created.stdout[-400:]} "
+                                       f"{created.stderr[-400:]}")
         cluster.wait_ok()
         if replicas:  # every replica has synced with its primary (a failover then promotes a full copy)
             deadline = time.monotonic() + 30

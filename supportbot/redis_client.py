@@ -59,6 +59,11 @@ def tenant_tag(tenant_id: int) -> str:
     return f"{{t:{int(tenant_id)}}}"
 
 
+def key_tag(key: str) -> str:
+    """The hash tag a key carries (``ans:a2:{t:5}:…`` -> ``{t:5}``)."""
+    return key[key.index("{"):key.index("}") + 1]
+
+
 def tenant_keys_pattern(tenant_id: int) -> str:
     """A SCAN pattern of every key of the tenant (they all carry its hash tag)."""
     return f"*{tenant_tag(tenant_id)}*"

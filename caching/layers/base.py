@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from supportbot.redis_client import key_tag, tenant_tag
+
 
 @dataclass
 class CachedAnswer:
@@ -65,3 +67,34 @@ class CacheLayer:
         """Remove every entry citing the article; ``tenant_id``: the article's tenant, where the
         layer's reverse index lives (None: an article gone from the database, looked for everywhere)."""
         raise NotImplementedError
+
+
+class CitationIndex:
+    """A Redis layer's reverse index from an article to the entries citing it, one set a tenant:
+    ``cite:<kind>:{t:<tenant>}:<article pk>``. It carries the tenant's hash tag, as the entries it
+    lists do, so storing an entry with its citations and purging them are commands on one slot of
+    a cluster."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def key(self, article_pk, tenant_id: int) -> str:
+        return self._key(article_pk, tenant_tag(tenant_id))
+
+    def key_for(self, article_pk, entry_key: str) -> str:
+        """The set of the entry's tenant (read from the entry key's hash tag)."""
+        return self._key(article_pk, key_tag(entry_key))
+
+    def pattern(self, article_pk="*") -> str:
+        """Every tenant's set of the article (of every article with ``*``), for SCAN."""
+        return self._key(article_pk, "{t:*}")
+
+    def sets(self, r, article_pk: int, tenant_id: int | None) -> list[str]:
+        """The article's sets: its tenant's, or, with the tenant unknown (the article row is gone),
+        every one a SCAN of every shard finds."""
+        if tenant_id is not None:
+            return [self.key(article_pk, tenant_id)]
+        return [k.decode() for k in r.scan_iter(match=self.pattern(article_pk), count=1000)]
+
+    def _key(self, article_pk, tag: str) -> str:
+        return f"cite:{self.kind}:{tag}:{article_pk}"

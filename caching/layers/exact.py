@@ -9,30 +9,12 @@ from django.conf import settings
 from caching.churn import churn_add
 from caching.citations import article_versions, stale_citations
 from caching.keys import KEY_VERSION, exact_legacy_pattern, exact_prefix
-from caching.layers.base import CacheLayer, CachedAnswer, LayerResult
-from supportbot.redis_client import (RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed,
-                                     mget_spread, tenant_tag)
+from caching.layers.base import CacheLayer, CachedAnswer, CitationIndex, LayerResult
+from supportbot.redis_client import (RedisUnavailable, get_redis, mget_spread, redis_available, redis_error_text,
+                                     redis_failed)
 
 
-def _cite_key(article_pk, tag: str) -> str:
-    """The reverse index of an article's citers, ``cite:ans:{t:<tenant>}:<article pk>``: beside the
-    entries it lists (one shard of a cluster), so a purge's commands stay on one slot."""
-    return f"cite:ans:{tag}:{article_pk}"
-
-
-def cite_key(article_pk: int, tenant_id: int) -> str:
-    """The tenant's reverse index of the article's citers."""
-    return _cite_key(article_pk, tenant_tag(tenant_id))
-
-
-def cite_pattern(article_pk="*") -> str:
-    """Every tenant's reverse index of the article (all articles with ``*``), for SCAN."""
-    return _cite_key(article_pk, "{t:*}")
-
-
-def _tag(key: str) -> str:
-    """The hash tag of an entry key (``ans:<v>:{t:<id>}:<hash>`` -> ``{t:<id>}``)."""
-    return key[key.index("{"):key.index("}") + 1]
+citations = CitationIndex("ans")
 
 
 def _index_key(key: str) -> str:
@@ -123,8 +105,8 @@ class ExactLayer(CacheLayer):
             pipe.zadd(index, {key: now + ttl})
             pipe.expire(index, ttl + 3600)
             for c in cached.citations:
-                pipe.sadd(_cite_key(c["article_pk"], _tag(key)), key)
-                pipe.expire(_cite_key(c["article_pk"], _tag(key)), ttl + 3600)
+                pipe.sadd(citations.key_for(c["article_pk"], key), key)
+                pipe.expire(citations.key_for(c["article_pk"], key), ttl + 3600)
             pipe.zcard(index)
             replies = pipe.execute()
             expired, size = replies[0], replies[-1]
@@ -161,10 +143,8 @@ class ExactLayer(CacheLayer):
         """Delete every exact entry citing the article (raises if Redis is down: the caller retries).
         Without the tenant (the article row is gone) every shard is scanned for its reverse index."""
         r = get_redis()
-        cites = ([_cite_key(article_pk, tenant_tag(tenant_id))] if tenant_id is not None
-                 else [k.decode() for k in r.scan_iter(match=cite_pattern(article_pk), count=1000)])
         removed = 0
-        for cite in cites:  # one tenant's entries, its index and the reverse index: one slot
+        for cite in citations.sets(r, article_pk, tenant_id):  # one tenant's entries, index and reverse index: one slot
             keys = list(r.smembers(cite))
             pipe = r.pipeline(transaction=True)
             if keys:

@@ -9,7 +9,7 @@ import time
 from django.conf import settings
 
 from caching.keys import digest
-from caching.layers.base import CacheLayer, LayerResult
+from caching.layers.base import CacheLayer, CitationIndex, LayerResult
 from retrieval.search import SearchHit, search_version
 from supportbot.redis_client import (RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed,
                                      tenant_tag)
@@ -41,23 +41,7 @@ def _legacy_pattern(tenant_id: int) -> str:
     return f"srch:{int(tenant_id)}:*"
 
 
-def _cite_key(article_pk, tag: str) -> str:
-    """``cite:srch:{t:<tenant>}:<article pk>``: on the slot of the results it lists."""
-    return f"cite:srch:{tag}:{article_pk}"
-
-
-def cite_key(article_pk: int, tenant_id: int) -> str:
-    """The tenant's reverse index of the article's citers."""
-    return _cite_key(article_pk, tenant_tag(tenant_id))
-
-
-def cite_pattern(article_pk="*") -> str:
-    """Every tenant's reverse index of the article (all articles with ``*``), for SCAN."""
-    return _cite_key(article_pk, "{t:*}")
-
-
-def _tag(key: str) -> str:
-    return key[key.index("{"):key.index("}") + 1]
+citations = CitationIndex("srch")
 
 
 class SearchLayer(CacheLayer):
@@ -93,8 +77,8 @@ class SearchLayer(CacheLayer):
             pipe = get_redis().pipeline(transaction=True)
             pipe.set(key, json.dumps([h.to_dict() for h in hits]), ex=ttl)
             for pk in {h.article_pk for h in hits}:
-                pipe.sadd(_cite_key(pk, _tag(key)), key)
-                pipe.expire(_cite_key(pk, _tag(key)), ttl + 3600)
+                pipe.sadd(citations.key_for(pk, key), key)
+                pipe.expire(citations.key_for(pk, key), ttl + 3600)
             pipe.execute()
         except RedisUnavailable as exc:
             redis_failed(exc)
@@ -113,10 +97,8 @@ class SearchLayer(CacheLayer):
         """Delete every result citing the article; without the tenant (the article row is gone)
         every shard is scanned for its reverse index."""
         r = get_redis()
-        cites = ([_cite_key(article_pk, tenant_tag(tenant_id))] if tenant_id is not None
-                 else [k.decode() for k in r.scan_iter(match=cite_pattern(article_pk), count=1000)])
         removed = 0
-        for cite in cites:  # the results and their reverse index: one slot
+        for cite in citations.sets(r, article_pk, tenant_id):  # the results and their reverse index: one slot
             keys = list(r.smembers(cite))
             pipe = r.pipeline(transaction=True)
             if keys:
@@ -138,7 +120,7 @@ class SearchLayer(CacheLayer):
         if not doomed:
             return removed
         pipe = r.pipeline(transaction=True)  # the tenant's results and reverse index: one slot
-        for cite in r.scan_iter(match=_cite_key("*", tenant_tag(tenant_id)), count=1000):  # they name them too
+        for cite in r.scan_iter(match=citations.key("*", tenant_id), count=1000):  # they name them too
             pipe.srem(cite, *doomed)
         for i in range(0, len(doomed), 500):
             pipe.delete(*doomed[i:i + 500])

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.test import override_settings
 
-from caching.layers.exact import ExactLayer, cite_key
+from caching.layers.exact import ExactLayer, citations
 from ingestion.models import Article
 from ingestion.services import article_edit
 from supportbot import pipeline
@@ -73,7 +73,7 @@ def test_the_value_carries_provenance_and_the_ttl_comes_from_settings(acme):
     assert value["created"] > 0 and value["question"] == QUESTION
     # the reverse index lets a changed article purge the key
     article_pk = offered.citations[0]["article_pk"]
-    assert offered.key.encode() in r.smembers(cite_key(article_pk, acme.pk))
+    assert offered.key.encode() in r.smembers(citations.key(article_pk, acme.pk))
 
 
 @pytest.mark.redis_cluster

@@ -10,12 +10,12 @@ from redis.cluster import RedisCluster
 
 from caching.layers.base import CachedAnswer
 from caching.layers.exact import ExactLayer
-from caching.layers.exact import cite_key as exact_cite_key
+from caching.layers.exact import citations as exact_citations
 from caching.layers.search import SearchLayer, search_key
-from caching.layers.search import cite_key as search_cite_key
+from caching.layers.search import citations as search_citations
+from caching.keys import AnswerSpec, exact_key
 from caching.models import PurgeRecord
 from caching.purge import purge_citing, purge_sweep
-from caching.keys import AnswerSpec, exact_key
 from retrieval.embeddings import question_scope
 from retrieval.search import SearchHit
 from supportbot.checks import broker_is_not_a_cluster_node_check, broker_not_cluster_check
@@ -110,8 +110,9 @@ def test_a_purge_by_citation_reaches_every_shard(db, redis_cluster):
     assert not any(r.exists(k) or r.exists(s) for k, s in doomed)
     assert all(r.exists(k) and r.exists(s) for k, s in kept)
     for t in tenants:  # the reverse indexes went with the entries, each on its tenant's shard
-        assert not r.exists(exact_cite_key(gone_article, t)) and not r.exists(search_cite_key(gone_article, t))
-        assert r.exists(exact_cite_key(kept_article, t)) and r.exists(search_cite_key(kept_article, t))
+        assert not r.exists(exact_citations.key(gone_article, t))
+        assert not r.exists(search_citations.key(gone_article, t))
+        assert r.exists(exact_citations.key(kept_article, t)) and r.exists(search_citations.key(kept_article, t))
     assert ExactLayer().tenant_size(tenants[0]) == 1  # purged, not expired: out of the tenant's count
 
 
