@@ -56,8 +56,8 @@ def test_a_remembered_key_is_the_key_computed_afresh(spec):
 
 
 def test_values_python_calls_equal_but_json_does_not_keep_their_own_keys():
-    base = dict(question="q", tenant="t", tenant_id=1, locale="en", answerer="a", model="m", model_revision="r", prompt_version="p",
-                tenant_prompt_version="tp", retrieval_version="rv", policy_version=1)
+    base = dict(question="q", tenant="t", tenant_id=1, locale="en", answerer="a", model="m", model_revision="r",
+                prompt_version="p", tenant_prompt_version="tp", retrieval_version="rv", policy_version=1)
     keys = [exact_key(AnswerSpec(**base, generation_params={"temperature": value}))
             for value in (1, 1.0, True, 0, 0.0, -0.0, False, None, "1", [1], (1,))]
     assert len(set(keys)) == len(keys) - 1  # only [1] and (1,) are the same JSON
