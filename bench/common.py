@@ -154,7 +154,7 @@ class Scratch:
         from caching.models import EntryCitation, PairVerification, SemanticEntry
         from core.cachelayer import CacheScope
         from core.models import Tenant
-        from core.redis_client import get_redis
+        from core.redis_client import get_redis, tenant_keys_pattern
 
         ids = [t.pk for t in self.tenants]
         if not ids:
@@ -165,7 +165,9 @@ class Scratch:
             for layer in (exact_layer, search_layer, embedding_layer):
                 layer.purge_scope(CacheScope(tenant.pk, tenant.slug))
         r = get_redis()
-        doomed = sorted({*r.scan_iter(match=f"rl:*:{self.run}-*", count=1000), *self._embedding_keys})  # rate limits
+        # what is left of a tenant (rate-limit counters, revisions) carries its hash tag too
+        doomed = {k for pk in ids for k in r.scan_iter(match=tenant_keys_pattern(pk), count=1000)}
+        doomed = sorted(doomed | set(self._embedding_keys))
         for start in range(0, len(doomed), 1000):
             r.delete(*doomed[start:start + 1000])
         # Bulk-inserted entries are deleted in SQL: the ORM's cascade would load each one.

@@ -159,7 +159,8 @@ def cache_everywhere(tenant: Tenant, article: Article, embedder: BenchEmbedder, 
                           intent="how_to", created=time.time(), model="bench-model", prompt_version="bench",
                           source_request=str(uuid.uuid4()), question=question, completion_tokens=60,
                           generation_ms=1800.0)
-    spec = AnswerSpec(question=question.lower(), tenant=tenant.slug, locale="en", model="bench-model",
+    spec = AnswerSpec(question=question.lower(), tenant=tenant.slug, tenant_id=tenant.pk, locale="en",
+                      answerer="extractive", model="bench-model",
                       model_revision="", prompt_version="bench", tenant_prompt_version="bench",
                       generation_params={"max_tokens": 200}, retrieval_version="bench",
                       policy_version=tenant.policy_version)

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from caching.models import CacheChurn
 from core import metrics
-from core.redis_client import RedisUnavailable, get_redis, redis_failed
+from core.redis_client import RedisUnavailable, redis_failed, redis_info
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +55,7 @@ def redis_memory() -> dict | None:
     """The cache Redis's memory, limit, eviction policy and its own eviction and expiry counters
     (since its start); None when it cannot be reached."""
     try:
-        r = get_redis()
-        memory, stats = r.info("memory"), r.info("stats")
+        memory, stats = redis_info("memory"), redis_info("stats")
     except RedisUnavailable as exc:
         redis_failed(exc)
         return None

@@ -23,6 +23,7 @@ def digest(value) -> str:
 class AnswerSpec:
     question: str  # normalised (NFKC, case-folded, whitespace and trailing punctuation collapsed)
     tenant: str
+    tenant_id: int  # the key's hash tag: the tenant's entries share a Redis Cluster slot
     locale: str
     answerer: str  # "extractive" | "model": who writes the answer
     model: str

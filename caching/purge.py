@@ -48,8 +48,10 @@ def purge_citing(article_pk: int, version: int | None = None, trigger: str = Pur
     Idempotent (a second run removes nothing). Raises if Redis is unreachable, after the
     database layer is done, so the task retries the rest."""
     started = time.perf_counter()
-    removed = {name: LAYERS[name].purge_article(article_pk) for name in layers}
     article = Article.objects.filter(pk=article_pk).only("pk", "tenant_id").first()
+    # The article's tenant names the shard of its reverse indexes; a deleted one is looked for everywhere.
+    removed = {name: LAYERS[name].purge_article(article_pk, article.tenant_id if article else None)
+               for name in layers}
     record = PurgeRecord.objects.create(
         article=article, article_pk=article_pk, tenant_id=article.tenant_id if article else None, version=version,
         trigger=trigger, removed_exact=removed.get("exact", 0), removed_semantic=removed.get("semantic", 0),
@@ -82,10 +84,8 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
         return []
     embedder, k = query_embedder(), settings.RETRIEVAL_TOP_K
     scopes: dict[tuple[int, str], set[int]] = defaultdict(set)
-    tenants = {}
     for a in articles:
         scopes[(a.tenant_id, a.locale)].add(a.pk)
-        tenants[a.tenant_id] = a.tenant
     records = []
     for (tenant_id, locale), pks in sorted(scopes.items()):
         started = time.perf_counter()
@@ -113,7 +113,7 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
         # goes early (a miss), never late.
         twins = set(SemanticEntry.objects.filter(tenant_id=tenant_id, status=SemanticEntry.Status.ACTIVE)
                     .exclude(exact_key="").values_list("exact_key", flat=True))
-        alone = {key: value.get("question") for key, value in exact_layer.entries(tenants[tenant_id].slug)
+        alone = {key: value.get("question") for key, value in exact_layer.entries(tenant_id)
                  if key not in twins and value is not None and value.get("question")}
         alone_items = list(alone.items())
         for i in range(0, len(alone_items), 200):

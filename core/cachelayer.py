@@ -8,7 +8,9 @@ and on a hit the value. A layer never raises for an unavailable backend on the r
 returns a ``skipped`` decision and the Ask carries on through the slow path. The maintenance calls
 are the same for all four:
 
-* ``purge_article(article_pk)``: every entry built from an article goes; returns how many.
+* ``purge_article(article_pk, tenant_id=None)``: every entry built from an article goes; returns how
+  many. ``tenant_id``, the article's tenant, names where a Redis layer's reverse index is (its hash
+  tag); None (the article row is gone) looks everywhere.
 * ``purge_scope(scope)``: a tenant's whole share of the cache, or (``scope.request_ids`` set) what
   one customer's Asks put there (erasure); returns how many went. Raises the backend's error: the
   caller (erasure, a bench clean-up) aborts or retries.
@@ -100,7 +102,7 @@ class CacheLayer(Protocol):
 
     def store(self, *args, **kwargs) -> LayerResult: ...
 
-    def purge_article(self, article_pk: int) -> int: ...
+    def purge_article(self, article_pk: int, tenant_id: int | None = None) -> int: ...
 
     def purge_scope(self, scope: CacheScope) -> int: ...
 

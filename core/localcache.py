@@ -3,7 +3,9 @@
 A cache hit must not pay for database queries a bare view does not make: the tenant row
 (with its API keys) and the current versions of the articles an answer cites are read on
 every Ask, yet change a few times a day. ``RevisionedCache`` keeps them in the process
-under a *revision*, a random token stored in Redis (``rev:{name}:{scope}``):
+under a *revision*, a random token stored in Redis (``rev:{name}:{t:<tenant id>}``; scopes are
+tenant ids, and the tenant's hash tag puts the revision on its shard of a Redis Cluster, where
+the rate limiter's script reads it along with the tenant's other keys):
 
 * A read fetches the scope's revision (one GET, or a value the caller already fetched in
   the same round trip as other keys) and uses the local copy only while it was loaded
@@ -32,7 +34,7 @@ from typing import Generic, TypeVar
 from django.conf import settings
 from django.db import transaction
 
-from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
+from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed, tenant_tag
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +53,8 @@ class RevisionedCache(Generic[V]):
         self._entries: dict[Hashable, tuple[str, float, V]] = {}
         self._lock = threading.Lock()
 
-    def rev_key(self, scope: Hashable) -> str:
-        return f"rev:{self.name}:{scope}"
+    def rev_key(self, scope: int) -> str:
+        return f"rev:{self.name}:{tenant_tag(scope)}"
 
     def get(self, scope: Hashable, load: Callable[[], V], *, rev=MISSING) -> V:
         """The value of ``scope``: the local copy if its revision is current, else ``load()``.

@@ -152,10 +152,10 @@ class BrokerCollector:
     """Read at scrape time: Celery queue depths (the broker's Redis), and the cache Redis's own
     expiry and eviction counts."""
 
-    def __init__(self, queues, broker_factory, cache_factory):
+    def __init__(self, queues, broker_factory, cache_info):
         self.queues = list(queues)
         self.broker_factory = broker_factory
-        self.cache_factory = cache_factory
+        self.cache_info = cache_info  # section -> the cache Redis's INFO (a cluster's summed)
 
     def collect(self):
         up = GaugeMetricFamily("ask_redis_up", "1 when the scrape could read Redis (broker | cache).", labels=["role"])
@@ -174,7 +174,7 @@ class BrokerCollector:
                 depth.add_metric([queue], length)
             yield depth
         try:
-            stats = self.cache_factory().info("stats")
+            stats = self.cache_info("stats")
         except Exception as exc:  # noqa: BLE001
             log.warning("metrics: cache redis unreadable (%s)", type(exc).__name__)
             up.add_metric(["cache"], 0)

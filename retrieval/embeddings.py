@@ -3,10 +3,12 @@ model + version, behind a Redis embedding cache shared by ingestion and queries.
 
 Cache key: ``emb:{model}:{model_version}:{sha256(text)}`` for knowledge-base text, so switching
 model or version can never return an old vector. A customer's question is cached only in its
-tenant's scope, ``emb:{model}:{model_version}:t{tenant}:{sha256(text)}``: a fast embedding then says
-nothing about what another tenant asked, and erasing a customer finds the vectors of their questions
-under every model version (``embeddings_forget``). Personal questions are not cached at all
-(``cache=None``).
+tenant's scope, ``emb:{model}:{model_version}:{t:<tenant>}:{sha256(text)}``: a fast embedding then
+says nothing about what another tenant asked, and erasing a customer finds the vectors of their
+questions under every model version (``embeddings_forget``). Personal questions are not cached at
+all (``cache=None``). On Redis Cluster a question's vector lives on its tenant's shard (the scope is
+the tenant's hash tag); knowledge-base vectors are content-addressed, shared by every tenant, and
+spread over the shards (a batch is read with one MGET per slot, ``mget_spread``).
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ import numpy as np
 from django.conf import settings
 
 from core.cachelayer import CacheScope, Disposition, LayerResult, LayerStats
-from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
+from core.redis_client import (RedisUnavailable, get_redis, mget_spread, redis_available, redis_error_text,
+                               redis_failed, tenant_tag)
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +139,14 @@ SHARED = ""
 
 
 def question_scope(tenant_id: int) -> str:
-    """The embedding-cache scope of a tenant's customers' questions."""
-    return f"t{int(tenant_id)}"
+    """The embedding-cache scope of a tenant's customers' questions: the tenant's hash tag ``{t:<id>}``."""
+    return tenant_tag(tenant_id)
+
+
+def _legacy_scope(scope: str) -> str:
+    """The scope's spelling before the hash tag (``t<id>``): its vectors are never read (no key of
+    that spelling is built) and erased with the rest until EMBEDDING_CACHE_TTL_S ends them."""
+    return "t" + scope.strip("{}").removeprefix("t:") if scope.startswith("{t:") else scope
 
 
 class EmbeddingCache:
@@ -147,14 +156,15 @@ class EmbeddingCache:
     name = "embedding"
 
     def lookup(self, embedder: Embedder, texts: list[str], scope: str = SHARED) -> LayerResult:
-        """One MGET for the batch; ``value``: the cached vector bytes per text (None where missing).
+        """One MGET for the batch (one per slot on a cluster); ``value``: the cached vector bytes per text (None where missing).
         A hit when every text was cached; ``skipped`` (reason: the Redis error) when Redis is down."""
         result = LayerResult(self.name, Disposition.MISS, value=[None] * len(texts))
         if not redis_available():
             result.disposition, result.reason = Disposition.SKIPPED, "redis unavailable (backing off)"
             return result
         try:
-            result.value = get_redis().mget([embedder.cache_key(t, scope) for t in texts])
+            # knowledge-base vectors are spread over a cluster's shards: one MGET per slot
+            result.value = mget_spread(get_redis(), [embedder.cache_key(t, scope) for t in texts])
         except RedisUnavailable as exc:
             redis_failed(exc)
             result.disposition, result.reason = Disposition.SKIPPED, redis_error_text(exc)
@@ -176,7 +186,7 @@ class EmbeddingCache:
             return LayerResult(self.name, Disposition.SKIPPED, reason=redis_error_text(exc))
         return LayerResult(self.name, Disposition.STORED)
 
-    def purge_article(self, article_pk: int) -> int:
+    def purge_article(self, article_pk: int, tenant_id: int | None = None) -> int:
         """Nothing to do: a vector is keyed by its text, so an edited article's new text has new keys
         and the old ones expire (``EMBEDDING_CACHE_TTL_S``); unchanged text keeps its vector."""
         return 0
@@ -191,9 +201,10 @@ class EmbeddingCache:
             raise ValueError("only a question scope can be forgotten")
         wanted = None if texts is None else {text_hash(t).encode() for t in texts}
         r = get_redis()
-        doomed = [k for k in r.scan_iter(match=f"emb:*:{scope}:*", count=1000)
+        doomed = [k for pattern in {f"emb:*:{scope}:*", f"emb:*:{_legacy_scope(scope)}:*"}
+                  for k in r.scan_iter(match=pattern, count=1000)
                   if wanted is None or k.rsplit(b":", 1)[-1] in wanted]
-        return sum(r.delete(*doomed[i:i + 500]) for i in range(0, len(doomed), 500))
+        return sum(r.delete(*doomed[i:i + 500]) for i in range(0, len(doomed), 500))  # a cluster client splits a DEL by slot
 
     def purge_model(self, model_name: str) -> int:
         """Every vector of one model (a scratch model of a benchmark). Raises the Redis error."""

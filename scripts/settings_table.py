@@ -26,7 +26,8 @@ MEANINGS = {
     "DATABASE_TEST_NAME": "name of the database the test suite creates",
     "HNSW_EF_SEARCH": "pgvector `hnsw.ef_search` (recall vs speed of vector search)",
     "REDIS_URL": "Redis for caches and rate limits (and the broker unless `CELERY_BROKER_URL` is set); unset = an "
-                 "embedded redis-server with `REDIS_MAXMEMORY` and `REDIS_MAXMEMORY_POLICY`",
+                 "embedded redis-server with `REDIS_MAXMEMORY` and `REDIS_MAXMEMORY_POLICY`; "
+                 "`redis+cluster://host:port` (`rediss+cluster://` with TLS; any node) = a Redis Cluster",
     "REDIS_SOCKET_TIMEOUT_S": "Redis connect/read timeout; past it the request carries on without the cache",
     "DATA_UPLOAD_MAX_MEMORY_SIZE": "largest accepted request body in bytes (larger: 413)",
     "LOG_LEVEL": "root log level",
@@ -64,8 +65,9 @@ MEANINGS = {
     "SEARCH_CACHE_TTL_S": "lifetime of a cached search result",
     "EXACT_CACHE_TTL_S": "lifetime of an exact-cache answer",
     "SEMANTIC_CACHE_TTL_S": "lifetime of a semantic-cache entry",
-    "CELERY_BROKER_URL": "Celery broker; a Redis that never evicts (`noeviction`), not the cache Redis. Default: "
-                         "REDIS_URL; with REDIS_URL unset, an embedded Redis of its own",
+    "CELERY_BROKER_URL": "Celery broker; a Redis that never evicts (`noeviction`), not the cache Redis, never a "
+                         "Redis Cluster (`manage.py check` refuses one). Default: REDIS_URL; with REDIS_URL unset, an "
+                         "embedded Redis of its own",
     "CELERY_RESULT_BACKEND": "Celery result backend (default: CELERY_BROKER_URL)",
     "CELERY_WORKER_QUEUES": "queues the `make run` worker consumes",
     "CELERY_VISIBILITY_TIMEOUT_S": "redelivery delay of an unacknowledged task (longer than the longest job)",

@@ -102,7 +102,7 @@ def api_key_revoke(prefix: str) -> int:
                 .filter(prefix=prefix, revoked_at__isnull=True))
     TenantApiKey.objects.filter(pk__in=[r.pk for r in rows]).update(revoked_at=timezone.now())
     for row in rows:
-        tenant_cache.bump(row.tenant.slug)
+        tenant_cache.bump(row.tenant_id)
     return len(rows)
 
 

@@ -72,8 +72,8 @@ def api_caller(request, tenant_slug: str, *, key_required: bool = False,
         key, refused = _api_key(request, copy, key_required)
         if refused is None:
             extra = tuple(read_along(copy)) if read_along is not None else ()
-            verdict = ratelimit.check(copy.tenant.slug, _rate_client(request, copy.tenant, key), action=action,
-                                      read=(tenant_cache.rev_key(copy.tenant.slug), *extra))
+            verdict = ratelimit.check(copy.tenant.pk, _rate_client(request, copy.tenant, key), action=action,
+                                      read=(tenant_cache.rev_key(copy.tenant.pk), *extra))
             current = tenant_directory_get(tenant_slug, rev=verdict.read[0] if verdict.read is not None else MISSING)
             if current is copy:
                 values = dict(zip(extra, verdict.read[1:])) if verdict.read is not None else None
@@ -93,7 +93,7 @@ def api_caller(request, tenant_slug: str, *, key_required: bool = False,
     key, refused = _api_key(request, record, key_required)
     if refused is not None:
         return _refused_key(request, record.tenant, refused, action)
-    verdict = ratelimit.check(record.tenant.slug, _rate_client(request, record.tenant, key), action=action)
+    verdict = ratelimit.check(record.tenant.pk, _rate_client(request, record.tenant, key), action=action)
     return rate_limit_refusal(verdict) or Admitted(record.tenant, key)
 
 
@@ -127,7 +127,7 @@ def _api_key(request, record, key_required: bool):
 
 def _refused_key(request, tenant: Tenant, refused: auth.AuthError, action: str) -> Refusal:
     """A refused key: failed attempts count against the address."""
-    verdict = ratelimit.check(tenant.slug, ratelimit.client_key(request), action=action)
+    verdict = ratelimit.check(tenant.pk, ratelimit.client_key(request), action=action)
     return rate_limit_refusal(verdict) or Refusal(refused.code, refused.message, refused.status)
 
 

@@ -2,6 +2,7 @@
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 
+from core.redis_client import cluster_url
 from supportbot.safety import DEV_SECRETS
 
 _SETTING_OF = {"DJANGO_SECRET_KEY": "SECRET_KEY", "CACHE_SALT_SECRET": "CACHE_SALT_SECRET",
@@ -22,3 +23,42 @@ def dev_secrets_check(app_configs, **kwargs):
                                 "and secrets fall back to development values.",
                                 hint="Set DJANGO_ENV=production.", id="supportbot.W001"))
     return problems
+
+
+@register(Tags.caches)
+def broker_not_cluster_check(app_configs, **kwargs):
+    """Celery's broker is a plain Redis: its queues are lists that move between keys, which a Redis
+    Cluster spreads over shards (kombu has no cluster transport). ``REDIS_URL`` may name a cluster
+    (``redis+cluster://``); the broker then needs a primary of its own, and ``CELERY_BROKER_URL``
+    defaults to ``REDIS_URL``, so it must be set."""
+    problems = []
+    for name in ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"):
+        if cluster_url(getattr(settings, name, "") or "") is not None:
+            hint = ("Set CELERY_BROKER_URL to a plain Redis primary (redis://…) with maxmemory-policy noeviction, "
+                    "not the cache cluster." if name == "CELERY_BROKER_URL"
+                    else "Set CELERY_RESULT_BACKEND to the broker's plain Redis (redis://…).")
+            problems.append(Error(f"{name} names a Redis Cluster ({getattr(settings, name).split('://')[0]}://).",
+                                  hint=hint, id="supportbot.E002"))
+    return problems
+
+
+@register(Tags.caches, deploy=True)
+def broker_is_not_a_cluster_node_check(app_configs, **kwargs):
+    """A plain URL can still point at a node of a cluster: ask the broker (``INFO cluster``). A broker
+    that cannot be reached now is not this check's business (the worker reports it)."""
+    import redis
+
+    url = settings.CELERY_BROKER_URL
+    if not url or cluster_url(url) is not None or not url.startswith(("redis://", "rediss://", "unix://")):
+        return []
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        enabled = client.info("cluster").get("cluster_enabled")
+        client.close()
+    except (redis.RedisError, OSError):
+        return []
+    if enabled:
+        return [Error("CELERY_BROKER_URL points at a node of a Redis Cluster (cluster_enabled:1).",
+                      hint="Give the Celery broker a plain Redis primary of its own (noeviction).",
+                      id="supportbot.E003")]
+    return []

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from caching.models import CacheDecision, SampledHit
-from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
+from core.redis_client import RedisUnavailable, get_redis, mget_spread, redis_available, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def _day_counts(day: str, strata: set[tuple[str, str]]) -> Counter | None:
         return None
     order = sorted(strata)
     try:
-        values = get_redis().mget([_day_key(day, s, i) for s, i in order])
+        values = mget_spread(get_redis(), [_day_key(day, s, i) for s, i in order])
     except RedisUnavailable as exc:
         redis_failed(exc)
         return None

@@ -15,7 +15,7 @@ import redis
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from core import metrics
-from core.redis_client import get_redis
+from core.redis_client import redis_info
 
 
 def _allowed(request) -> bool:
@@ -44,5 +44,5 @@ def metrics_view(request):
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
             return response
         raise Http404("not found")
-    broker = metrics.BrokerCollector(settings.CELERY_WORKER_QUEUES, _broker, get_redis)
+    broker = metrics.BrokerCollector(settings.CELERY_WORKER_QUEUES, _broker, redis_info)
     return HttpResponse(metrics.exposition([broker]), content_type=CONTENT_TYPE_LATEST)

@@ -654,7 +654,8 @@ def answer_spec(state: AskState) -> AnswerSpec:
     writer = answerer.spec()
     tenant = state.asker.tenant
     return AnswerSpec(
-        question=state.normalized, tenant=tenant.slug, locale=state.asker.locale, answerer=answerer.name,
+        question=state.normalized, tenant=tenant.slug, tenant_id=tenant.pk, locale=state.asker.locale,
+        answerer=answerer.name,
         model=writer.model, model_revision=writer.model_revision, prompt_version=writer.prompt_version,
         tenant_prompt_version=tenant_prompt_version(tenant),
         generation_params=writer.params, retrieval_version=retrieval_version(),

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from redis.exceptions import NoScriptError
 
-from core.redis_client import RedisUnavailable, call, redis_available, redis_failed
+from core.redis_client import RedisUnavailable, call, redis_available, redis_failed, tenant_tag
 
 log = logging.getLogger(__name__)
 
@@ -123,25 +123,28 @@ def client_key(request, api_key=None, *, customer: str | None = None) -> str:
     return f"ip:{client_address(request)}"
 
 
-def _counters(tenant_slug: str, client: str, action: str, slot: int) -> list[tuple[str, int, str]]:
-    """(key, limit, scope) of each counter a request counts against, in order."""
+def _counters(tenant_id: int, client: str, action: str, slot: int) -> list[tuple[str, int, str]]:
+    """(key, limit, scope) of each counter a request counts against, in order. Every counter carries
+    the tenant's hash tag, like the keys read along (its revision, its exact entry): on a cluster
+    the script's keys are on one shard."""
     if action not in ("ask", "feedback"):
         raise ValueError(f"unknown rate-limited action {action!r}")
     kind = "c" if action == "ask" else "f"
-    own = f"rl:{kind}:{tenant_slug}:{client}:{slot}"
+    tag = tenant_tag(tenant_id)
+    own = f"rl:{kind}:{tag}:{client}:{slot}"
     if client.startswith("key:"):
         return [(own, settings.RATELIMIT_API_KEY_REQUESTS, "client")]
     limit = settings.RATELIMIT_CLIENT_REQUESTS if action == "ask" else settings.RATELIMIT_FEEDBACK_REQUESTS
     return [(own, limit, "client" if action == "ask" else "feedback"),
-            (f"rl:t:{tenant_slug}:{slot}", settings.RATELIMIT_TENANT_REQUESTS, "tenant")]
+            (f"rl:t:{tag}:{slot}", settings.RATELIMIT_TENANT_REQUESTS, "tenant")]
 
 
-def check(tenant_slug: str, client: str, *, action: str = "ask", read: tuple[str, ...] = ()) -> Verdict:
+def check(tenant_id: int, client: str, *, action: str = "ask", read: tuple[str, ...] = ()) -> Verdict:
     """Count one request of ``client`` (``client_key``) against its limits of the current window.
 
     ``action``: ``"ask"`` or ``"feedback"``. ``read``: Redis keys whose values the request needs
     anyway (e.g. its tenant's revision), read in the same round trip (``Verdict.read``, None for
-    a missing key)."""
+    a missing key); they carry the tenant's hash tag (``tenant_tag``)."""
     if not settings.RATELIMIT_ENABLED:
         return Verdict(True)
     if not redis_available():
@@ -149,7 +152,7 @@ def check(tenant_slug: str, client: str, *, action: str = "ask", read: tuple[str
     window = max(1, settings.RATELIMIT_WINDOW_S)
     now = time.time()
     slot = int(now // window)
-    counters = _counters(tenant_slug, client, action, slot)
+    counters = _counters(tenant_id, client, action, slot)
     keys = [key for key, _, _ in counters] + list(read)
     args = [window + 1, len(counters), *(limit for _, limit, _ in counters)]
     try:

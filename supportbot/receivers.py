@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save, pre_save
+from django.db.models.signals import post_delete, post_save
 
 from caching.models import CacheDecision, Label
 from core import metrics
@@ -15,21 +15,13 @@ from supportbot.selectors import tenant_cache
 from supportbot.signals import decisions_recorded
 
 
-def tenant_renaming(sender, instance: Tenant, **kwargs) -> None:
-    if instance.pk is not None:  # a changed slug: the old one must stop resolving too
-        old = Tenant.objects.filter(pk=instance.pk).values_list("slug", flat=True).first()
-        if old is not None and old != instance.slug:
-            tenant_cache.bump(old)
-
-
 def tenant_changed(sender, instance: Tenant, **kwargs) -> None:
-    tenant_cache.bump(instance.slug)
+    # By id: a changed slug stops resolving too, since the record under the id no longer carries it.
+    tenant_cache.bump(instance.pk)
 
 
 def api_key_changed(sender, instance: TenantApiKey, **kwargs) -> None:
-    slug = Tenant.objects.filter(pk=instance.tenant_id).values_list("slug", flat=True).first()
-    if slug is not None:
-        tenant_cache.bump(slug)
+    tenant_cache.bump(instance.tenant_id)
 
 
 def decisions_recorded_sample(sender, *, asks, **kwargs) -> None:
@@ -41,7 +33,6 @@ def decisions_recorded_sample(sender, *, asks, **kwargs) -> None:
 
 
 def connect() -> None:
-    pre_save.connect(tenant_renaming, sender=Tenant, dispatch_uid="supportbot.tenant_renaming")
     post_save.connect(tenant_changed, sender=Tenant, dispatch_uid="supportbot.tenant_saved")
     post_delete.connect(tenant_changed, sender=Tenant, dispatch_uid="supportbot.tenant_deleted")
     post_save.connect(api_key_changed, sender=TenantApiKey, dispatch_uid="supportbot.api_key_saved")

@@ -76,7 +76,7 @@ def exact_keys_of(decision: CacheDecision, entry: SemanticEntry | None) -> list[
     if decision.layer == CacheDecision.Layer.EXACT and decision.candidate:
         # An exact entry need not have a semantic twin (semantic mode off): find its key by suffix.
         try:
-            keys.update(exact_layer.keys_ending(decision.tenant.slug, decision.candidate))
+            keys.update(exact_layer.keys_ending(decision.tenant_id, decision.candidate))
         except RedisUnavailable as exc:
             redis_failed(exc)
             raise ReviewError("Redis is unavailable: the exact cache cannot be cleared now, try again") from None

@@ -23,25 +23,54 @@ class TenantRecord:
     api_keys: dict[str, TenantApiKey] = field(default_factory=dict)  # prefix -> active key
 
 
-def _tenant_record_load(slug: str) -> TenantRecord | None:
-    tenant = Tenant.objects.filter(slug=slug).first()
+def _tenant_record_load(tenant_id: int) -> TenantRecord | None:
+    tenant = Tenant.objects.filter(pk=tenant_id).first()
     if tenant is None:
         return None
     keys = {k.prefix: k for k in TenantApiKey.objects.filter(tenant=tenant, revoked_at__isnull=True)}
     return TenantRecord(tenant, keys)
 
 
+# The cache is scoped by tenant id (its revision carries the tenant's hash tag); requests name the
+# slug. A slug's id is remembered here and checked against the record found under it: a renamed or
+# deleted tenant bumps its own revision, its record then no longer carries the slug, and the slug
+# is resolved again.
+_slug_ids: dict[str, int] = {}
+
+
+def _slug_id(slug: str) -> int | None:
+    tenant_id = _slug_ids.get(slug)
+    if tenant_id is None:
+        tenant_id = Tenant.objects.filter(slug=slug).values_list("pk", flat=True).first()
+        if tenant_id is not None:
+            if len(_slug_ids) >= tenant_cache.max_entries:
+                _slug_ids.clear()
+            _slug_ids[slug] = tenant_id
+    return tenant_id
+
+
 def tenant_directory_get(slug: str, *, rev=MISSING) -> TenantRecord | None:
     """The tenant with this slug and its active API keys; None for an unknown slug.
 
-    ``rev``: the tenant's revision if the caller already read it (``tenant_cache.rev_key``)."""
+    ``rev``: the revision of the tenant ``tenant_directory_peek`` returned, if the caller already
+    read it (``tenant_cache.rev_key(tenant.pk)``)."""
     if not isinstance(slug, str) or not slug or len(slug) > 50:
         return None
-    return tenant_cache.get(slug, lambda: _tenant_record_load(slug), rev=rev)
+    for _ in range(2):
+        tenant_id = _slug_id(slug)
+        if tenant_id is None:
+            return None
+        record = tenant_cache.get(tenant_id, lambda: _tenant_record_load(tenant_id), rev=rev)
+        if record is not None and record.tenant.slug == slug:
+            return record
+        _slug_ids.pop(slug, None)  # renamed or deleted: the slug may name another tenant now
+        rev = MISSING
+    return None
 
 
 def tenant_directory_peek(slug: str) -> TenantRecord | None:
     """This process's copy of the tenant, unchecked (None if it has none): the caller must
     confirm it with ``tenant_directory_get(slug, rev=...)`` before relying on it."""
-    value = tenant_cache.peek(slug)
-    return None if value is MISSING else value
+    tenant_id = _slug_ids.get(slug)
+    value = tenant_cache.peek(tenant_id) if tenant_id is not None else MISSING
+    return None if value is MISSING or value is None or value.tenant.slug != slug else value

@@ -47,7 +47,7 @@ def _api_error(code: str, message: str, status: int, **extra) -> JsonResponse:
 
 def _rate_limited(request, tenant: Tenant, client: str, *, api: bool, action: str = "ask"):
     """None when the request may go on; else the 429 to send (JSON for the API, a page or partial for the chat)."""
-    return _rate_limit_response(request, tenant, ratelimit.check(tenant.slug, client, action=action), api=api)
+    return _rate_limit_response(request, tenant, ratelimit.check(tenant.pk, client, action=action), api=api)
 
 
 def _refused(refusal: Refusal) -> JsonResponse:

@@ -41,8 +41,43 @@ def _no_remembered_generation():
     active_generation_forget()
 
 
+def pytest_generate_tests(metafunc):
+    """A test marked ``redis_cluster`` runs twice: against the single test Redis and against a local
+    Redis Cluster of three primaries (``redis_backend`` is "single" or "cluster")."""
+    if metafunc.definition.get_closest_marker("redis_cluster"):
+        metafunc.parametrize("redis_backend", ["single", "cluster"], indirect=True)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster():
+    """Three primaries from the embedded Redis's redis-server, slots assigned, on loopback ports."""
+    from core.embedded_cluster import start_cluster
+
+    cluster = start_cluster(primaries=3)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def redis_backend(request):
+    """Which Redis the test's caches use; "cluster" points REDIS_URL at ``redis_cluster`` for the test."""
+    mode = getattr(request, "param", "single")
+    if mode != "cluster":
+        yield mode
+        return
+    from core.redis_client import reset_redis_state
+
+    cluster = request.getfixturevalue("redis_cluster")
+    before = django_settings.REDIS_URL
+    django_settings.REDIS_URL = cluster.url
+    reset_redis_state()
+    yield mode
+    django_settings.REDIS_URL = before
+    reset_redis_state()
+
+
 @pytest.fixture(autouse=True)
-def _clean_redis():
+def _clean_redis(redis_backend):
     """Every test starts with empty answer/search caches; embedding vectors are kept (they are pure)."""
     from core.redis_client import get_redis, reset_redis_state
 

@@ -1,11 +1,42 @@
 """The reverse index the Redis layers (exact answers, search results) keep from an article to the
-entries citing it, and the nightly sweep over it. Each layer passes its own key pattern: only the
+entries citing it, and the nightly sweep over it. Each layer passes its own key prefix: only the
 layer spells its keys."""
 from __future__ import annotations
 
 from collections import Counter
 
-from core.redis_client import get_redis
+from core.redis_client import get_redis, key_tag, mget_spread, tenant_tag
+
+
+class CitationIndex:
+    """A Redis layer's reverse index from an article to the entries citing it, one set a tenant:
+    ``<prefix>:{t:<tenant>}:<article pk>`` (the layer names the prefix, e.g. its ``cite:`` key). It
+    carries the tenant's hash tag, as the entries it lists do, so storing an entry with its
+    citations and purging them are commands on one slot of a cluster."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+
+    def key(self, article_pk, tenant_id: int) -> str:
+        return self._key(article_pk, tenant_tag(tenant_id))
+
+    def key_for(self, article_pk, entry_key: str) -> str:
+        """The set of the entry's tenant (read from the entry key's hash tag)."""
+        return self._key(article_pk, key_tag(entry_key))
+
+    def pattern(self, article_pk="*") -> str:
+        """Every tenant's set of the article (of every article with ``*``), for SCAN."""
+        return self._key(article_pk, "{t:*}")
+
+    def sets(self, r, article_pk: int, tenant_id: int | None) -> list[str]:
+        """The article's sets: its tenant's, or, with the tenant unknown (the article row is gone),
+        every one a SCAN of every shard finds."""
+        if tenant_id is not None:
+            return [self.key(article_pk, tenant_id)]
+        return [k.decode() for k in r.scan_iter(match=self.pattern(article_pk), count=1000)]
+
+    def _key(self, article_pk, tag: str) -> str:
+        return f"{self.prefix}:{tag}:{article_pk}"
 
 
 def sweep_cited(cite_pattern: str, cited_versions, current_versions) -> tuple[int, Counter]:
@@ -22,7 +53,7 @@ def sweep_cited(cite_pattern: str, cited_versions, current_versions) -> tuple[in
     values: dict[bytes, list[tuple[int, int]] | None] = {}
     for i in range(0, len(entry_keys), 500):
         batch = entry_keys[i:i + 500]
-        for key, raw in zip(batch, r.mget(batch)):
+        for key, raw in zip(batch, mget_spread(r, batch)):  # every tenant's: every shard
             values[key] = None if raw is None else cited_versions(raw)
     current = current_versions(pk for cited in values.values() if cited for pk, _ in cited)
     stale_keys, removed_by_article = [], Counter()
@@ -33,9 +64,9 @@ def sweep_cited(cite_pattern: str, cited_versions, current_versions) -> tuple[in
         if stale_articles:
             stale_keys.append(key)
             removed_by_article.update(stale_articles)
-    pipe = r.pipeline(transaction=False)
     for i in range(0, len(stale_keys), 500):
-        pipe.delete(*stale_keys[i:i + 500])
+        r.delete(*stale_keys[i:i + 500])  # a cluster client splits a DEL by slot
+    pipe = r.pipeline(transaction=False)
     gone = set(stale_keys) | {k for k, v in values.items() if v is None}  # stale, or expired by TTL
     for cite_key, members in members_of.items():
         dead = [m for m in members if m in gone]

@@ -12,29 +12,42 @@ from caching.churn import churn_add
 from caching.citations import article_versions, stale_citations
 from caching.keys import AnswerSpec, digest
 from caching.layers.base import CachedAnswer
-from caching.layers.citing import sweep_cited
+from caching.layers.citing import CitationIndex, sweep_cited
 from core.cachelayer import CacheScope, LayerResult, LayerStats
-from core.models import Tenant
-from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed
-from ingestion.models import Article
+from core.redis_client import (RedisUnavailable, get_redis, mget_spread, redis_available, redis_error_text,
+                               redis_failed, tenant_tag)
 
-KEY_VERSION = "a1"  # bump when the key layout itself changes
+# Bump when the key layout itself changes. a1: ``ans:a1:<slug>:<hash>``; a2: the tenant's hash tag
+# (``{t:<id>}``, Redis Cluster) in place of the slug. Entries of an older version are never read.
+KEY_VERSION = "a2"
 
 
 def exact_key(spec: AnswerSpec) -> str:
-    """``ans:<key version>:<tenant>:<sha256 of the spec's canonical JSON>``, remembered per spec
-    (every hit computes the key of a question asked before, and the JSON is most of its cost)."""
+    """``ans:<key version>:{t:<tenant id>}:<sha256 of the spec's canonical JSON>``, remembered per
+    spec (every hit computes the key of a question asked before, and the JSON is most of its cost)."""
     fields = spec.as_dict()
     try:
         memo = tuple(v if type(v) is str else _frozen(v) for v in fields.values())  # strings stand for themselves
     except TypeError:  # a value the memo cannot tell apart from others: computed each time
-        return f"ans:{KEY_VERSION}:{spec.tenant}:{digest(fields)}"
+        return f"{exact_prefix(spec.tenant_id)}{digest(fields)}"
     key = _exact_keys.get(memo)
     if key is None:
         if len(_exact_keys) >= 4096:
             _exact_keys.clear()
-        key = _exact_keys[memo] = f"ans:{KEY_VERSION}:{spec.tenant}:{digest(fields)}"
+        key = _exact_keys[memo] = f"{exact_prefix(spec.tenant_id)}{digest(fields)}"
     return key
+
+
+def exact_prefix(tenant_id: int) -> str:
+    """What every exact key of the tenant starts with (``exact_prefix(t) + "*"`` finds them all)."""
+    return f"ans:{KEY_VERSION}:{tenant_tag(tenant_id)}:"
+
+
+def exact_legacy_pattern(tenant_slug: str) -> str:
+    """The tenant's entries of key version a1 (``ans:a1:<slug>:<hash>``, before the hash tag): never
+    read again, but they hold answers and their source request until their TTL ends, so erasure
+    still finds them (drop once EXACT_CACHE_TTL_S has passed since every deployment upgraded)."""
+    return f"ans:a1:{tenant_slug}:*"  # a slug holds no glob characters (SlugField)
 
 
 _exact_keys: dict[tuple, str] = {}
@@ -59,18 +72,18 @@ def _cited_versions(raw: bytes) -> list[tuple[int, int]]:
     return [(int(c["article_pk"]), int(c["version"])) for c in json.loads(raw).get("citations", [])]
 
 
-def _cite_key(article_pk: int) -> str:
-    return f"cite:ans:{article_pk}"
+citations = CitationIndex("cite:ans")
 
 
 def _index_key(key: str) -> str:
-    """The tenant's index of its entries (a sorted set scored by expiry): ``ans:<v>:<tenant>:<hash>``
-    is listed under ``ans-idx:<v>:<tenant>``, which counts them for the per-tenant cap."""
+    """The tenant's index of its entries (a sorted set scored by expiry): ``ans:<v>:{t:<id>}:<hash>``
+    is listed under ``ans-idx:<v>:{t:<id>}``, which counts them for the per-tenant cap."""
     return "ans-idx:" + key.split(":", 1)[1].rsplit(":", 1)[0]
 
 
 # Past the cap, the tenant's entries nearest their expiry go: popped from the index and deleted in
-# one step (KEYS: index; ARGV: how many). The entries' keys come from the index (one Redis, not a cluster).
+# one step (KEYS: index; ARGV: how many). The entries' keys come from the index; they share its hash
+# tag, so on a cluster they are on the index's slot.
 _EVICT = """
 local evicted = 0
 local oldest = redis.call('ZPOPMIN', KEYS[1], ARGV[1])
@@ -150,8 +163,8 @@ class ExactLayer:
             pipe.zadd(index, {key: now + ttl})
             pipe.expire(index, ttl + 3600)
             for c in cached.citations:
-                pipe.sadd(_cite_key(c["article_pk"]), key)
-                pipe.expire(_cite_key(c["article_pk"]), ttl + 3600)
+                pipe.sadd(citations.key_for(c["article_pk"], key), key)
+                pipe.expire(citations.key_for(c["article_pk"], key), ttl + 3600)
             pipe.zcard(index)
             replies = pipe.execute()
             expired, size = replies[0], replies[-1]
@@ -167,10 +180,10 @@ class ExactLayer:
             churn_add(tenant_id, self.name, expired=expired, evicted=evicted)
         return result
 
-    def tenant_size(self, tenant_slug: str) -> int | None:
+    def tenant_size(self, tenant_id: int) -> int | None:
         """How many unexpired entries the tenant has (its index's count); None without Redis."""
         try:
-            return get_redis().zcount(f"ans-idx:{KEY_VERSION}:{tenant_slug}", int(time.time()), "+inf")
+            return get_redis().zcount(_index_key(exact_prefix(tenant_id)), int(time.time()), "+inf")
         except RedisUnavailable as exc:
             redis_failed(exc)
             return None
@@ -187,11 +200,11 @@ class ExactLayer:
     def sweep(self, current_versions) -> tuple[int, Counter]:
         """Delete entries citing an article version that is no longer current (the nightly sweep);
         returns the entries examined and, per stale article, how many went."""
-        return sweep_cited(_cite_key("*"), _cited_versions, current_versions)
+        return sweep_cited(citations.pattern(), _cited_versions, current_versions)
 
     def delete_keys(self, keys: list[str]) -> int:
-        """Delete these entries (out of their tenants' counts too); returns how many existed. Raises
-        the Redis error (a purge retries)."""
+        """Delete these entries of one tenant (out of its count too; one slot on a cluster); returns
+        how many existed. Raises the Redis error (a purge retries)."""
         r, removed = get_redis(), 0
         for i in range(0, len(keys), 500):
             pipe = r.pipeline(transaction=False)
@@ -201,62 +214,73 @@ class ExactLayer:
             removed += pipe.execute()[0]
         return removed
 
-    def purge_article(self, article_pk: int) -> int:
-        """Delete every exact entry citing the article (raises if Redis is down: the caller retries)."""
+    def purge_article(self, article_pk: int, tenant_id: int | None = None) -> int:
+        """Delete every exact entry citing the article (raises if Redis is down: the caller retries).
+        Without the tenant (the article row is gone) every shard is scanned for its reverse index."""
         r = get_redis()
-        keys = list(r.smembers(_cite_key(article_pk)))
         removed = 0
-        if keys:
-            removed = r.delete(*keys)
-            pipe = r.pipeline(transaction=False)
-            for k in keys:  # purged, not expired: out of the tenant's count
-                pipe.zrem(_index_key(k.decode()), k)
-            pipe.execute()
-        r.delete(_cite_key(article_pk))
+        for cite in citations.sets(r, article_pk, tenant_id):  # one tenant's entries, index and reverse index: one slot
+            keys = list(r.smembers(cite))
+            pipe = r.pipeline(transaction=True)
+            if keys:
+                pipe.delete(*keys)
+                pipe.zrem(_index_key(keys[0].decode()), *keys)  # purged, not expired: out of the tenant's count
+            pipe.delete(cite)
+            removed += pipe.execute()[0] if keys else 0
         return removed
 
-    def entries(self, tenant_slug: str, batch: int = 500) -> Iterator[tuple[str, dict | None]]:
+    def entries(self, tenant_id: int, batch: int = 500) -> Iterator[tuple[str, dict | None]]:
         """Every entry of the tenant under the current key version: ``(key, its value)``, the value
         None when it expired meanwhile or does not parse. Raises the Redis error."""
         r = get_redis()
-        keys = list(r.scan_iter(match=f"ans:{KEY_VERSION}:{tenant_slug}:*", count=1000))
+        keys = list(r.scan_iter(match=exact_prefix(tenant_id) + "*", count=1000))
         for i in range(0, len(keys), batch):
-            chunk = keys[i:i + batch]
-            for key, raw in zip(chunk, r.mget(chunk)):
-                try:
-                    value = json.loads(raw) if raw is not None else None
-                except ValueError:
-                    value = None
-                yield key.decode(), value
+            yield from _parsed(keys[i:i + batch], r.mget(keys[i:i + batch]))  # one tenant: one slot
 
-    def keys_ending(self, tenant_slug: str, candidate: str) -> list[str]:
-        """The tenant's keys (any key version) that end with a decision's ``candidate`` (the last 16
-        characters of the key it looked up). Raises the Redis error."""
-        return sorted(k.decode() for k in get_redis().scan_iter(match=f"ans:*:{tenant_slug}:*{candidate}", count=1000))
+    def keys_ending(self, tenant_id: int, candidate: str) -> list[str]:
+        """The tenant's keys (any key version since the hash tag) that end with a decision's
+        ``candidate`` (the last 16 characters of the key it looked up). Raises the Redis error."""
+        pattern = f"ans:*:{tenant_tag(tenant_id)}:*{candidate}"
+        return sorted(k.decode() for k in get_redis().scan_iter(match=pattern, count=1000))
 
     def purge_scope(self, scope: CacheScope) -> int:
         """The tenant's entries (every key version, with their index and its articles' reverse index),
         or only those whose answer came from one of ``scope.request_ids`` (erasure); returns how many
-        went. Raises the Redis error."""
+        went. Entries of key version a1 (``exact_legacy_pattern``, no hash tag, on any shard) are never
+        served but still hold answers until their TTL: found by the slug. Raises the Redis error."""
         r = get_redis()
+        tag = tenant_tag(scope.tenant_id)
+        legacy = list(r.scan_iter(match=exact_legacy_pattern(scope.tenant_slug), count=1000))
         if scope.customer:
-            doomed = [key for key, value in self.entries(scope.tenant_slug)
+            doomed = [key for key, value in self.entries(scope.tenant_id)
                       if value is not None and value.get("source_request") in scope.request_ids]
             removed = 0
             for i in range(0, len(doomed), 500):
-                pipe = r.pipeline(transaction=False)
+                pipe = r.pipeline(transaction=True)  # one tenant: one slot
                 pipe.delete(*doomed[i:i + 500])
-                pipe.zrem(f"ans-idx:{KEY_VERSION}:{scope.tenant_slug}", *doomed[i:i + 500])
+                pipe.zrem(_index_key(exact_prefix(scope.tenant_id)), *doomed[i:i + 500])
                 removed += pipe.execute()[0]
+            for i in range(0, len(legacy), 500):
+                for key, value in _parsed(legacy[i:i + 500], mget_spread(r, legacy[i:i + 500])):
+                    if value is not None and value.get("source_request") in scope.request_ids:
+                        removed += r.delete(key)
             return removed
-        keys = list(r.scan_iter(match=f"ans:*:{scope.tenant_slug}:*", count=1000))
-        others = [*r.scan_iter(match=f"ans-idx:*:{scope.tenant_slug}", count=1000),
-                  *(_cite_key(pk) for pk in Article.objects.filter(tenant_id=scope.tenant_id).values_list("pk", flat=True))]
-        removed = sum(r.delete(*keys[i:i + 500]) for i in range(0, len(keys), 500))
+        keys = [*r.scan_iter(match=f"ans:*:{tag}:*", count=1000), *legacy]
+        others = [*r.scan_iter(match=f"ans-idx:*:{tag}", count=1000), *r.scan_iter(match=citations.key("*", scope.tenant_id), count=1000),
+                  *r.scan_iter(match=f"ans-idx:a1:{scope.tenant_slug}", count=1000)]
+        removed = sum(r.delete(*keys[i:i + 500]) for i in range(0, len(keys), 500))  # a cluster client splits a DEL by slot
         for i in range(0, len(others), 500):
             r.delete(*others[i:i + 500])
         return removed
 
     def stats(self, tenant_id: int) -> LayerStats:
-        slug = Tenant.objects.filter(pk=tenant_id).values_list("slug", flat=True).first()
-        return LayerStats(self.name, self.tenant_size(slug) if slug is not None else 0)
+        return LayerStats(self.name, self.tenant_size(tenant_id))
+
+
+def _parsed(keys, raws) -> Iterator[tuple[str, dict | None]]:
+    for key, raw in zip(keys, raws):
+        try:
+            value = json.loads(raw) if raw is not None else None
+        except ValueError:
+            value = None
+        yield key.decode(), value

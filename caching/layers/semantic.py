@@ -211,7 +211,7 @@ class SemanticLayer:
     def tenant_size(self, tenant_id: int) -> int:
         return SemanticEntry.objects.filter(tenant_id=tenant_id, status=SemanticEntry.Status.ACTIVE).count()
 
-    def purge_article(self, article_pk: int) -> int:
+    def purge_article(self, article_pk: int, tenant_id: int | None = None) -> int:
         ids = EntryCitation.objects.filter(article_id=article_pk).values("entry_id")
         return SemanticEntry.objects.filter(pk__in=ids, status=SemanticEntry.Status.ACTIVE).update(
             status=SemanticEntry.Status.PURGED)

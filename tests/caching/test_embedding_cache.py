@@ -70,6 +70,7 @@ def test_the_key_names_model_version_and_text():
     assert len(text_hash("hello")) == 64
 
 
+@pytest.mark.redis_cluster
 def test_a_new_model_version_never_gets_the_old_vector(other_version):
     current, text = get_embedder(), unique("How do I reset my password?")
     dim = current.dimensions
@@ -147,6 +148,7 @@ def test_a_batch_is_one_get_and_one_set(round_trips):
     assert np.allclose(again, vectors)
 
 
+@pytest.mark.redis_cluster
 @override_settings(EMBEDDING_CACHE_TTL_S=777)
 def test_vectors_expire_after_the_ttl_from_settings():
     text = unique("How long does shipping take?")
@@ -154,6 +156,7 @@ def test_vectors_expire_after_the_ttl_from_settings():
     assert 700 < get_redis().ttl(get_embedder().cache_key(text)) <= 777
 
 
+@pytest.mark.redis_cluster
 def test_ingestion_and_queries_share_the_cache(acme):
     body = f"Bring your own bag to the Denver store and get a discount. Reference {uuid.uuid4().hex}."
     factories.article(acme, "bag-discount-" + uuid.uuid4().hex[:6], body)

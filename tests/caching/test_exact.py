@@ -6,7 +6,7 @@ import json
 import pytest
 from django.test import override_settings
 
-from caching.layers.exact import ExactLayer
+from caching.layers.exact import ExactLayer, citations
 from caching.models import AskEvent
 from core.models import Tenant
 from core.redis_client import get_redis
@@ -55,12 +55,14 @@ def test_an_exact_hit_is_served_for_every_normalised_form(acme, variant):
     assert pipeline.outcome(state).to_api()["cache"] == {"layer": "exact"}  # the reason is for staff
 
 
+@pytest.mark.redis_cluster
 def test_a_different_question_misses(acme_exact_only):
     offer(asker(acme_exact_only), QUESTION)
     state, served = cached_lookup(asker(acme_exact_only), "What is your refund policy?")
     assert served is None and decision(state, "exact").reason == "no entry"
 
 
+@pytest.mark.redis_cluster
 def test_the_value_carries_provenance_and_the_ttl_comes_from_settings(acme):
     with override_settings(EXACT_CACHE_TTL_S=321):
         offered = offer(asker(acme), QUESTION)
@@ -72,9 +74,10 @@ def test_the_value_carries_provenance_and_the_ttl_comes_from_settings(acme):
     assert value["created"] > 0 and value["question"] == QUESTION
     # the reverse index lets a changed article purge the key
     article_pk = offered.citations[0]["article_pk"]
-    assert offered.key.encode() in r.smembers(f"cite:ans:{article_pk}")
+    assert offered.key.encode() in r.smembers(citations.key(article_pk, acme.pk))
 
 
+@pytest.mark.redis_cluster
 def test_a_hit_is_refused_once_a_cited_article_has_a_new_version(acme_exact_only):
     offered = offer(asker(acme_exact_only), QUESTION)
     article = Article.objects.get(tenant=acme_exact_only, locale="en", external_id="return-policy")
@@ -96,6 +99,7 @@ def test_an_unrelated_article_edit_keeps_the_hit(acme_exact_only):
     assert cached_lookup(asker(acme_exact_only), QUESTION)[0].layer == "exact"
 
 
+@pytest.mark.redis_cluster
 def test_tenants_and_locales_have_their_own_keys(acme, initech):
     offer(asker(acme), QUESTION)
     for other in (asker(initech), asker(acme, "de")):
@@ -111,6 +115,7 @@ def test_another_model_never_gets_the_answer_of_the_old_one(acme_exact_only):
     assert cached_lookup(asker(acme_exact_only), QUESTION)[0].layer == "exact"  # control
 
 
+@pytest.mark.redis_cluster
 def test_a_corrupt_entry_is_a_miss_not_an_error(acme_exact_only):
     offered = offer(asker(acme_exact_only), QUESTION)
     get_redis().set(offered.key, b"{not json")
@@ -119,6 +124,7 @@ def test_a_corrupt_entry_is_a_miss_not_an_error(acme_exact_only):
     assert get_redis().get(offered.key) is None
 
 
+@pytest.mark.redis_cluster
 def test_purge_article_removes_every_key_citing_it(acme_exact_only):
     offered = offer(asker(acme_exact_only), QUESTION)
     other = offer(asker(acme_exact_only), "When are you open?", article="opening-hours")

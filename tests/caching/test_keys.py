@@ -45,7 +45,7 @@ def test_changing_any_field_of_the_spec_changes_the_key(spec, data):
 def test_equal_specs_have_equal_keys(spec):
     copy = AnswerSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(AnswerSpec)})
     assert exact_key(copy) == exact_key(spec)
-    assert exact_key(spec).startswith(f"ans:a1:{spec.tenant}:")
+    assert exact_key(spec).startswith(f"ans:a2:{{t:{spec.tenant_id}}}:")  # the tenant's hash tag
 
 
 @given(spec=specs())
@@ -53,13 +53,13 @@ def test_a_remembered_key_is_the_key_computed_afresh(spec):
     from caching.keys import digest
     from caching.layers.exact import KEY_VERSION
 
-    fresh = f"ans:{KEY_VERSION}:{spec.tenant}:{digest(spec.as_dict())}"
+    fresh = f"ans:{KEY_VERSION}:{{t:{spec.tenant_id}}}:{digest(spec.as_dict())}"
     assert exact_key(spec) == fresh and exact_key(spec) == fresh  # the second one from the memo
 
 
 def test_values_python_calls_equal_but_json_does_not_keep_their_own_keys():
-    base = dict(question="q", tenant="t", locale="en", answerer="a", model="m", model_revision="r", prompt_version="p",
-                tenant_prompt_version="tp", retrieval_version="rv", policy_version=1)
+    base = dict(question="q", tenant="t", tenant_id=1, locale="en", answerer="a", model="m", model_revision="r",
+                prompt_version="p", tenant_prompt_version="tp", retrieval_version="rv", policy_version=1)
     keys = [exact_key(AnswerSpec(**base, generation_params={"temperature": value}))
             for value in (1, 1.0, True, 0, 0.0, -0.0, False, None, "1", [1], (1,))]
     assert len(set(keys)) == len(keys) - 1  # only [1] and (1,) are the same JSON

@@ -89,7 +89,7 @@ def test_per_tenant_caps_evict_the_oldest_and_count_it(acme, initech, settings):
     states = [offer(pipeline.Asker(acme, "en"), q) for q in QUESTIONS]
     offer(pipeline.Asker(initech, "en"), QUESTIONS[0])
     exact = ExactLayer()
-    assert exact.tenant_size("acme") == 2 and exact.tenant_size("initech") == 1
+    assert exact.tenant_size(acme.pk) == 2 and exact.tenant_size(initech.pk) == 1
     r = get_redis()
     assert [r.exists(s.key) for s in states] == [0, 0, 1, 1]  # the oldest went
     assert SemanticEntry.objects.filter(tenant=acme, status="active").count() == 2

@@ -31,6 +31,7 @@ def edit(a: Article) -> None:
     article_edit(a, title=a.title, url=a.url, body=a.body + "\n\n## Update\n\nThis policy was revised.\n")
 
 
+@pytest.mark.redis_cluster
 def test_purge_citing_removes_an_articles_citers_from_every_layer_and_nothing_else(acme):
     returns = CachedEverywhere(acme, "What is your return policy?", "return-policy")
     two_fa = CachedEverywhere(acme, "How do I turn on two-factor authentication?", "two-factor-authentication")
@@ -49,6 +50,7 @@ def test_purge_citing_removes_an_articles_citers_from_every_layer_and_nothing_el
     assert (again.removed_exact, again.removed_semantic, again.removed_search) == (0, 0, 0)
 
 
+@pytest.mark.redis_cluster
 def test_the_sweep_purges_what_a_missed_event_left_and_keeps_entries_of_current_versions(acme):
     stale = CachedEverywhere(acme, "What is your return policy?", "return-policy")
     unrelated = CachedEverywhere(acme, "How do I turn on two-factor authentication?", "two-factor-authentication")

@@ -24,7 +24,7 @@ def acme_shop(demo):
     acme.refresh_from_db()
     from supportbot.selectors import tenant_cache
 
-    tenant_cache.bump(acme.slug)
+    tenant_cache.bump(acme.pk)
     return acme
 
 

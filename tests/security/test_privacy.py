@@ -108,9 +108,9 @@ def test_a_caller_in_another_tenant_cannot_tell_a_question_was_asked(client, dem
     # the question is asked in acme (its vector and search results cached), then answered and admitted
     api_post(client, "acme", {"question": asked})
     offers.offer(pipeline.Asker(acme, "en", "someone"), asked)
-    scope = f":t{acme.pk}:".encode()
+    scope = f":{{t:{acme.pk}}}:".encode()
     assert any(scope in k for k in get_redis().scan_iter(match="emb:*"))
-    assert any(k.startswith(f"srch:{acme.pk}:".encode()) for k in get_redis().scan_iter(match="srch:*"))
+    assert any(k.startswith(f"srch:{{t:{acme.pk}}}:".encode()) for k in get_redis().scan_iter(match="srch:*"))
 
     fresh = api_post(client, "initech", {"question": control}).json()
     probe = api_post(client, "initech", {"question": asked}).json()

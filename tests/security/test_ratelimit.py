@@ -20,6 +20,7 @@ def limits(settings):
     return settings
 
 
+@pytest.mark.redis_cluster
 def test_client_limit_is_a_clear_429_with_retry_after_and_stores_nothing(client, demo, limits, dead_model):
     for _ in range(3):
         assert api_post(client, "acme", BODY).status_code in (200, 503)
@@ -34,6 +35,7 @@ def test_client_limit_is_a_clear_429_with_retry_after_and_stores_nothing(client,
     assert api_post(client, "initech", BODY).status_code in (200, 503)
 
 
+@pytest.mark.redis_cluster
 def test_tenant_ceiling_holds_across_addresses_and_an_api_key_keeps_its_own_budget(client, demo, keys, limits,
                                                                                   dead_model):
     limits.RATELIMIT_API_KEY_REQUESTS = 2
@@ -78,6 +80,7 @@ def test_signed_in_customers_behind_one_address_each_have_their_own_budget(clien
     assert api_post(client, "acme", BODY, token="v1.e30.AAAA").status_code == 401
 
 
+@pytest.mark.redis_cluster
 def test_feedback_has_a_limit_of_its_own(client, demo, limits, dead_model):
     limits.RATELIMIT_FEEDBACK_REQUESTS = 2
     limits.RATELIMIT_TENANT_REQUESTS = 1000
@@ -99,6 +102,7 @@ def test_feedback_has_a_limit_of_its_own(client, demo, limits, dead_model):
     assert Feedback.objects.get(ask__request_id=asked).helpful is False
 
 
+@pytest.mark.redis_cluster
 def test_an_exact_hit_is_still_one_redis_round_trip_for_every_kind_of_client(client, demo, keys, limits,
                                                                              monkeypatch):
     """The limiter's script reads the tenant's revision and the exact entry along with the counters."""

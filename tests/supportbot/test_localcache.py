@@ -11,7 +11,7 @@ from core.redis_client import get_redis, mark_redis_down, reset_redis_state
 from ingestion.models import Article
 from ingestion.services import article_edit
 from supportbot import auth, pipeline
-from supportbot.selectors import tenant_cache, tenant_directory_get
+from supportbot.selectors import tenant_cache, tenant_directory_get, tenant_directory_peek
 from tests.caching.helpers import offer
 
 QUESTION = "What is your return policy?"
@@ -39,11 +39,11 @@ def test_a_second_read_comes_from_the_process_without_a_query(acme):
 def test_a_save_in_one_process_reaches_the_copy_of_another(acme):
     elsewhere = other_process(tenant_cache)
     load = lambda: Tenant.objects.get(slug="acme")  # noqa: E731
-    before = elsewhere.get("acme", load)
-    assert elsewhere.get("acme", load) is before  # kept
+    before = elsewhere.get(acme.pk, load)
+    assert elsewhere.get(acme.pk, load) is before  # kept
     acme.policy_version += 1
     acme.save(update_fields=["policy_version"])  # bumps the revision (here and after the commit)
-    after = elsewhere.get("acme", load)
+    after = elsewhere.get(acme.pk, load)
     assert after is not before and after.policy_version == before.policy_version + 1
 
 
@@ -60,7 +60,7 @@ def test_without_redis_nothing_local_is_trusted(acme):
 
 def test_a_lost_revision_reloads_and_copies_have_a_maximum_age(acme, settings):
     first = tenant_directory_get("acme")
-    get_redis().delete(tenant_cache.rev_key("acme"))  # Redis restarted empty
+    get_redis().delete(tenant_cache.rev_key(acme.pk))  # Redis restarted empty
     second = tenant_directory_get("acme")
     assert second is not first
     settings.LOCAL_CACHE_MAX_AGE_S = 0  # a bump that was lost is bounded by the age
@@ -102,8 +102,19 @@ def test_article_versions_follow_every_save_and_check_the_tenant(acme, initech):
 def test_a_revision_read_by_the_caller_is_checked_like_one_read_here(acme):
     first = tenant_directory_get("acme")
     r = get_redis()
-    assert tenant_directory_get("acme", rev=r.get(tenant_cache.rev_key("acme"))) is first
+    assert tenant_directory_get("acme", rev=r.get(tenant_cache.rev_key(acme.pk))) is first
     second = tenant_directory_get("acme", rev=b"another")  # moved on since this process loaded it
     assert second is not first
-    r.delete(tenant_cache.rev_key("acme"))
+    r.delete(tenant_cache.rev_key(acme.pk))
     assert tenant_directory_get("acme", rev=None) is not second  # absent: a new revision, a new load
+
+
+def test_a_renamed_tenant_stops_answering_to_its_old_slug(acme):
+    assert tenant_directory_get("acme").tenant.pk == acme.pk
+    peeked = tenant_directory_peek("acme")
+    assert peeked is not None and peeked.tenant.pk == acme.pk
+    acme.slug = "acme-renamed"
+    acme.save(update_fields=["slug"])  # bumps the revision of the tenant's id
+    assert tenant_directory_get("acme") is None
+    assert tenant_directory_peek("acme") is None
+    assert tenant_directory_get("acme-renamed").tenant.pk == acme.pk
