@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from caching import guards
 from caching.audit import audit
 from caching.citations import stale_citations
 from caching.layers import exact_layer, search_layer, semantic_layer
@@ -138,13 +139,17 @@ def pair_keep(decision: CacheDecision, should_hit: bool, reason: str, source: st
     if decision.layer != CacheDecision.Layer.SEMANTIC or not decision.candidate_question:
         return None
     entry = entry_of(decision)
+    probability, judge_version = decision.judge_probability, decision.judge_version
+    if probability is None:  # a strict match served without the judge: score the pair now, for calibration
+        probability, judge_version = guards.score_pair(decision.candidate_question, decision.ask.question,
+                                                       decision.similarity, locale=decision.ask.locale)
     pair, _ = LabeledPair.objects.update_or_create(
         decision=decision,
         defaults={"tenant_id": decision.tenant_id, "cached_question": decision.candidate_question,
                   "new_question": decision.ask.question, "should_hit": should_hit,
                   "reason": "" if should_hit else reason, "source": source, "similarity": decision.similarity,
                   "embedding_version": entry.embedding_version if entry else "",
-                  "judge_probability": decision.judge_probability, "judge_version": decision.judge_version},
+                  "judge_probability": probability, "judge_version": judge_version},
     )
     return pair
 

@@ -373,6 +373,12 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
                          intent, floor, None)
     model = learned_judge() if learned is _DEFAULT else learned
     strict = _strict_match(new_a, cached_a, new_sig, cached_sig)
+    if strict is None and not judge_serves and model is not None:
+        # The judge would not change this decision: a strict match serves whatever it says, so the
+        # request does not pay for its forward pass. A staff label on the pair is scored when it is
+        # made (``score_pair``); the version says which judge was loaded, the probability stays None.
+        return Judgement(True, f"strict match, no veto (similarity {similarity:.3f}; judge not consulted)",
+                         intent, floor, None, None, model.version)
     if model is None:
         missing = _learned_missing or "judge abstains: no judge loaded"
         if strict:
@@ -394,9 +400,10 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
 
 
 def prefetch(new_q: str, candidates: list[tuple[str, float, dict | None]], thresholds: dict[str, float] | None = None,
-             *, locale: str = "en", learned=_DEFAULT) -> int:
+             *, locale: str = "en", learned=_DEFAULT, judge_serves: bool = True) -> int:
     """Before judging a lookup's candidates one by one, score with the cross-encoder, in one forward
-    pass, those the judge will be asked about (eligible, over the cosine floor, no veto, English);
+    pass, those the judge will be asked about (eligible, over the cosine floor, no veto, English;
+    with ``judge_serves`` False, not a strict match either: those serve without the judge);
     the judgements then read its memo. ``candidates``: (cached question, cosine, cached signature).
     Returns how many were scored."""
     model = learned_judge() if learned is _DEFAULT else learned
@@ -414,10 +421,22 @@ def prefetch(new_q: str, candidates: list[tuple[str, float, dict | None]], thres
             cached_sig = cached_a.signature
         if (cached_a.eligibility.eligible
                 and similarity >= _threshold_for(new_a.eligibility.intent, cached_a.eligibility.intent, thresholds)
-                and not vetoes(cached_sig, new_a.signature, (cached_a.eligibility.intent, new_a.eligibility.intent))):
+                and not vetoes(cached_sig, new_a.signature, (cached_a.eligibility.intent, new_a.eligibility.intent))
+                and (judge_serves or _strict_match(new_a, cached_a, new_a.signature, cached_sig) is not None)):
             asked.append(cached_q)
     model.prefetch(new_q, asked)
     return len(asked)
+
+
+def score_pair(cached_q: str, new_q: str, similarity: float | None, *, locale: str = "en",
+               learned=_DEFAULT) -> tuple[float | None, str]:
+    """(probability, judge version) of one pair, off the request path (a staff label on a strict
+    match, which served without the judge); (None, "") where the judge cannot say."""
+    model = learned_judge() if learned is _DEFAULT else learned
+    language = (locale or "en").split("-")[0].lower()
+    if model is None or similarity is None or language not in JUDGE_LOCALES:
+        return None, ""
+    return model.probability(cached_q, new_q, similarity), model.version
 
 
 def veto(cached_q: str, new_q: str) -> str | None:

@@ -112,7 +112,7 @@ class SemanticLayer:
         new_sig = guards.signature(question)
         # the cross-encoder scores the candidates the judge will be asked about in one forward pass
         guards.prefetch(question, [(row.question, float(1.0 - row.distance), row.signature) for row in rows],
-                        thresholds, locale=scope.locale)
+                        thresholds, locale=scope.locale, judge_serves=settings.SEMANTIC_JUDGE_SERVES)
         best = None
         for row in rows:
             similarity = float(1.0 - row.distance)

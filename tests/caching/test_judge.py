@@ -94,10 +94,17 @@ def test_by_default_the_judge_alone_serves_nothing_but_its_probability_is_record
     assert refused.judge_version == learned.version
     served = guards.judge(new, cached, similarity, judge_serves=True)
     assert served.serve and served.reason.startswith("judge: p=") and served.probability == refused.probability
-    # a strict match serves either way, with the judge's probability recorded
+    # a strict match serves either way; with the judge not serving, it is not consulted on the
+    # request path (its probability is computed when staff label the pair, by score_pair)
     strict = guards.judge("how can i reset my password", "How do I reset my password?", 0.93, judge_serves=False)
-    assert strict.serve and strict.reason.startswith("strict match, no veto (judge p=")
-    assert strict.probability is not None and strict.judge_version == learned.version
+    assert strict.serve and strict.reason.endswith("judge not consulted)")
+    assert strict.probability is None and strict.judge_version == learned.version
+    p, version = guards.score_pair("How do I reset my password?", "how can i reset my password", 0.93)
+    assert version == learned.version and p == guards.judge(
+        "how can i reset my password", "How do I reset my password?", 0.93, judge_serves=True).probability
+    assert guards.score_pair("Wie setze ich mein Passwort zurück?", "Passwort zurücksetzen", 0.9, locale="de") == (None, "")
+    consulted = guards.judge("how can i reset my password", "How do I reset my password?", 0.93, judge_serves=True)
+    assert consulted.serve and consulted.probability is not None and consulted.judge_version == learned.version
 
 
 def test_the_judge_abstains_in_other_languages_and_a_strict_match_decides():

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from caching import judge_calibration
-from caching.models import AuditLog, JudgeThreshold, LabeledPair, SampledHit
+from caching import guards, judge_calibration
+from caching.models import AuditLog, CacheDecision, JudgeThreshold, LabeledPair, SampledHit
 from caching.thresholds import judge_threshold
 from core.models import Tenant
 from supportbot import pipeline
@@ -175,3 +175,15 @@ def test_the_calibrate_command_recalibrates_the_judge(acme, settings):
     assert "applied judge threshold 0.93 (v1)" in out.getvalue()
     with pytest.raises(CommandError, match="no tenant"):
         call_command("calibrate", "--judge", "nobody", stdout=io.StringIO())
+
+
+def test_a_label_on_a_strict_match_is_scored_by_the_judge_when_staff_make_it(agent, acme, sample_everything):
+    """A strict match serves without the judge on the request path (it would not change the
+    decision); the staff label on it still carries the real judge's probability, for recalibration."""
+    shadow_would_hits(acme, ["correct"], agent)
+    decision = CacheDecision.objects.get(ask__tenant=acme, layer="semantic", ask__question=PARAPHRASE)
+    assert decision.judge_probability is None and "judge not consulted" in decision.reason
+    pair = LabeledPair.objects.get(decision=decision)
+    expected, version = guards.score_pair(RETURN_Q, PARAPHRASE, decision.similarity)
+    assert version == guards.judge_version() != "" and pair.judge_version == version
+    assert pair.judge_probability == pytest.approx(expected) and 0.0 <= expected <= 1.0
