@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
         setup()
         ensure_schema()
-        from bench.load_faults import TENANTS, Load, free_port, offer_hits, start_gunicorn, verify, warm_up
+        from bench.load_faults import TENANTS, Load, finish_load, free_port, offer_hits, start_gunicorn, warm_up
         from core.servers import VAR
         from core.models import Tenant
 
@@ -165,18 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster.kill(promoted)
         mark(f"primary :{promoted} killed: the shard has no copy left", "shard_lost")
         at(1.0)
-        load.stop.set()
-        for w in workers:
-            w.join(timeout=90)
-        elapsed = time.monotonic() - load.started
-        mark("load stopped", "done")
-
-        results = list(load.results)
-        for wait_s in (1, 2, 5, 10):  # hit records are written by each web worker's writer a moment later
-            time.sleep(wait_s)
-            summary = verify(results, owners, tenants)
-            if summary["lost"] == 0:
-                break
+        results, elapsed, summary = finish_load(load, workers, mark, owners, tenants)
         errors = [r for r in results if r.status != 200]
         phases = ["before", "failover", "after_failover", "shard_lost"]
         figures = {"requests": len(results), "elapsed_s": round(elapsed, 1), "errors": len(errors),

@@ -296,6 +296,24 @@ def parse_stream(text: str) -> dict:
 
 # --------------------------------------------------------------------------- verification
 
+def finish_load(load: Load, workers, mark, owners: dict[str, str], tenants) -> tuple[list[Result], float, dict]:
+    """Stop the load and verify what it got: (results, elapsed seconds, ``verify`` summary). Hit
+    records are written by each web worker's background writer a moment after the answer, so the
+    check is repeated a few times before a record counts as lost."""
+    load.stop.set()
+    for w in workers:
+        w.join(timeout=90)
+    elapsed = time.monotonic() - load.started
+    mark("load stopped", "done")
+    results = list(load.results)
+    for wait_s in (1, 2, 5, 10):
+        time.sleep(wait_s)
+        summary = verify(results, owners, tenants)
+        if summary["lost"] == 0:
+            break
+    return results, elapsed, summary
+
+
 def verify(results: list[Result], owners: dict[str, str], tenants) -> dict:
     from supportbot import pipeline
     from caching.models import AskEvent
@@ -423,19 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         procs["model"] = start_model_server(HOST, model_port)
         mark(f"model server restarted (ready in {time.monotonic() - t1:.1f}s)", "after_model_restart")
         at(1.0)
-        load.stop.set()
-        for w in workers:
-            w.join(timeout=90)
-        elapsed = time.monotonic() - load.started
-        mark("load stopped", "done")
-
-        results = list(load.results)
-        # hit records are written by each web worker's background writer a few ms after the answer
-        for wait_s in (1, 2, 5, 10):
-            time.sleep(wait_s)
-            summary = verify(results, owners, tenants)
-            if summary["lost"] == 0:
-                break
+        results, elapsed, summary = finish_load(load, workers, mark, owners, tenants)
         report(results, summary, elapsed, args)
         return 0 if summary["cross_scope_serves"] == 0 and summary["lost"] == 0 else 1
     finally:

@@ -3,7 +3,7 @@
 Uses the artefact built for the current data and recipe (``var/judge``: bootstrap or
 ``manage.py train_judge``); no database:
 
-    .venv/bin/python -m pytest tests/caching/test_cross_encoder.py -q -p no:django
+    .venv/bin/python -m pytest tests/caching/test_cross_encoder.py -q
 """
 from __future__ import annotations
 
@@ -17,13 +17,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from caching import guards, judge_train  # noqa: E402
 from caching.guards.cross_encoder import CrossEncoderScorer  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def learned():
-    judge = guards.learned_judge()
-    assert judge is not None, "the judge is not built: run scripts/bootstrap.sh or manage.py train_judge"
-    return judge
 
 
 @pytest.fixture(scope="module")
