@@ -81,7 +81,7 @@ UNKNOWN_TENANT = Refusal("unknown_tenant", "no such tenant", 404)
 def api_caller(request, tenant_slug: str, *, key_required: bool = False,
                read_along: Callable[[object], tuple] | None = None, action: str = "ask") -> Admitted | Refusal:
     """The tenant, the caller's API key (if any) and the rate limits of an API request.
-    ``read_along(record) -> keys``: Redis keys the view will read under that tenant copy, read in
+    ``read_along(entry) -> keys``: Redis keys the view will read under that tenant copy, read in
     the same round trip (their values in ``Admitted.read``)."""
     copy = tenant_directory_peek(tenant_slug)
     if copy is not None:
@@ -103,14 +103,14 @@ def api_caller(request, tenant_slug: str, *, key_required: bool = False,
                 return Admitted(current.tenant, key)
             return _refused_key(request, current.tenant, refused, action)
     # no copy here, or the copy refused the key: decide on the current row
-    record = tenant_directory_get(tenant_slug)
-    if record is None:
+    entry = tenant_directory_get(tenant_slug)
+    if entry is None:
         return UNKNOWN_TENANT
-    key, refused = _api_key(request, record, key_required)
+    key, refused = _api_key(request, entry, key_required)
     if refused is not None:
-        return _refused_key(request, record.tenant, refused, action)
-    verdict = ratelimit.check(record.tenant.pk, _rate_client(request, record.tenant, key), action=action)
-    return rate_limit_refusal(verdict) or Admitted(record.tenant, key)
+        return _refused_key(request, entry.tenant, refused, action)
+    verdict = ratelimit.check(entry.tenant.pk, _rate_client(request, entry.tenant, key), action=action)
+    return rate_limit_refusal(verdict) or Admitted(entry.tenant, key)
 
 
 def api_asker(request, tenant_slug: str, body: Callable[[], dict], *,
@@ -141,10 +141,10 @@ def chat_asker(request, tenant_slug: str, locale=None, *, action: str = "ask") -
     (``auth.session_customer``; None: anonymous), counted against the rate limits of ``action``
     (``"ask"`` or ``"feedback"``; the customer's budget, else the address's), and the locale.
     Refusals: unknown tenant (404), rate limited (429), unknown locale (400)."""
-    record = tenant_directory_get(tenant_slug)
-    if record is None:
+    entry = tenant_directory_get(tenant_slug)
+    if entry is None:
         return UNKNOWN_TENANT
-    tenant = record.tenant
+    tenant = entry.tenant
     customer = auth.session_customer(request, tenant)
     verdict = ratelimit.check(tenant.pk, ratelimit.client_key(request, customer=customer), action=action)
     refused = rate_limit_refusal(verdict, tenant)
@@ -188,10 +188,10 @@ def chat_pending_add(request, asker: Asker, question: str) -> str:
 def chat_pending_take(request, tenant_slug: str, ask_id: str) -> tuple[Asker, str] | Refusal:
     """Who asked the session's pending question ``ask_id``, and the question; taken, so it streams
     once. Refusals (404): unknown tenant; no such question in this session for this tenant."""
-    record = tenant_directory_get(tenant_slug)
-    if record is None:
+    entry = tenant_directory_get(tenant_slug)
+    if entry is None:
         return UNKNOWN_TENANT
-    tenant = record.tenant
+    tenant = entry.tenant
     pending = dict(request.session.get(PENDING_KEY, {}))
     item = pending.pop(ask_id, None)
     if item is None or item["tenant"] != tenant.slug:
@@ -202,10 +202,10 @@ def chat_pending_take(request, tenant_slug: str, ask_id: str) -> tuple[Asker, st
 
 # --------------------------------------------------------------------------- helpers
 
-def _api_key(request, record, key_required: bool):
+def _api_key(request, entry, key_required: bool):
     """(the request's valid API key or None, None), or (None, the AuthError)."""
     try:
-        key = auth.api_key_from_request(request, record.tenant, record.api_keys)
+        key = auth.api_key_from_request(request, entry.tenant, entry.api_keys)
         if key is None and key_required:
             raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
     except auth.AuthError as exc:

@@ -32,10 +32,10 @@ log = logging.getLogger(__name__)
 
 
 def _tenant(slug: str) -> Tenant:
-    record = tenant_directory_get(slug)
-    if record is None:
+    entry = tenant_directory_get(slug)
+    if entry is None:
         raise Http404("unknown tenant")
-    return record.tenant
+    return entry.tenant
 
 
 def _api_error(code: str, message: str, status: int, **extra) -> JsonResponse:
@@ -211,12 +211,12 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
 def api_ask(request, tenant: str):
     ahead: dict = {}
 
-    def read_along(record) -> tuple:
+    def read_along(entry) -> tuple:
         """The exact cache's keys for this question under the tenant copy, read with the rate limits."""
         try:
             ahead["body"] = body = _parse_ask_body(request)
             ahead["state"] = state = pipeline.prepare(
-                pipeline.Asker(record.tenant, locale_for(record.tenant, body.get("locale"))), body["question"],
+                pipeline.Asker(entry.tenant, locale_for(entry.tenant, body.get("locale"))), body["question"],
                 streamed=bool(body.get("stream")))
         except AskRejected:
             return ()  # refused again below, once the caller is known
