@@ -32,6 +32,9 @@ import threading
 import time
 
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="bench-hit-overhead-")  # before prometheus_client
+# The scratch hit is a hand-written answer offered to admission, which trusts it as it trusts vLLM (at the
+# embedded model's low trust it must restate its passage near-verbatim, and this one does not).
+os.environ.setdefault("GENERATION_TRUST", "standard")
 
 from bench.common import TraceSink, bench_result, ensure_schema, scratch_tenants, setup  # noqa: E402
 
