@@ -5,6 +5,7 @@ import sys
 
 def main():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
+    # deferred: Django's convention, imported once DJANGO_SETTINGS_MODULE is set
     from django.core.management import execute_from_command_line
 
     from supportbot.schema import ensure_migrated

@@ -52,7 +52,9 @@ from pathlib import Path
 import numpy as np
 
 from caching import judge_data
-from caching.guards.judge import Recipe, recipe_register
+from caching.guards import classify, veto
+from caching.guards.cross_encoder import CrossEncoderScorer
+from caching.guards.judge import FEATURES, Recipe, pair_features, recipe_register
 from caching.judge_data import Pair, PairConfig
 
 log = logging.getLogger(__name__)
@@ -104,8 +106,6 @@ def _file_digest(paths: list[Path], root: Path) -> str:
 def artefact_version(config: TrainConfig = TrainConfig(), pair_config: PairConfig = PairConfig(),
                      data_dir: Path = judge_data.DATA_DIR, model_dir: Path | None = None) -> str:
     """``judge-<12 hex>``: the data files, both configs, the features and the base model weights."""
-    from caching.guards.judge import FEATURES
-
     model_dir = model_dir or base_model_dir()
     weights = sorted(p for p in model_dir.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors", ".txt"})
     digest = hashlib.sha256()
@@ -159,8 +159,6 @@ def _vector_store(model_dir: Path) -> Path:
 
 
 def features(pairs: list[tuple[str, str]], cosine: np.ndarray) -> np.ndarray:
-    from caching.guards.judge import pair_features
-
     return np.array([pair_features(a, b, s) for (a, b), s in zip(pairs, cosine)], dtype=np.float64)
 
 
@@ -227,16 +225,12 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
 
 
 def passes_vetoes(pairs: list[tuple[str, str]]) -> np.ndarray:
-    from caching.guards import veto
-
     return np.array([veto(a, b) is None for a, b in pairs], dtype=bool)
 
 
 def judge_sees(pairs: list[tuple[str, str]]) -> np.ndarray:
     """The pairs the judge is asked about in the semantic layer: both questions eligible, no veto.
     It is trained and calibrated on those only (a personal question never reaches it)."""
-    from caching.guards import classify
-
     eligible = np.array([classify(a).eligible and classify(b).eligible for a, b in pairs], dtype=bool)
     return eligible & passes_vetoes(pairs)
 
@@ -354,8 +348,6 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
                 *, with_paraphrases: bool = True, with_oos: bool = True, version: str = "",
                 progress=print) -> dict:
     """Train, calibrate and write an artefact to ``out_dir``; returns its ``judge.json`` contents."""
-    from caching.guards.judge import FEATURES
-
     started = time.perf_counter()
     train, calibration = split_for_calibration(questions, config, pair_config, with_paraphrases, with_oos)
     train_pairs = [(p.cached, p.new) for p in train]
@@ -382,8 +374,6 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
     tmp.mkdir(parents=True)
     cross_encoder, stack = None, None
     if config.cross_encoder:
-        from caching.guards.cross_encoder import CrossEncoderScorer
-
         cross_encoder = train_cross_encoder(tmp / "cross_encoder", train_pairs, y_train, config, progress)
         ce_cal = CrossEncoderScorer(tmp / "cross_encoder", config.ce_max_length).logits(cal_pairs)
         candidates["cross_encoder"] = (ce_cal, candidates["trees"][1])

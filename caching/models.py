@@ -137,7 +137,9 @@ class CacheDecision(models.Model):
         ELIGIBILITY = "eligibility"
         EXACT = "exact"
         SEMANTIC = "semantic"
-        RETRIEVAL = "retrieval"
+        # The search-result cache (``caching.layers.search``). Recorded as "retrieval" since before it had
+        # its name: decision rows, rollups and the metrics' ``layer`` label hold that value, so it stays.
+        SEARCH = "retrieval", "Search"
         EMBEDDING = "embedding"
         PREFIX = "prefix"
         ADMISSION = "admission"

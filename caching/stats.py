@@ -21,7 +21,7 @@ from caching.rollups import GENERATION, rollup_groups, tenant_lookup
 # The layers on the dashboard, in the order a request meets them, and what counts as a lookup.
 LAYERS: tuple[str, ...] = ("exact", "semantic", "retrieval", "embedding", "prefix")
 LAYER_TITLES = {"exact": "Exact answer cache", "semantic": "Semantic answer cache",
-                "retrieval": "Retrieval (search-result) cache", "embedding": "Embedding cache",
+                "retrieval": "Search-result cache", "embedding": "Embedding cache",
                 "prefix": "Model prefix cache"}
 LOOKUP_DISPOSITIONS = frozenset({"hit", "miss", "shadow_hit", "assist"})
 Z95 = 1.959963984540054

@@ -2,56 +2,48 @@
 overridden by settings, overridden by the newest staff-applied database version."""
 from __future__ import annotations
 
-import threading
-import time
-
-import cachetools
 from django.conf import settings
 
+from caching.guards import DEFAULT_THRESHOLDS
+from caching.models import JudgeThreshold, ThresholdSetting
+from core.localcache import LocalCache
+
 TTL_S = 10.0
-_cache = cachetools.TTLCache(maxsize=1, ttl=TTL_S)
-_lock = threading.Lock()
+# Staff change thresholds through calibration, which forgets them in its own process after the
+# commit; other processes follow within TTL_S.
+_thresholds: LocalCache[dict] = LocalCache("thresholds", ttl_s=TTL_S, max_entries=2)
 
 
 def current_thresholds(refresh: bool = False) -> dict[str, float]:
-    if not refresh:
-        with _lock:
-            values = _cache.get("thresholds")
-        if values is not None:
-            return values
-    from caching.guards import DEFAULT_THRESHOLDS
-    from caching.models import ThresholdSetting
+    if refresh:
+        invalidate_thresholds()
+    return _thresholds.get("intent", _intent_thresholds_load)
 
+
+def _intent_thresholds_load() -> dict[str, float]:
     values = dict(DEFAULT_THRESHOLDS)
     values.update(settings.SEMANTIC_THRESHOLDS)
     for row in ThresholdSetting.objects.order_by("intent", "-version").distinct("intent"):
         values[row.intent] = row.value
-    with _lock:
-        _cache["thresholds"] = values
     return values
 
 
 def invalidate_thresholds() -> None:
-    with _lock:
-        _cache.clear()
-
-
-_judge_cache: tuple[float, dict[tuple[int, str], float]] | None = None
+    _thresholds.forget("intent")
 
 
 def judge_threshold(tenant_id: int, judge_version: str, refresh: bool = False) -> float | None:
     """The tenant's recalibrated judge threshold for this judge version (``JudgeThreshold``), or None."""
-    global _judge_cache
-    now = time.monotonic()
-    if refresh or _judge_cache is None or now - _judge_cache[0] >= TTL_S:
-        from caching.models import JudgeThreshold
+    if refresh:
+        invalidate_judge_thresholds()
+    return _thresholds.get("judge", _judge_thresholds_load).get((tenant_id, judge_version))
 
-        rows = (JudgeThreshold.objects.order_by("tenant_id", "judge_version", "-version")
-                .distinct("tenant_id", "judge_version").values_list("tenant_id", "judge_version", "value"))
-        _judge_cache = (now, {(t, v): value for t, v, value in rows})
-    return _judge_cache[1].get((tenant_id, judge_version))
+
+def _judge_thresholds_load() -> dict[tuple[int, str], float]:
+    rows = (JudgeThreshold.objects.order_by("tenant_id", "judge_version", "-version")
+            .distinct("tenant_id", "judge_version").values_list("tenant_id", "judge_version", "value"))
+    return {(t, v): value for t, v, value in rows}
 
 
 def invalidate_judge_thresholds() -> None:
-    global _judge_cache
-    _judge_cache = None
+    _thresholds.forget("judge")

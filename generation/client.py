@@ -3,19 +3,19 @@
 ``generation.base.GenerationBackend``; this module is the one place that chooses between them."""
 from __future__ import annotations
 
-import os
 import threading
 
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from core.localcache import LocalCache
 from generation.base import GenerationBackend
 from generation.local_model import EmbeddedBackend
 from generation.openai_http import OpenAIHTTPBackend
 
-_backend_lock = threading.Lock()
-_backend: tuple[int, GenerationBackend] | None = None
+_backend_lock = threading.Lock()  # one backend a process: built under the lock
+_backend: LocalCache[GenerationBackend] = LocalCache("generation backend", max_entries=1)
 
 
 def get_backend() -> GenerationBackend:
@@ -24,11 +24,8 @@ def get_backend() -> GenerationBackend:
     Built once per process (and again after a fork, since connections do not
     survive one), so the circuit breaker sees every call the process makes.
     """
-    global _backend
     with _backend_lock:
-        if _backend is None or _backend[0] != os.getpid():
-            _backend = (os.getpid(), _build_backend())
-        return _backend[1]
+        return _backend.get("backend", _build_backend)
 
 
 def _build_backend() -> GenerationBackend:
@@ -40,7 +37,5 @@ def _build_backend() -> GenerationBackend:
 @receiver(setting_changed)
 def _forget_backend(*, setting: str, **kwargs) -> None:
     """A test that overrides a generation setting gets a backend built from the new value."""
-    global _backend
     if setting.startswith(("VLLM_", "EMBEDDED_MODEL_", "GENERATION_")):
-        with _backend_lock:
-            _backend = None
+        _backend.forget()

@@ -13,7 +13,6 @@ which every caller treats as a miss: the verifier can only ever add a hit it app
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import threading
 import time
@@ -23,6 +22,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from core.localcache import MISSING, LocalCache
 from generation.base import ChatRequest, GenerationError
 from generation.local_model import EmbeddedBackend
 from generation.openai_http import OpenAIHTTPBackend, timeouts_from_settings
@@ -123,18 +123,17 @@ def verify(tenant_slug: str, cached_question: str, cached_answer: str, new_quest
 
 # --------------------------------------------------------------------------- the verifier's client
 
-_lock = threading.Lock()
-_backends: dict[tuple[int, float], OpenAIHTTPBackend] = {}
+_lock = threading.Lock()  # one client a deadline: built under the lock
+_backends: LocalCache[OpenAIHTTPBackend] = LocalCache("verifier backends", max_entries=16)
 
 
 def verifier_backend(timeout_s: float) -> OpenAIHTTPBackend:
     """A client of the generation model server with the verifier's own deadline, no retries (a
     retry would only spend the deadline twice) and its own circuit breaker: a slow verifier fails
     fast instead of holding requests, and never opens the breaker of generation."""
-    key = (os.getpid(), float(timeout_s))
     with _lock:
-        backend = _backends.get(key)
-        if backend is None:
+        backend = _backends.lookup(float(timeout_s))
+        if backend is MISSING:
             transport = dict(timeouts_from_settings(), timeout_s=float(timeout_s), max_retries=0)
             transport["connect_timeout_s"] = min(transport["connect_timeout_s"], float(timeout_s))
             if settings.VLLM_BASE_URL:
@@ -144,12 +143,11 @@ def verifier_backend(timeout_s: float) -> OpenAIHTTPBackend:
             else:
                 backend = EmbeddedBackend(host=settings.EMBEDDED_MODEL_HOST, port=settings.EMBEDDED_MODEL_PORT,
                                           **transport)
-            _backends[key] = backend
+            _backends.put(float(timeout_s), backend)
         return backend
 
 
 @receiver(setting_changed)
 def _forget_backends(*, setting: str, **kwargs) -> None:
     if setting.startswith(("VLLM_", "EMBEDDED_MODEL_", "GENERATION_", "JUDGE_")):
-        with _lock:
-            _backends.clear()
+        _backends.forget()

@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     _environment_defaults(args)
 
+    # deferred: the package reads the environment the arguments just set
     from modelserver import SERVED_MODEL_NAME, default_model_path, model_revision
     from modelserver.server import ModelEngine, ModelHTTPServer
 

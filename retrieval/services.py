@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from core.localcache import LocalCache
 from ingestion.models import Chunk
 from ingestion.textsearch import search_vectors_refresh
 from retrieval.embeddings import EmbedStats, Embedder, embed_texts, get_embedder
@@ -60,23 +61,18 @@ def active_generation() -> IndexGeneration | None:
     return IndexGeneration.objects.filter(status=IndexGeneration.Status.ACTIVE).first()
 
 
-_generation_cache: tuple[float, IndexGeneration | None] | None = None
+_generation: LocalCache[IndexGeneration | None] = LocalCache("active generation", ttl_s=5.0, max_entries=1)
 
 
 def active_generation_cached() -> IndexGeneration | None:
     """The active index generation, re-read at most every few seconds (the request path; a job
     reads ``active_generation``)."""
-    global _generation_cache
-    now = time.monotonic()
-    if _generation_cache is None or now - _generation_cache[0] > 5.0:
-        _generation_cache = (now, active_generation())
-    return _generation_cache[1]
+    return _generation.get("active", active_generation)
 
 
 def active_generation_forget() -> None:
     """The next ``active_generation_cached`` reads the database (tests that switch generations)."""
-    global _generation_cache
-    _generation_cache = None
+    _generation.forget()
 
 
 def index_sync(generation: IndexGeneration | None = None, embedder: Embedder | None = None,

@@ -109,7 +109,7 @@ def api_key_revoke(prefix: str) -> int:
 def api_key_check(tenant: Tenant, raw_key: str, active_keys: dict[str, TenantApiKey] | None = None) -> TenantApiKey:
     """The active key row of ``tenant`` matching ``raw_key``; AuthError otherwise.
 
-    ``active_keys``: the tenant's active keys by prefix (``selectors.TenantRecord``); read from
+    ``active_keys``: the tenant's active keys by prefix (``selectors.TenantEntry``); read from
     the database without it."""
     match = _KEY.match(raw_key or "")
     if not match:

@@ -1,6 +1,8 @@
-"""Who is asking: one service call per API request resolves the tenant, the API key, the customer
-and the rate limit, and returns what the view needs to ask (an ``Admitted`` with its
-``pipeline.Asker``) or a ``Refusal`` to render. The views parse, call this, ask, and render.
+"""Who is asking: one service call per request resolves the tenant, the caller (API key, customer
+token, or the chat page's session) and the rate limit, and returns what the view needs to ask (an
+``Admitted`` with its ``pipeline.Asker``) or a ``Refusal`` to render. The views parse, call this,
+ask, and render: ``api_asker``/``api_caller`` for the JSON API, ``chat_asker``, ``chat_sign_in``
+and ``chat_pending_take`` for the chat page (its pending questions live in the session).
 
 The rate limiter's round trip also reads the tenant's revision and, for the Ask API, the exact
 cache's keys of the question (``read_along``), so an exact hit costs one Redis round trip: a
@@ -9,6 +11,7 @@ checked again against the current row before anything else happens.
 """
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,6 +32,7 @@ class Refusal:
     status: int
     extra: dict = field(default_factory=dict)
     retry_after_s: int | None = None
+    tenant: Tenant | None = None  # when it was known: the chat page renders the tenant's own page
 
 
 @dataclass(frozen=True)
@@ -55,17 +59,29 @@ def locale_for(tenant: Tenant, value) -> str:
     return value
 
 
-def rate_limit_refusal(verdict: ratelimit.Verdict) -> Refusal | None:
+def locale_or_default(tenant: Tenant, value) -> str:
+    """The requested locale, or the tenant's default for a missing or unknown one (pages, not questions)."""
+    try:
+        return locale_for(tenant, value)
+    except AskRejected:
+        return tenant.default_locale
+
+
+def rate_limit_refusal(verdict: ratelimit.Verdict, tenant: Tenant | None = None) -> Refusal | None:
     if verdict.allowed:
         return None
     return Refusal("rate_limited", f"Too many questions; please wait {verdict.retry_after_s} seconds and try again.",
-                   429, {"scope": verdict.scope, "retry_after_s": verdict.retry_after_s}, verdict.retry_after_s)
+                   429, {"scope": verdict.scope, "retry_after_s": verdict.retry_after_s}, verdict.retry_after_s,
+                   tenant)
+
+
+UNKNOWN_TENANT = Refusal("unknown_tenant", "no such tenant", 404)
 
 
 def api_caller(request, tenant_slug: str, *, key_required: bool = False,
                read_along: Callable[[object], tuple] | None = None, action: str = "ask") -> Admitted | Refusal:
     """The tenant, the caller's API key (if any) and the rate limits of an API request.
-    ``read_along(record) -> keys``: Redis keys the view will read under that tenant copy, read in
+    ``read_along(entry) -> keys``: Redis keys the view will read under that tenant copy, read in
     the same round trip (their values in ``Admitted.read``)."""
     copy = tenant_directory_peek(tenant_slug)
     if copy is not None:
@@ -79,7 +95,7 @@ def api_caller(request, tenant_slug: str, *, key_required: bool = False,
                 values = dict(zip(extra, verdict.read[1:])) if verdict.read is not None else None
                 return rate_limit_refusal(verdict) or Admitted(copy.tenant, key, values)
             if current is None:
-                return Refusal("unknown_tenant", "no such tenant", 404)
+                return UNKNOWN_TENANT
             if not verdict.allowed:
                 return rate_limit_refusal(verdict)
             key, refused = _api_key(request, current, key_required)  # counted once already
@@ -87,14 +103,14 @@ def api_caller(request, tenant_slug: str, *, key_required: bool = False,
                 return Admitted(current.tenant, key)
             return _refused_key(request, current.tenant, refused, action)
     # no copy here, or the copy refused the key: decide on the current row
-    record = tenant_directory_get(tenant_slug)
-    if record is None:
-        return Refusal("unknown_tenant", "no such tenant", 404)
-    key, refused = _api_key(request, record, key_required)
+    entry = tenant_directory_get(tenant_slug)
+    if entry is None:
+        return UNKNOWN_TENANT
+    key, refused = _api_key(request, entry, key_required)
     if refused is not None:
-        return _refused_key(request, record.tenant, refused, action)
-    verdict = ratelimit.check(record.tenant.pk, _rate_client(request, record.tenant, key), action=action)
-    return rate_limit_refusal(verdict) or Admitted(record.tenant, key)
+        return _refused_key(request, entry.tenant, refused, action)
+    verdict = ratelimit.check(entry.tenant.pk, _rate_client(request, entry.tenant, key), action=action)
+    return rate_limit_refusal(verdict) or Admitted(entry.tenant, key)
 
 
 def api_asker(request, tenant_slug: str, body: Callable[[], dict], *,
@@ -114,10 +130,82 @@ def api_asker(request, tenant_slug: str, body: Callable[[], dict], *,
     return Admitted(admitted.tenant, admitted.key, admitted.read, asker)
 
 
-def _api_key(request, record, key_required: bool):
+# --------------------------------------------------------------------------- the chat page
+
+PENDING_KEY = "pending_asks"  # session: ask id -> the question waiting for its stream, and who asked it
+MAX_PENDING = 5
+
+
+def chat_asker(request, tenant_slug: str, locale=None, *, action: str = "ask") -> Admitted | Refusal:
+    """Who asks on the chat page: the tenant, the customer its session signed in
+    (``auth.session_customer``; None: anonymous), counted against the rate limits of ``action``
+    (``"ask"`` or ``"feedback"``; the customer's budget, else the address's), and the locale.
+    Refusals: unknown tenant (404), rate limited (429), unknown locale (400)."""
+    entry = tenant_directory_get(tenant_slug)
+    if entry is None:
+        return UNKNOWN_TENANT
+    tenant = entry.tenant
+    customer = auth.session_customer(request, tenant)
+    verdict = ratelimit.check(tenant.pk, ratelimit.client_key(request, customer=customer), action=action)
+    refused = rate_limit_refusal(verdict, tenant)
+    if refused is not None:
+        return refused
+    try:
+        locale = locale_for(tenant, locale)
+    except AskRejected as exc:
+        return Refusal(exc.code, exc.message, exc.status, tenant=tenant)
+    return Admitted(tenant, None, asker=Asker(tenant, locale, customer))
+
+
+def chat_sign_in(request, tenant: Tenant, token: str, locale=None) -> Admitted | Refusal:
+    """Sign the chat page's session in as the customer a token names (the view has checked where
+    the post came from). Counted against the address; the session's pending questions are dropped
+    (they were asked as someone else), and a refused token signs the session out. Refusals: rate
+    limited (429), the token's AuthError (401, or 503 while a single-use token cannot be checked)."""
+    verdict = ratelimit.check(tenant.pk, ratelimit.client_key(request))
+    refused = rate_limit_refusal(verdict, tenant)
+    if refused is not None:
+        return refused
+    request.session.pop(PENDING_KEY, None)
+    try:
+        customer = auth.session_sign_in(request, tenant, token)
+    except auth.AuthError as exc:
+        return Refusal(exc.code, exc.message, exc.status, tenant=tenant)
+    return Admitted(tenant, None, asker=Asker(tenant, locale_or_default(tenant, locale), customer))
+
+
+def chat_pending_add(request, asker: Asker, question: str) -> str:
+    """Keep a question for its stream (``chat_pending_take``); the session holds the newest few."""
+    ask_id = secrets.token_urlsafe(12)
+    pending = request.session.get(PENDING_KEY, {})
+    pending = dict(list(pending.items())[-(MAX_PENDING - 1):])
+    pending[ask_id] = {"tenant": asker.tenant.slug, "locale": asker.locale, "question": question,
+                       "customer": asker.customer}
+    request.session[PENDING_KEY] = pending
+    return ask_id
+
+
+def chat_pending_take(request, tenant_slug: str, ask_id: str) -> tuple[Asker, str] | Refusal:
+    """Who asked the session's pending question ``ask_id``, and the question; taken, so it streams
+    once. Refusals (404): unknown tenant; no such question in this session for this tenant."""
+    entry = tenant_directory_get(tenant_slug)
+    if entry is None:
+        return UNKNOWN_TENANT
+    tenant = entry.tenant
+    pending = dict(request.session.get(PENDING_KEY, {}))
+    item = pending.pop(ask_id, None)
+    if item is None or item["tenant"] != tenant.slug:
+        return Refusal("unknown_question", "no such question", 404, tenant=tenant)
+    request.session[PENDING_KEY] = pending
+    return Asker(tenant, item["locale"], item.get("customer")), item["question"]
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _api_key(request, entry, key_required: bool):
     """(the request's valid API key or None, None), or (None, the AuthError)."""
     try:
-        key = auth.api_key_from_request(request, record.tenant, record.api_keys)
+        key = auth.api_key_from_request(request, entry.tenant, entry.api_keys)
         if key is None and key_required:
             raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
     except auth.AuthError as exc:

@@ -19,13 +19,13 @@ def on_starting(server):
 
 def child_exit(server, worker):
     """A web worker exited: its live gauges leave the multiprocess metrics."""
-    from core import metrics
+    from core import metrics  # deferred: gunicorn reads this file in its master; only the hooks need it
 
     metrics.process_dead(worker.pid)
 
 
 def post_fork(server, worker):
     """A web worker started: the newest start time marks a deploy for the alerts (deploy/prometheus)."""
-    from core import metrics
+    from core import metrics  # deferred: gunicorn reads this file in its master; only the hooks need it
 
     metrics.WEB_STARTED.set_to_current_time()

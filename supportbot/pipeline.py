@@ -34,6 +34,7 @@ from caching.models import AskEvent, CacheDecision
 from caching.thresholds import judge_threshold
 from core import metrics
 from core.cachelayer import LayerResult
+from core.localcache import MISSING, LocalCache
 from core.models import Tenant
 from generation.base import GenerationError, GenerationResult, Passage
 from generation.prompt import NOT_COVERED, TenantPrompt
@@ -335,7 +336,7 @@ def retrieve(state: AskState) -> None:
         key = search_key(state.normalized, tenant.pk, state.asker.locale, k, generation.pk, index_version(tenant.pk))
         cached = search_layer.lookup(key)
     else:  # a personal question's results are nobody else's to find, and say nothing to anyone
-        key, cached = "", LayerResult("retrieval", "bypass", reason="search cache not used: "
+        key, cached = "", LayerResult(search_layer.name, "bypass", reason="search cache not used: "
                                       + (state.eligibility.reason if state.eligibility else "not classified"))
     state.layers.append(cached)
     if cached.hit:
@@ -634,18 +635,16 @@ def _retrieval_version(generation, model, version, k, min_similarity, chunk, sea
                    "min_similarity": min_similarity, "chunk": chunk, "search": search})[:16]
 
 
-_prompt_versions: dict[tuple, str] = {}
+_prompt_versions: LocalCache[str] = LocalCache("prompt versions")  # a text's hash never changes: no TTL
 
 
 def tenant_prompt_version(tenant: Tenant) -> str:
     """A hash of the tenant's static prompt text (its name, instructions and examples), computed
     once per distinct text (a hit computes it on every request)."""
     memo = (tenant.name, tenant.instructions, repr(tenant.few_shot))
-    version = _prompt_versions.get(memo)
-    if version is None:
-        if len(_prompt_versions) > 1024:
-            _prompt_versions.clear()
-        version = _prompt_versions[memo] = digest([tenant.name, tenant.instructions, tenant.few_shot])[:16]
+    version = _prompt_versions.lookup(memo)
+    if version is MISSING:
+        version = _prompt_versions.put(memo, digest([tenant.name, tenant.instructions, tenant.few_shot])[:16])
     return version
 
 

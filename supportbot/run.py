@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from modelserver import SERVED_MODEL_NAME
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
 
 
@@ -55,6 +57,7 @@ def metrics_access(settings) -> str:
 
 
 def main() -> int:
+    # deferred: django.setup() starts the embedded services first; the apps are imported after it
     import django
 
     django.setup()  # settings start the embedded services this process then holds
@@ -104,8 +107,6 @@ def main() -> int:
         if answerer == "extractive":
             writer = "extractive: quotes the help centre's own sentences (ASK_ANSWERER=model to generate answers)"
         else:
-            from modelserver import SERVED_MODEL_NAME
-
             writer = (f"model: {settings.VLLM_MODEL} at {settings.VLLM_BASE_URL}" if settings.VLLM_BASE_URL
                       else f"model: {SERVED_MODEL_NAME} on the embedded model server")
         print(f"\n  Ask is running. Chat page: {base}/t/acme/  (also {base}/t/initech/, admin: {base}/admin/)\n"

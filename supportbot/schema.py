@@ -25,6 +25,7 @@ def ensure_migrated(argv: list[str]) -> None:
     command = argv[1] if len(argv) > 1 else "help"
     if command in SKIPPED or command.startswith("-") or {"-h", "--help"} & set(argv[2:]):
         return
+    # deferred: manage.py calls this before Django is set up; most commands never get this far
     import django
 
     django.setup()

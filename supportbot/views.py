@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import secrets
 import time
 import uuid
 
@@ -23,31 +22,24 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from caching.models import AskEvent
 from core.models import Tenant
-from supportbot import auth, callers, pipeline, ratelimit
+from supportbot import auth, callers, pipeline
 from supportbot.callers import Refusal, locale_for
 from supportbot.questions import AskRejected, clean_question
 from supportbot.review import feedback_record
 from supportbot.selectors import tenant_directory_get
 
 log = logging.getLogger(__name__)
-PENDING_KEY = "pending_asks"
-MAX_PENDING = 5
 
 
 def _tenant(slug: str) -> Tenant:
-    record = tenant_directory_get(slug)
-    if record is None:
+    entry = tenant_directory_get(slug)
+    if entry is None:
         raise Http404("unknown tenant")
-    return record.tenant
+    return entry.tenant
 
 
 def _api_error(code: str, message: str, status: int, **extra) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
-
-
-def _rate_limited(request, tenant: Tenant, client: str, *, api: bool, action: str = "ask"):
-    """None when the request may go on; else the 429 to send (JSON for the API, a page or partial for the chat)."""
-    return _rate_limit_response(request, tenant, ratelimit.check(tenant.pk, client, action=action), api=api)
 
 
 def _refused(refusal: Refusal) -> JsonResponse:
@@ -58,20 +50,26 @@ def _refused(refusal: Refusal) -> JsonResponse:
     return response
 
 
-def _rate_limit_response(request, tenant: Tenant, verdict: ratelimit.Verdict, *, api: bool):
-    if verdict.allowed:
-        return None
-    if api:
-        return _refused(callers.rate_limit_refusal(verdict))
-    message = f"Too many questions; please wait {verdict.retry_after_s} seconds and try again."
+def _chat_refused(request, refusal: Refusal) -> HttpResponse:
+    """A chat refusal: 404 for an unknown tenant or question; a 429 with Retry-After; anything else
+    is bad input. The form's error comes as an htmx partial (422 for bad input) or the tenant's page."""
+    if refusal.status == 404 or refusal.tenant is None:
+        raise Http404(refusal.message)
+    limited = refusal.retry_after_s is not None
     if request.htmx:
-        response = render(request, "supportbot/partials/form_error.html", {"message": message}, status=429)
+        response = render(request, "supportbot/partials/form_error.html", {"message": refusal.message},
+                          status=429 if limited else 422)
     else:
-        response = render(request, "supportbot/chat.html", {"tenant": tenant, "locale": tenant.default_locale,
-                                                            "error": message,
-                                                            "max_chars": settings.ASK_MAX_QUESTION_CHARS}, status=429)
-    response["Retry-After"] = str(verdict.retry_after_s)
+        response = _chat_error_page(request, refusal.tenant, refusal.tenant.default_locale, refusal.message,
+                                    429 if limited else 400)
+    if limited:
+        response["Retry-After"] = str(refusal.retry_after_s)
     return response
+
+
+def _chat_error_page(request, t: Tenant, locale: str, message: str, status: int) -> HttpResponse:
+    return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale, "error": message,
+                                                    "max_chars": settings.ASK_MAX_QUESTION_CHARS}, status=status)
 
 
 def _sse_response(events) -> StreamingHttpResponse:
@@ -91,17 +89,13 @@ def _sse(event: str, data: str) -> str:
 @require_GET
 def chat_page(request, tenant: str):
     t = _tenant(tenant)
-    try:
-        locale = locale_for(t, request.GET.get("locale"))
-    except AskRejected:
-        locale = t.default_locale
+    locale = callers.locale_or_default(t, request.GET.get("locale"))
     if "customer_token" in request.GET:
         # A link must never sign a browser in (anyone could sign a victim in as themselves), and an
         # address ends up in logs and Referer headers: refused, the session untouched.
-        response = render(request, "supportbot/chat.html", {
-            "tenant": t, "locale": locale, "max_chars": settings.ASK_MAX_QUESTION_CHARS,
-            "error": "Customer tokens are not accepted in the address; the shop's page posts them to sign you in."},
-            status=400)
+        response = _chat_error_page(
+            request, t, locale,
+            "Customer tokens are not accepted in the address; the shop's page posts them to sign you in.", 400)
         response["Referrer-Policy"] = "no-referrer"  # the token stays out of this page's requests
         return response
     return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale,
@@ -121,20 +115,12 @@ def chat_sign_in(request, tenant: str):
 
 
 def _chat_sign_in(request, t: Tenant):
-    try:
-        locale = locale_for(t, request.POST.get("locale"))
-    except AskRejected:
-        locale = t.default_locale
-    limited = _rate_limited(request, t, ratelimit.client_key(request), api=False)
-    if limited is not None:
-        return limited
-    request.session.pop(PENDING_KEY, None)
-    try:
-        auth.session_sign_in(request, t, request.POST.get("customer_token", ""))
-    except auth.AuthError as exc:
-        return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale, "error": exc.message,
-                                                        "max_chars": settings.ASK_MAX_QUESTION_CHARS},
-                      status=exc.status)
+    locale = callers.locale_or_default(t, request.POST.get("locale"))
+    signed = callers.chat_sign_in(request, t, request.POST.get("customer_token", ""), locale)
+    if isinstance(signed, Refusal):
+        if signed.retry_after_s is not None:
+            return _chat_refused(request, signed)
+        return _chat_error_page(request, t, locale, signed.message, signed.status)  # the token was refused
     page = reverse("chat", args=[t.slug]) + (f"?locale={locale}" if locale != t.default_locale else "")
     return HttpResponseRedirect(page, status=303)
 
@@ -142,46 +128,36 @@ def _chat_sign_in(request, t: Tenant):
 @require_POST
 def chat_submit(request, tenant: str):
     """Validate the question; htmx gets a bubble that streams the answer, a plain form post a full page."""
-    t = _tenant(tenant)
-    customer = auth.session_customer(request, t)
-    limited = _rate_limited(request, t, ratelimit.client_key(request, customer=customer), api=False)
-    if limited is not None:
-        return limited
+    admitted = callers.chat_asker(request, tenant, request.POST.get("locale"))
+    if isinstance(admitted, Refusal):
+        return _chat_refused(request, admitted)
+    asker = admitted.asker
     try:
-        locale = locale_for(t, request.POST.get("locale"))
         question = clean_question(request.POST.get("question", ""))
     except AskRejected as exc:
-        if request.htmx:
-            return render(request, "supportbot/partials/form_error.html", {"message": exc.message}, status=422)
-        return render(request, "supportbot/chat.html", {"tenant": t, "locale": t.default_locale, "error": exc.message,
-                                                        "max_chars": settings.ASK_MAX_QUESTION_CHARS}, status=400)
+        return _chat_refused(request, Refusal(exc.code, exc.message, exc.status, tenant=asker.tenant))
     if not request.htmx:
-        result = pipeline.ask(pipeline.Asker(t, locale, customer), question)
-        return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale, "question": question,
-                                                        "outcome": result,
+        result = pipeline.ask(asker, question)
+        return render(request, "supportbot/chat.html", {"tenant": asker.tenant, "locale": asker.locale,
+                                                        "question": question, "outcome": result,
                                                         "max_chars": settings.ASK_MAX_QUESTION_CHARS})
-    ask_id = secrets.token_urlsafe(12)
-    pending = request.session.get(PENDING_KEY, {})
-    pending = dict(list(pending.items())[-(MAX_PENDING - 1):])
-    pending[ask_id] = {"tenant": t.slug, "locale": locale, "question": question, "customer": customer}
-    request.session[PENDING_KEY] = pending
-    return render(request, "supportbot/partials/exchange.html", {"tenant": t, "question": question, "ask_id": ask_id})
+    ask_id = callers.chat_pending_add(request, asker, question)
+    return render(request, "supportbot/partials/exchange.html", {"tenant": asker.tenant, "question": question,
+                                                                 "ask_id": ask_id})
 
 
 @require_GET
 def chat_stream(request, tenant: str, ask_id: str):
     """Server-sent events for one pending question: ``delta`` pieces, then ``done`` with citations."""
-    t = _tenant(tenant)
-    pending = request.session.get(PENDING_KEY, {})
-    item = pending.pop(ask_id, None)
-    if item is None or item["tenant"] != t.slug:
-        raise Http404("no such question")
-    request.session[PENDING_KEY] = pending
-    asker = pipeline.Asker(t, item["locale"], item.get("customer"))
+    pending = callers.chat_pending_take(request, tenant, ask_id)
+    if isinstance(pending, Refusal):
+        raise Http404(pending.message)
+    asker, question = pending
+    t = asker.tenant
 
     def events():
         try:
-            for kind, value in pipeline.ask_events(asker, item["question"], streamed=True):
+            for kind, value in pipeline.ask_events(asker, question, streamed=True):
                 if kind == "delta":
                     yield _sse("delta", escape(value).replace("\n", "<br>"))
                 else:
@@ -235,12 +211,12 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
 def api_ask(request, tenant: str):
     ahead: dict = {}
 
-    def read_along(record) -> tuple:
+    def read_along(entry) -> tuple:
         """The exact cache's keys for this question under the tenant copy, read with the rate limits."""
         try:
             ahead["body"] = body = _parse_ask_body(request)
             ahead["state"] = state = pipeline.prepare(
-                pipeline.Asker(record.tenant, locale_for(record.tenant, body.get("locale"))), body["question"],
+                pipeline.Asker(entry.tenant, locale_for(entry.tenant, body.get("locale"))), body["question"],
                 streamed=bool(body.get("stream")))
         except AskRejected:
             return ()  # refused again below, once the caller is known
@@ -339,11 +315,10 @@ def _ask_of(t: Tenant, request_id):
 @require_POST
 def chat_feedback(request, tenant: str, request_id):
     """"Did this answer your question?" under a chat answer; a "no" on a cached answer goes to review."""
-    t = _tenant(tenant)
-    client = ratelimit.client_key(request, customer=auth.session_customer(request, t))
-    limited = _rate_limited(request, t, client, api=False, action="feedback")
-    if limited is not None:
-        return limited
+    admitted = callers.chat_asker(request, tenant, action="feedback")
+    if isinstance(admitted, Refusal):
+        return _chat_refused(request, admitted)
+    t = admitted.tenant
     ask = _ask_of(t, request_id)
     helpful = {"yes": True, "no": False}.get(request.POST.get("helpful", ""))
     if ask is None or helpful is None:

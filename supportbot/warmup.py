@@ -10,8 +10,8 @@ skip, so it is called once the process has loaded what it keeps: after the WSGI 
 the query embedder (a semantic lookup needs it anyway; loading it here also spares the first
 customer the seconds it takes).
 
-Called by ``supportbot.wsgi`` in every gunicorn worker (and by ``bench.cache_latency``'s app, as a
-worker would); nothing depends on it having run.
+Imported once the app is configured and called by ``supportbot.wsgi`` in every gunicorn worker
+(and by ``bench.cache_latency``'s app, as a worker would); nothing depends on it having run.
 """
 from __future__ import annotations
 
@@ -19,17 +19,17 @@ import gc
 import logging
 import time
 
+from django.db import DatabaseError, connections
+
+from caching import guards
+from retrieval import generations
+
 log = logging.getLogger(__name__)
 
 
 def warm_up() -> dict:
     """Load the query embedder, then freeze what is alive. Never fails the process: without a
     database (not migrated yet, unreachable) the embedder loads on first use instead."""
-    from django.db import DatabaseError, connections
-
-    from caching import guards
-    from retrieval import generations
-
     started = time.perf_counter()
     loaded = False
     try:

@@ -177,6 +177,45 @@ def test_no_import_cycles():
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
+# The tools on top (bench/, scripts/) start the services and Django, then import the apps in their
+# functions: that is how a tool runs, so their function-level imports need no reason each.
+TOOLS = {"bench", "scripts"}
+DEFERRED = "# deferred:"
+
+
+def test_a_function_level_import_says_why():
+    """Never 6, the other half: an app module imports a project module inside a function only for a
+    reason it states. The reason is Django's app loading (the import is in ``AppConfig.ready()``), or a
+    ``# deferred: <why>`` comment in the function at or above the import (start-up before
+    ``django.setup()``, a process that must not load the apps yet). Anything else is hoisted."""
+    modules = project_modules()
+    unexplained = []
+    for module, path in modules.items():
+        if _top(module) in TOOLS:
+            continue
+        lines = path.read_text().splitlines()
+        tree = ast.parse("\n".join(lines), str(path))
+        verdicts: dict[int, tuple[int, bool]] = {}  # id(import) -> (line, explained by some enclosing function)
+        for func in ast.walk(tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(func):
+                if isinstance(node, ast.Import):
+                    project = any(alias.name.split(".")[0] in PROJECT for alias in node.names)
+                elif isinstance(node, ast.ImportFrom):
+                    project = bool(node.level) or (node.module or "").split(".")[0] in PROJECT
+                else:
+                    continue
+                if not project:
+                    continue
+                said = func.name == "ready" or any(DEFERRED in text for text in lines[func.lineno - 1:node.lineno])
+                line, before = verdicts.get(id(node), (node.lineno, False))
+                verdicts[id(node)] = (line, before or said)
+        unexplained += [f"{module}:{line}" for line, said in verdicts.values() if not said]
+    assert not unexplained, ("function-level imports of project modules with no stated reason (hoist them, or "
+                             f"say why with '{DEFERRED} ...'):\n" + "\n".join(sorted(unexplained)))
+
+
 def _key_literals(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):

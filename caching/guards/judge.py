@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from caching.guards.cross_encoder import CrossEncoderScorer
 from caching.guards.eligibility import INTENT_FAMILIES, _analyse
 from caching.guards.lexicon import OPPOSITE_OF, concept
 from caching.guards.signature import GUARDS_VERSION, SIGNATURE_FIELDS, _CONTENT_FIELDS, signature_difference, vetoes
@@ -187,8 +188,6 @@ class LearnedJudge:
         self._trees = _Trees(self._model) if hasattr(self._model, "_predictors") else None
         self.cross_encoder = None
         if self.kind in ("cross_encoder", "stacked"):
-            from caching.guards.cross_encoder import CrossEncoderScorer
-
             self.cross_encoder = CrossEncoderScorer(self.path / "cross_encoder", int(meta["config"]["ce_max_length"]))
 
     def scores(self, features: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ from caching.keys import AnswerSpec, digest
 from caching.layers.base import CachedAnswer
 from caching.layers.citing import CitationIndex, sweep_cited
 from core.cachelayer import CacheScope, LayerResult, LayerStats
+from core.localcache import MISSING, LocalCache
 from core.redis_client import (RedisUnavailable, get_redis, mget_spread, redis_available, redis_error_text,
                                redis_failed, tenant_tag)
 
@@ -30,11 +31,9 @@ def exact_key(spec: AnswerSpec) -> str:
         memo = tuple(v if type(v) is str else _frozen(v) for v in fields.values())  # strings stand for themselves
     except TypeError:  # a value the memo cannot tell apart from others: computed each time
         return f"{exact_prefix(spec.tenant_id)}{digest(fields)}"
-    key = _exact_keys.get(memo)
-    if key is None:
-        if len(_exact_keys) >= 4096:
-            _exact_keys.clear()
-        key = _exact_keys[memo] = f"{exact_prefix(spec.tenant_id)}{digest(fields)}"
+    key = _exact_keys.lookup(memo)
+    if key is MISSING:
+        key = _exact_keys.put(memo, f"{exact_prefix(spec.tenant_id)}{digest(fields)}")
     return key
 
 
@@ -50,7 +49,7 @@ def exact_legacy_pattern(tenant_slug: str) -> str:
     return f"ans:a1:{tenant_slug}:*"  # a slug holds no glob characters (SlugField)
 
 
-_exact_keys: dict[tuple, str] = {}
+_exact_keys: LocalCache[str] = LocalCache("exact keys", max_entries=4096)  # a spec's key never changes: no TTL
 
 
 def _frozen(value):

@@ -51,7 +51,9 @@ citations = CitationIndex("cite:srch")
 
 
 class SearchLayer:
-    name = "retrieval"
+    # The name its decisions are recorded under (CacheDecision.layer, rollups, the metric's ``layer``
+    # label): stored data that dashboards and alerts read, so it keeps the word "retrieval".
+    name = "retrieval"  # CacheDecision.Layer.SEARCH
 
     def lookup(self, key: str) -> LayerResult:
         started = time.perf_counter()

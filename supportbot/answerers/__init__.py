@@ -13,23 +13,21 @@ import threading
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from core.localcache import LocalCache
 from supportbot.answerers.base import ANSWERERS, Answer, AnswerRequest, Answerer, AnswererSpec, answerer_name
 from supportbot.answerers.extractive import ExtractiveAnswerer
 from supportbot.answerers.model import ModelAnswerer
 
 __all__ = ["Answer", "Answerer", "AnswererSpec", "AnswerRequest", "answerer_name", "get_answerer"]
 
-_lock = threading.Lock()
-_answerers: dict[str, Answerer] = {}
+_lock = threading.Lock()  # one answerer a name: built under the lock
+_answerers: LocalCache[Answerer] = LocalCache("answerers", max_entries=len(ANSWERERS))
 
 
 def get_answerer() -> Answerer:
     name = answerer_name()
     with _lock:
-        answerer = _answerers.get(name)
-        if answerer is None:
-            answerer = _answerers[name] = _build(name)
-        return answerer
+        return _answerers.get(name, lambda: _build(name))
 
 
 def _build(name: str) -> Answerer:
@@ -43,5 +41,4 @@ def _build(name: str) -> Answerer:
 @receiver(setting_changed)
 def _forget_answerers(*, setting: str, **kwargs) -> None:
     if setting.startswith(("ASK_", "VLLM_")):
-        with _lock:
-            _answerers.clear()
+        _answerers.forget()

@@ -118,3 +118,60 @@ def test_a_renamed_tenant_stops_answering_to_its_old_slug(acme):
     assert tenant_directory_get("acme") is None
     assert tenant_directory_peek("acme") is None
     assert tenant_directory_get("acme-renamed").tenant.pk == acme.pk
+
+
+# --------------------------------------------------------------------------- the one rule (LocalCache)
+
+def test_an_entry_lives_until_its_ttl_or_its_revision_changes(monkeypatch):
+    from core import localcache
+    from core.localcache import MISSING, LocalCache
+
+    now = [100.0]
+    monkeypatch.setattr(localcache.time, "monotonic", lambda: now[0])
+    cache = LocalCache("test", ttl_s=5.0)
+    loads = []
+    load = lambda: loads.append(1) or len(loads)  # noqa: E731
+    assert cache.get("k", load, rev="r1") == 1 and cache.get("k", load, rev="r1") == 1
+    assert cache.get("k", load, rev="r2") == 2  # another revision: loaded again
+    now[0] += 4.9
+    assert cache.lookup("k", "r2") == 2
+    now[0] += 0.1
+    assert cache.lookup("k", "r2") is MISSING and cache.peek("k") == 2  # past its TTL
+    ttl = [10.0]
+    read_each_time = LocalCache("test", ttl_s=lambda: ttl[0])
+    read_each_time.put("k", "v")
+    ttl[0] = 0  # a setting changed at run time applies to entries already kept
+    assert read_each_time.lookup("k") is MISSING
+
+
+def test_without_a_ttl_until_forgotten_and_a_full_cache_is_emptied():
+    from core.localcache import MISSING, LocalCache
+
+    cache = LocalCache("test", max_entries=3)
+    for key in "abc":
+        cache.put(key, key.upper())
+    assert len(cache) == 3 and cache.lookup("a") == "A"
+    cache.put("a", "A2")  # a key already kept replaces itself
+    assert len(cache) == 3
+    cache.put("d", "D")
+    assert len(cache) == 1 and cache.lookup("b") is MISSING and cache.lookup("d") == "D"
+    cache.forget("d")
+    assert cache.lookup("d") is MISSING
+
+
+def test_a_forked_process_starts_with_every_cache_empty():
+    import multiprocessing
+
+    from core.localcache import LocalCache
+
+    cache = LocalCache("test")
+    cache.put("k", "v")
+    parent, child = multiprocessing.get_context("fork").Pipe()
+
+    def report():
+        child.send(len(cache))
+
+    process = multiprocessing.get_context("fork").Process(target=report)
+    process.start()
+    process.join(30)
+    assert parent.recv() == 0 and len(cache) == 1
