@@ -18,7 +18,8 @@ The recipe:
    Only pairs of two eligible questions that the vetoes let through are used: the judge never
    sees the others;
 2. fit the trees and, as the simpler alternative, logistic regression on the training pairs;
-   fine-tune the cross-encoder on the same pairs (one torch thread, seeded, ``ce_max_steps``);
+   fine-tune the cross-encoder on the same pairs (one torch thread, seeded, ``ce_max_steps``); it is
+   served int8-quantised (``ce_quantize``), so from here on its scores are the quantised model's;
 3. on the calibration pairs (which none of them saw) score four candidates: trees, linear, the
    cross-encoder alone, and ``stacked``, a logistic regression over the trees' score and the
    cross-encoder's logit (fit on the calibration pairs; its own scores there are out-of-fold,
@@ -60,7 +61,7 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = ROOT / "var" / "judge"
 # Bump when the recipe or the features change in a way the configs below do not show.
-RECIPE = 5
+RECIPE = 6
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,9 @@ class TrainConfig:
     ce_learning_rate: float = 5e-5
     ce_warmup_share: float = 0.1
     ce_max_length: int = 64
+    # serve the cross-encoder int8-quantised (``guards.cross_encoder.quantize_int8``); its calibration
+    # pairs are then scored by the quantised model too, so the calibration fits what is served
+    ce_quantize: bool = True
     recipe: int = RECIPE
 
 
@@ -385,7 +389,7 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
         from caching.guards.cross_encoder import CrossEncoderScorer
 
         cross_encoder = train_cross_encoder(tmp / "cross_encoder", train_pairs, y_train, config, progress)
-        ce_cal = CrossEncoderScorer(tmp / "cross_encoder", config.ce_max_length).logits(cal_pairs)
+        ce_cal = CrossEncoderScorer(tmp / "cross_encoder", config.ce_max_length, config.ce_quantize).logits(cal_pairs)
         candidates["cross_encoder"] = (ce_cal, candidates["trees"][1])
         stack, stacked = fit_stack(calibration, stack_inputs(candidates["trees"][0], ce_cal), y_cal, config.seed)
         candidates["stacked"] = (stacked, candidates["trees"][1])

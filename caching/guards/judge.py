@@ -189,7 +189,8 @@ class LearnedJudge:
         if self.kind in ("cross_encoder", "stacked"):
             from caching.guards.cross_encoder import CrossEncoderScorer
 
-            self.cross_encoder = CrossEncoderScorer(self.path / "cross_encoder", int(meta["config"]["ce_max_length"]))
+            self.cross_encoder = CrossEncoderScorer(self.path / "cross_encoder", int(meta["config"]["ce_max_length"]),
+                                                    quantize=bool(meta["config"].get("ce_quantize", False)))
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         """The trees' (or linear model's) raw P(same answer) for rows of ``pair_features``."""
