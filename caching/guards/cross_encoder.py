@@ -17,7 +17,10 @@ With ``quantize`` (the artefact's ``ce_quantize``), the Linear layers are conver
 with dynamic activation quantisation, weights per output channel (``torch.ao.quantization.
 quantize_dynamic``): a forward pass costs about 0.4 of the float one on these CPUs. The weights on
 disk stay float; the artefact's calibration and threshold were fitted on the quantised model's
-scores (``caching.judge_train``), so a judge is always served the way it was calibrated.
+scores (``caching.judge_train``), so a judge is always served the way it was calibrated. Dynamic
+quantisation scales a forward pass's activations by their range over the whole batch, so a pair
+batched with others would score differently than alone: quantised, every pair has a forward pass
+of its own (no padding either), and a pair's score depends on the pair only.
 """
 from __future__ import annotations
 
@@ -91,6 +94,8 @@ class CrossEncoderScorer:
                     out[i] = hit
             unique = list(dict.fromkeys(pairs[i] for i in todo))
             scored: dict[tuple[str, str], float] = {}
+            if self.quantize:  # activations are quantised with one scale per forward pass: one pair a pass
+                batch_size = 1
             for start in range(0, len(unique), batch_size):
                 chunk = unique[start:start + batch_size]
                 scored.update(zip(chunk, self._forward(chunk).tolist()))
@@ -105,6 +110,7 @@ class CrossEncoderScorer:
         return out
 
     def prefetch(self, pairs: list[tuple[str, str]]) -> None:
-        """Score a lookup's candidates in one forward pass; the judgements then read the memo."""
+        """Score a lookup's candidates (one forward pass, or one each when quantised); the
+        judgements then read the memo."""
         if pairs:
             self.logits(pairs)
