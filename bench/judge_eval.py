@@ -1,6 +1,6 @@
 """How well the semantic judge generalises: held-out intents and leave-one-dataset-out.
 
-    .venv/bin/python -m bench.judge_eval [--splits heldout,to_clinc,to_banking]
+    .venv/bin/python -m bench.judge_eval [--splits heldout,to_clinc,to_banking] [--lexical 900]
 
 Each split trains a judge from scratch with the production recipe (``caching.judge_train``: its
 own calibration intents held out of the training part, threshold chosen there), then scores pairs
@@ -12,7 +12,10 @@ built the same way from questions it never saw (the datasets' *test* rows):
 - ``to_banking``: train on CLINC150 (and the paraphrase sets), evaluate on BANKING77 + NLU++.
 
 Evaluation pairs: same-intent positives, nearest-other-intent negatives and one-detail
-perturbations (both kinds of pair ``caching.judge_data`` makes), of evaluation questions only.
+perturbations (both kinds of pair ``caching.judge_data`` makes), of evaluation questions only,
+and one-word opposite/synonym pairs made from the word pairs held out of training (the "avoid X"
+template is the same in both); the figures are also given without those, as the evaluation was
+before them. ``--lexical 0`` trains without the one-word pairs, for comparison.
 Reported per split, for the model training chose and for each alternative it scored (trees,
 linear, the cross-encoder alone, stacked; each at its own calibrated threshold): AUC on the pairs
 the vetoes let through (and the plain embedding cosine's), and the precision and recall of the
@@ -39,8 +42,11 @@ from caching.judge_data import BANKING77, CLINC150, NLUPP
 
 SPLITS = ("heldout", "to_clinc", "to_banking")
 # Fewer pairs than the production recipe (``PairConfig()``), so that three trainings embed fewer
-# questions; the recipe is otherwise the same.
-PAIR_CONFIG = judge_data.PairConfig(positives_per_intent=12, negatives_per_question=0.25, perturbations=2500)
+# questions; the recipe is otherwise the same, except that the one-word opposite/synonym pairs
+# (``judge_data.lexical_pairs``) are made from the ``train`` part of the word lists only, and the
+# evaluation's from the ``heldout`` part: the judge is scored on words it was never shown.
+PAIR_CONFIG = judge_data.PairConfig(positives_per_intent=12, negatives_per_question=0.25, perturbations=2500,
+                                    lexical=900, word_pairs="train")
 
 
 def split_questions(name: str) -> tuple[list, list]:
@@ -60,11 +66,13 @@ def split_questions(name: str) -> tuple[list, list]:
 
 
 def evaluation_pairs(questions) -> list[judge_data.Pair]:
-    config = judge_data.PairConfig(seed=1012, positives_per_intent=8, negatives_per_question=0.3, perturbations=1000)
+    config = judge_data.PairConfig(seed=1012, positives_per_intent=8, negatives_per_question=0.3, perturbations=1000,
+                                   lexical=400, word_pairs="heldout")
     return judge_data.build_pairs(questions, config, with_paraphrases=False)
 
 
-def run_split(name: str, config: judge_train.TrainConfig, workdir: Path) -> dict:
+def run_split(name: str, config: judge_train.TrainConfig, workdir: Path,
+              pair_config: judge_data.PairConfig = PAIR_CONFIG) -> dict:
     started = time.perf_counter()
     train_q, eval_q = split_questions(name)
     leaked = {q.intent for q in train_q} & {q.intent for q in eval_q}
@@ -72,7 +80,7 @@ def run_split(name: str, config: judge_train.TrainConfig, workdir: Path) -> dict
     print(f"\n{name}: {len(train_q)} training questions ({len({q.intent for q in train_q})} intents), "
           f"{len(eval_q)} evaluation questions ({len({q.intent for q in eval_q})} intents)", flush=True)
     out = workdir / name
-    meta = judge_train.train_judge(out, train_q, config, PAIR_CONFIG, with_oos=False, version=f"eval-{name}",
+    meta = judge_train.train_judge(out, train_q, config, pair_config, with_oos=False, version=f"eval-{name}",
                                    progress=lambda m: print(f"  {m}", flush=True))
     from caching.guards import LearnedJudge
 
@@ -82,6 +90,7 @@ def run_split(name: str, config: judge_train.TrainConfig, workdir: Path) -> dict
     cosine = judge_train.cosines(texts)
     rows = [(a, b, float(s)) for (a, b), s in zip(texts, cosine)]
     no_veto = judge_train.passes_vetoes(texts)
+    lexical = np.array([p.kind in judge_data.LEXICAL_KINDS for p in pairs])  # what the evaluation had before them
     kinds = defaultdict(list)
     for i, p in enumerate(pairs):
         kinds[p.kind].append(i)
@@ -94,14 +103,17 @@ def run_split(name: str, config: judge_train.TrainConfig, workdir: Path) -> dict
         prob[no_veto] = learned.probabilities([r for r, k in zip(rows, no_veto) if k])  # the judge never sees the rest
         served = no_veto & (prob >= learned.threshold)
         overall = judge_train.precision_recall(served, labels)
+        before = judge_train.precision_recall(served[~lexical], labels[~lexical])
         models[kind] = {
             "auc": judge_train.auc(prob[no_veto], labels[no_veto]), "threshold": learned.threshold, "served": overall,
+            "served_without_lexical": before,
             "by_kind": {k: {"pairs": len(ix), "label": int(labels[ix[0]]), "served": int(served[ix].sum())}
                         for k, ix in sorted(kinds.items())},
         }
         print(f"  {kind + (' (chosen)' if kind == meta['model'] else ''):22s} AUC {models[kind]['auc']:.3f}; vetoes + "
               f"judge at {learned.threshold:.3f}: precision {overall['precision']:.3f}, recall {overall['recall']:.3f} "
-              f"({overall['served']} served, {overall['false']} false)", flush=True)
+              f"({overall['served']} served, {overall['false']} false); without the one-word pairs: precision "
+              f"{before['precision']:.3f}, recall {before['recall']:.3f}", flush=True)
         for k, row in models[kind]["by_kind"].items():
             print(f"      {k:24s} {row['served']:5d}/{row['pairs']:<5d} served (label {row['label']})")
     chosen = models[meta["model"]]
@@ -117,12 +129,17 @@ def run_split(name: str, config: judge_train.TrainConfig, workdir: Path) -> dict
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--splits", default=",".join(SPLITS))
+    parser.add_argument("--lexical", type=int, default=PAIR_CONFIG.lexical,
+                        help="one-word opposite/synonym training pairs (0: the recipe without them, for comparison)")
     args = parser.parse_args(argv)
+    if args.lexical < 0:
+        parser.error("--lexical must be >= 0")
     config = judge_train.TrainConfig()
-    figures = {"config": dataclasses.asdict(config), "pair_config": dataclasses.asdict(PAIR_CONFIG)}
+    pair_config = dataclasses.replace(PAIR_CONFIG, lexical=args.lexical)
+    figures = {"config": dataclasses.asdict(config), "pair_config": dataclasses.asdict(pair_config)}
     with tempfile.TemporaryDirectory(prefix="judge-eval-") as tmp:
         for name in args.splits.split(","):
-            figures[name] = run_split(name.strip(), config, Path(tmp))
+            figures[name] = run_split(name.strip(), config, Path(tmp), pair_config)
     last = " ".join(f"judge_eval_{n}_{kind}_precision={m['served']['precision']:.3f} "
                     f"judge_eval_{n}_{kind}_recall={m['served']['recall']:.3f}"
                     for n in args.splits.split(",") for kind, m in figures[n]["models"].items())

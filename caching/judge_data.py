@@ -11,7 +11,11 @@ answer to the new question, 0 when it is not. Nothing here is hand-labelled:
   out-of-scope CLINC150 questions against their nearest in-scope one, PAWS word-swap pairs, and
   one-detail perturbations of real questions: a number, place, month, weekday, currency or tier
   swapped, a negation added, an opposite operation ("open" / "close"), an added condition, the
-  answer type switched (cost / duration, when / where, how / why).
+  answer type switched (cost / duration, when / where, how / why);
+* one-word changes the vetoes cannot see (``lexical_pairs``): a word swapped for its opposite (a
+  general English list, and the un-/in-/dis-/non- forms of words that both occur in the questions),
+  "do X" turned into "avoid X" / "stop X" (negatives), and a word swapped for a synonym (positives),
+  so a changed word alone does not tell the judge which way the answer goes.
 
 Pure Python with numpy and scikit-learn: no Django, no model. Every choice draws from a seeded
 ``random.Random``, so the same data and seed give the same pairs.
@@ -243,6 +247,187 @@ def _add_condition(text: str, rng: random.Random) -> str | None:
     return f"{base} {rng.choice(_CONDITIONS)}?"
 
 
+# --------------------------------------------------------------------------- one-word changes
+
+# Opposites in general English, beyond the guards' ``OPPOSITE_OF`` (which the vetoes and the
+# ``opposite`` feature already see). Written from general knowledge, for any domain.
+ANTONYMS = [
+    ("accept", "refuse"), ("accept", "reject"), ("allow", "block"), ("allow", "prevent"), ("allow", "deny"),
+    ("permit", "forbid"), ("permitted", "prohibited"), ("include", "omit"), ("win", "lose"), ("gain", "lose"),
+    ("pass", "fail"), ("succeed", "fail"), ("success", "failure"), ("increase", "reduce"),
+    ("raise", "lower"), ("enter", "exit"), ("entrance", "exit"), ("arrive", "depart"), ("arrival", "departure"),
+    ("borrow", "lend"), ("push", "pull"), ("save", "spend"), ("show", "hide"), ("visible", "hidden"),
+    ("public", "private"), ("working", "broken"), ("right", "wrong"), ("true", "false"), ("legal", "illegal"),
+    ("full", "empty"), ("cheap", "expensive"), ("fast", "slow"), ("long", "short"), ("large", "small"),
+    ("big", "small"), ("high", "low"), ("hot", "cold"), ("light", "heavy"), ("easy", "hard"), ("easy", "difficult"),
+    ("safe", "dangerous"), ("good", "bad"), ("best", "worst"), ("better", "worse"), ("same", "different"),
+    ("always", "never"), ("inside", "outside"), ("above", "below"),
+    ("start", "finish"), ("begin", "end"), ("remember", "forget"), ("keep", "discard"),
+    ("hire", "fire"), ("mandatory", "optional"), ("required", "optional"), ("profit", "loss"), ("young", "old"),
+    ("inbound", "outbound"), ("north", "south"), ("east", "west"), ("front", "back"), ("top", "bottom"),
+    ("positive", "negative"), ("love", "hate"), ("like", "dislike"), ("healthy", "unhealthy"), ("strong", "weak"),
+    ("rich", "poor"), ("wet", "dry"), ("clean", "dirty"), ("online", "offline"), ("present", "absent"),
+    ("encrypt", "decrypt"), ("attach", "detach"), ("approve", "deny"), ("grant", "revoke"), ("give", "take"),
+    ("come", "go"), ("arrive", "leave"), ("most", "least"), ("more", "fewer"), ("plus", "minus"),
+    ("multiply", "divide"), ("sooner", "later"), ("ahead", "behind"), ("beginner", "advanced"), ("basic", "advanced"),
+    ("junior", "senior"), ("simple", "complex"), ("temporary", "permanent"), ("partial", "full"),
+    ("single", "multiple"), ("internal", "external"), ("manual", "automatic"), ("local", "foreign"),
+    ("input", "output"), ("sign in", "sign out"), ("log in", "log out"), ("check in", "check out"),
+    ("pick up", "drop off"), ("speed up", "slow down"), ("plug in", "unplug"), ("fill", "empty"),
+    ("asleep", "awake"), ("agree", "refuse"), ("clear", "unclear"), ("ready", "not ready"),
+    ("cause", "prevent"), ("raise", "cut"), ("protect", "expose"),
+    ("open", "shut"), ("hold", "release"), ("catch", "miss"), ("attend", "miss"), ("obey", "break"),
+    ("build", "destroy"), ("create", "delete"), ("allow", "ban"), ("ally", "enemy"), ("friend", "enemy"),
+    ("cheaper", "more expensive"), ("faster", "slower"), ("bigger", "smaller"),
+    ("newer", "older"), ("easier", "harder"), ("safer", "riskier"), ("quiet", "loud"), ("dark", "bright"),
+]
+
+# Words that mean the same in a question, whichever is used (positives: a changed word is not
+# enough to change the answer). General English, for any domain.
+SYNONYMS = [
+    ("buy", "purchase"), ("shop", "store"), ("begin", "start"), ("help", "assist"), ("fix", "repair"),
+    ("error", "mistake"), ("problem", "issue"), ("choose", "select"), ("change", "modify"), ("delete", "erase"),
+    ("cost", "price"), ("need", "require"), ("quick", "fast"), ("quickly", "fast"), ("big", "large"),
+    ("little", "small"), ("reach", "contact"), ("telephone", "phone"), ("cell phone", "mobile phone"),
+    ("smartphone", "phone"), ("website", "site"), ("email", "e-mail"), ("money", "funds"), ("wrong", "incorrect"),
+    ("allowed", "permitted"), ("forbidden", "prohibited"), ("find", "locate"), ("look for", "search for"),
+    ("check", "verify"), ("want", "would like"), ("anytime", "whenever"), ("usually", "normally"),
+    ("often", "frequently"), ("maybe", "perhaps"), ("simple", "easy"), ("difficult", "hard"), ("end", "finish"),
+    ("return", "send back"), ("shipping", "delivery"), ("ship", "deliver"), ("trip", "journey"),
+    ("car", "vehicle"), ("kids", "children"), ("kid", "child"), ("documents", "paperwork"),
+    ("identification", "id"), ("broken", "faulty"), ("damaged", "broken"), ("enough", "sufficient"),
+    ("speak to", "talk to"), ("agent", "representative"),
+    ("tell me", "let me know"), ("cancel", "call off"), ("cancel", "terminate"),
+    ("rapidly", "quickly"), ("soon", "shortly"), ("correct", "right"), ("photo", "picture"), ("movie", "film"),
+    ("sofa", "couch"), ("holiday", "vacation"), ("begin", "commence"), ("answer", "reply"), ("ask", "enquire"),
+    ("talk", "speak"), ("stop", "halt"), ("guarantee", "warranty"), ("bill", "invoice"), ("present", "gift"),
+    ("near", "close to"), ("nearby", "close by"), ("appointment", "booking"), ("reserve", "book"),
+    ("reservation", "booking"), ("cheap", "inexpensive"), ("costly", "expensive"), ("amount", "sum"),
+    ("use", "utilise"), ("use", "utilize"), ("go to", "visit"), ("explain", "describe"), ("fee", "charge"),
+    ("parcel", "package"), ("postcode", "zip code"), ("mail", "post"), ("mailbox", "inbox"),
+]
+
+# Prefixes that make a word's opposite ("able" / "unable", "correct" / "incorrect").
+_NEGATING_PREFIXES = ("non-", "non", "un", "in", "im", "il", "ir", "dis")
+# Prefixed words that are not the opposite of what follows the prefix.
+_NOT_PREFIX_OPPOSITES = frozenset("""
+disable disappointed disclose disclosed discontent discount discover discovered disease display displayed
+displaying displays dispose impaired import impose improve improving imshow images incase income incoming
+incorporate increase increased indefinitely indoor inform informed informing inputs inputting inside insight
+instruct insure intake intent invoice indict non-city non-string uncased unlike unless unsuppress unusually
+intend intense invest invent inside install instead index infer inner insist inspect indeed unite united
+universe university until unto disarm dispatch distance distant dismiss distribute district disturb
+""".split())
+
+
+def prefix_opposites(texts: list[str]) -> list[tuple[str, str]]:
+    """(word, its prefixed opposite) for every such pair whose both words occur in ``texts``
+    ("able" / "unable", "correct" / "incorrect", "physical" / "non-physical"): the questions' own
+    vocabulary, so the words are the data's. Words of fewer than 4 letters after the prefix, and
+    prefixed words that are not opposites (``_NOT_PREFIX_OPPOSITES``), are left out."""
+    vocab = {w for t in texts for w in re.findall(r"[a-z]+(?:-[a-z]+)?", t.lower())}
+    out = []
+    for w in sorted(vocab):
+        if w in _NOT_PREFIX_OPPOSITES:
+            continue
+        for prefix in _NEGATING_PREFIXES:
+            base = w[len(prefix):]
+            if w.startswith(prefix) and len(base) >= 4 and base in vocab:
+                out.append((base, w))
+                break
+    return out
+
+
+def word_pairs_part(pairs: list[tuple[str, str]], part: str) -> list[tuple[str, str]]:
+    """``all`` the word pairs, or the ``train`` (about 70%) / ``heldout`` (the rest) part, split by a
+    stable hash of the pair: ``bench.judge_eval`` trains on one part and evaluates on the other."""
+    if part == "all":
+        return list(pairs)
+    if part not in ("train", "heldout"):
+        raise ValueError(f"word pairs part {part!r}: choose all, train or heldout")
+    held = [p for p in pairs if int(hashlib.sha256(" / ".join(sorted(p)).encode()).hexdigest()[:8], 16) % 10 < 3]
+    return held if part == "heldout" else [p for p in pairs if p not in held]
+
+
+def _table(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    table: dict[str, list[str]] = defaultdict(list)
+    for a, b in pairs:
+        table[a].append(b)
+        table[b].append(a)
+    return table
+
+
+def _swap_from(text: str, table: dict[str, list[str]], rng: random.Random) -> str | None:
+    """``text`` (lower-cased) with one word or phrase of ``table`` replaced by one of its counterparts."""
+    low = text.lower()
+    hits = [(m, w) for w in sorted(table) for m in re.finditer(rf"(?<![\w-]){re.escape(w)}(?![\w-])", low)]
+    if not hits:
+        return None
+    m, w = rng.choice(hits)
+    return low[: m.start()] + rng.choice(sorted(table[w])) + low[m.end():]
+
+
+_DOUBLE_FINAL = frozenset("admit transfer refer prefer submit commit forget regret".split())
+_DO_FRAME = re.compile(r"^((?:how (?:do|can|should|could|would) (?:i|we|you)|can i|could i|should i|is it possible to|"
+                       r"i (?:want|need|would like|have) to|i'd like to|what do i do to|help me)) ([a-z]+)\b")
+_NOT_A_VERB = frozenset("not a an the my your this that it there to be still also just really".split())
+
+
+def _gerund(verb: str) -> str:
+    if verb.endswith("ie"):
+        return verb[:-2] + "ying"
+    if verb.endswith("e") and not verb.endswith(("ee", "ye", "oe")):
+        return verb[:-1] + "ing"
+    if verb in _DOUBLE_FINAL or re.fullmatch(r"[^aeiou]*[aeiou][^aeiouwxy]", verb):  # stop -> stopping
+        return verb + verb[-1] + "ing"
+    return verb + "ing"
+
+
+def _avoid(text: str, rng: random.Random) -> str | None:
+    """"how do I X ..." -> "how do I avoid X-ing ..." / "... stop X-ing ...": the opposite request."""
+    low = text.lower().strip()
+    m = _DO_FRAME.match(low)
+    if not m or m.group(2) in _NOT_A_VERB or m.group(2).endswith("ing"):
+        return None
+    return f"{m.group(1)} {rng.choice(('avoid', 'stop'))} {_gerund(m.group(2))}{low[m.end():]}"
+
+
+LEXICAL_KINDS = ("perturb:antonym", "perturb:avoid", "synonym")  # the kinds ``lexical_pairs`` makes
+
+
+def lexical_pairs(questions: list[Question], rng: random.Random, n: int, part: str = "all",
+                  extra_texts: list[str] = ()) -> list[Pair]:
+    """About ``n`` one-word negatives of real questions (a word swapped for its opposite from
+    ``ANTONYMS`` or ``prefix_opposites`` of the questions' own words, or "do X" made "avoid/stop X")
+    and about ``n`` positives (a word swapped for a synonym from ``SYNONYMS``). ``part`` chooses the
+    word pairs (``word_pairs_part``)."""
+    if n <= 0:
+        return []
+    opposite = _table(word_pairs_part(ANTONYMS + prefix_opposites([q.text for q in questions] + list(extra_texts)), part))
+    synonym = _table(word_pairs_part(SYNONYMS, part))
+    makers = {"antonym": lambda t: _swap_from(t, opposite, rng), "avoid": lambda t: _avoid(t, rng)}
+    pairs, negatives, positives = [], 0, 0
+    for i in rng.sample(range(len(questions)), len(questions)):
+        if negatives >= n and positives >= n:
+            break
+        q = questions[i]
+        if negatives < n:
+            for kind in rng.sample(sorted(makers), len(makers)):
+                out = makers[kind](q.text)
+                if out and out != q.text.lower().strip():
+                    first, second = (q.text, out) if rng.random() < 0.5 else (out, q.text)
+                    pairs.append(Pair(first, second, 0, f"perturb:{kind}", (q.intent,)))
+                    negatives += 1
+                    break
+        if positives < n:
+            out = _swap_from(q.text, synonym, rng)
+            if out and out != q.text.lower().strip():
+                first, second = (q.text, out) if rng.random() < 0.5 else (out, q.text)
+                pairs.append(Pair(first, second, 1, "synonym", (q.intent,)))
+                positives += 1
+    return pairs
+
+
 PERTURBATIONS = {"number": _swap_number, "entity": _swap_word, "opposite": _opposite, "negation": _negate,
                  "answer_type": _answer_type, "condition": _add_condition}
 
@@ -391,6 +576,8 @@ class PairConfig:
     negatives_per_question: float = 0.35
     perturbations: int = 4000
     seed: int = 12
+    lexical: int = 1500  # one-word opposite negatives and as many synonym positives (``lexical_pairs``)
+    word_pairs: str = "all"  # which ANTONYMS/SYNONYMS/prefix pairs make them (``word_pairs_part``)
 
 
 def build_pairs(questions: list[Question], config: PairConfig, *, with_paraphrases: bool = True,
@@ -404,6 +591,8 @@ def build_pairs(questions: list[Question], config: PairConfig, *, with_paraphras
         pairs += paraphrase_pairs(rng, data_dir)
     if with_oos:
         pairs += oos_pairs(data_dir, rng, "train")
+    texts = [t for p in paraphrase_pairs(random.Random(0), data_dir) for t in (p.cached, p.new)] if with_paraphrases else []
+    pairs += lexical_pairs(questions, random.Random(f"lexical:{config.seed}"), config.lexical, config.word_pairs, texts)
     rng.shuffle(pairs)
     return pairs
 

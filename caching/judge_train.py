@@ -18,7 +18,8 @@ The recipe:
    Only pairs of two eligible questions that the vetoes let through are used: the judge never
    sees the others;
 2. fit the trees and, as the simpler alternative, logistic regression on the training pairs;
-   fine-tune the cross-encoder on the same pairs (one torch thread, seeded, ``ce_max_steps``);
+   fine-tune the cross-encoder on the same pairs (one torch thread, seeded, ``ce_max_steps``); it is
+   served int8-quantised (``ce_quantize``), so from here on its scores are the quantised model's;
 3. on the calibration pairs (which none of them saw) score four candidates: trees, linear, the
    cross-encoder alone, and ``stacked``, a logistic regression over the trees' score and the
    cross-encoder's logit (fit on the calibration pairs; its own scores there are out-of-fold,
@@ -62,7 +63,7 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = ROOT / "var" / "judge"
 # Bump when the recipe or the features change in a way the configs below do not show.
-RECIPE = 5
+RECIPE = 7
 
 
 @dataclass(frozen=True)
@@ -78,11 +79,14 @@ class TrainConfig:
     # torch thread (reproducible, and on 2 shared cores faster than two), at most ``ce_max_steps``
     cross_encoder: bool = True
     ce_epochs: int = 2
-    ce_max_steps: int = 1000
+    ce_max_steps: int = 1200
     ce_batch_size: int = 16
     ce_learning_rate: float = 5e-5
     ce_warmup_share: float = 0.1
     ce_max_length: int = 64
+    # serve the cross-encoder int8-quantised (``guards.cross_encoder.quantize_int8``); its calibration
+    # pairs are then scored by the quantised model too, so the calibration fits what is served
+    ce_quantize: bool = True
     recipe: int = RECIPE
 
 
@@ -244,7 +248,8 @@ def split_for_calibration(questions, config: TrainConfig, pair_config: PairConfi
     train = judge_data.build_pairs([q for q in questions if q.intent in kept], pair_config,
                                    with_paraphrases=with_paraphrases, with_oos=with_oos)
     calib_config = dataclasses.replace(pair_config, seed=pair_config.seed + 1,
-                                       perturbations=max(200, pair_config.perturbations // 4))
+                                       perturbations=max(200, pair_config.perturbations // 4),
+                                       lexical=pair_config.lexical // 4)
     calibration = judge_data.build_pairs([q for q in questions if q.intent in held], calib_config,
                                          with_paraphrases=False)
     return train, calibration
@@ -305,6 +310,33 @@ def train_cross_encoder(out_dir: Path, pairs: list[tuple[str, str]], labels: np.
     encoder.save(str(out_dir))
     return {"steps": steps, "pairs": len(pairs), "loss_first_100": float(np.mean(losses[:100])),
             "loss_last_100": float(np.mean(losses[-100:])), "seconds": round(time.perf_counter() - started, 1)}
+
+
+def cross_encoder_key(pairs: list[tuple[str, str]], labels: np.ndarray, config: TrainConfig) -> str:
+    """What the fine-tuned weights depend on: the training pairs and labels, the settings
+    ``train_cross_encoder`` reads and the base model. Training is deterministic (one thread, fixed
+    seeds), so an artefact trained with the same key has these weights: a recipe change that only
+    touches calibration or serving (``ce_quantize``, the stack) reuses them instead of a fine-tune."""
+    settings = {k: v for k, v in dataclasses.asdict(config).items()
+                if k in ("seed", "ce_epochs", "ce_max_steps", "ce_batch_size", "ce_learning_rate", "ce_warmup_share",
+                         "ce_max_length")}
+    digest = hashlib.sha256(json.dumps([pairs, [int(v) for v in labels], settings]).encode())
+    model_dir = base_model_dir()
+    weights = sorted(p for p in model_dir.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors", ".txt"})
+    digest.update(_file_digest(weights, model_dir).encode())
+    return digest.hexdigest()[:16]
+
+
+def _trained_cross_encoder(root: Path, key: str) -> Path | None:
+    """An artefact under ``root`` whose cross-encoder was trained with ``key`` (``judge.json``), if any."""
+    for meta_file in sorted(Path(root).glob("*/judge.json")):
+        try:
+            figures = json.loads(meta_file.read_text()).get("cross_encoder") or {}
+        except (OSError, ValueError):
+            continue
+        if figures.get("key") == key and (meta_file.parent / "cross_encoder" / "config.json").exists():
+            return meta_file.parent
+    return None
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -374,8 +406,16 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
     tmp.mkdir(parents=True)
     cross_encoder, stack = None, None
     if config.cross_encoder:
-        cross_encoder = train_cross_encoder(tmp / "cross_encoder", train_pairs, y_train, config, progress)
-        ce_cal = CrossEncoderScorer(tmp / "cross_encoder", config.ce_max_length).logits(cal_pairs)
+        key = cross_encoder_key(train_pairs, y_train, config)
+        done = _trained_cross_encoder(out_dir.parent, key)
+        if done is not None:  # the same pairs and settings train the same weights: reuse them
+            shutil.copytree(done / "cross_encoder", tmp / "cross_encoder")
+            cross_encoder = {**json.loads((done / "judge.json").read_text())["cross_encoder"], "reused_from": done.name}
+            progress(f"cross-encoder: the one trained in {done.name} on the same pairs and settings")
+        else:
+            cross_encoder = {**train_cross_encoder(tmp / "cross_encoder", train_pairs, y_train, config, progress),
+                             "key": key}
+        ce_cal = CrossEncoderScorer(tmp / "cross_encoder", config.ce_max_length, config.ce_quantize).logits(cal_pairs)
         candidates["cross_encoder"] = (ce_cal, candidates["trees"][1])
         stack, stacked = fit_stack(calibration, stack_inputs(candidates["trees"][0], ce_cal), y_cal, config.seed)
         candidates["stacked"] = (stacked, candidates["trees"][1])

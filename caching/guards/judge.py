@@ -188,7 +188,8 @@ class LearnedJudge:
         self._trees = _Trees(self._model) if hasattr(self._model, "_predictors") else None
         self.cross_encoder = None
         if self.kind in ("cross_encoder", "stacked"):
-            self.cross_encoder = CrossEncoderScorer(self.path / "cross_encoder", int(meta["config"]["ce_max_length"]))
+            self.cross_encoder = CrossEncoderScorer(self.path / "cross_encoder", int(meta["config"]["ce_max_length"]),
+                                                    quantize=bool(meta["config"].get("ce_quantize", False)))
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         """The trees' (or linear model's) raw P(same answer) for rows of ``pair_features``."""

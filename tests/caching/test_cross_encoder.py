@@ -19,9 +19,16 @@ from caching import guards, judge_train  # noqa: E402
 from caching.guards.cross_encoder import CrossEncoderScorer  # noqa: E402
 
 
+def _scorer(learned, quantize: bool | None = None) -> CrossEncoderScorer:
+    """A fresh scorer of the artefact's cross-encoder, quantised as the judge serves it unless told."""
+    config = learned.meta["config"]
+    quantize = config.get("ce_quantize", False) if quantize is None else quantize
+    return CrossEncoderScorer(learned.path / "cross_encoder", config["ce_max_length"], quantize=quantize)
+
+
 @pytest.fixture(scope="module")
 def scorer(learned):
-    return CrossEncoderScorer(learned.path / "cross_encoder", learned.meta["config"]["ce_max_length"])
+    return _scorer(learned)
 
 
 # (cached, new): a paraphrase in other words, and one-detail traps no veto catches (another
@@ -44,9 +51,12 @@ def test_scores_are_deterministic_across_calls_batches_and_loads(learned, scorer
     pairs = [PARAPHRASE, TRAP, DELIVERY]
     first = scorer.logits(pairs)
     assert np.array_equal(scorer.logits(pairs), first)  # the memo
-    fresh = CrossEncoderScorer(learned.path / "cross_encoder", learned.meta["config"]["ce_max_length"])
+    fresh = _scorer(learned)
     one_by_one = np.array([fresh.logits([p])[0] for p in pairs])
-    assert np.allclose(one_by_one, first, atol=1e-4)  # padding in a batch does not change a pair's score
+    # padding in a batch does not change a pair's score; quantised, a pair is scored alone anyway
+    # (its activations' scale would otherwise depend on the rest of the batch)
+    assert np.allclose(one_by_one, first, atol=1e-4)
+    assert np.allclose(_scorer(learned).logits(list(reversed(pairs)))[::-1], first, atol=1e-4)
 
 
 def test_an_obvious_paraphrase_scores_above_a_one_detail_trap(scorer):
@@ -55,6 +65,27 @@ def test_an_obvious_paraphrase_scores_above_a_one_detail_trap(scorer):
     assert paraphrase > trap and paraphrase > opposite, (paraphrase, trap, opposite)
     unrelated = scorer.logits([("Can I pay with PayPal?", "How long does delivery take?")])[0]
     assert unrelated < paraphrase
+
+
+def test_the_judge_serves_the_cross_encoder_the_way_it_was_calibrated(learned, scorer):
+    """The calibration and threshold were fitted on the (int8-quantised) model's scores: the judge
+    must load it the same way, and the quantisation must really have replaced the Linear layers."""
+    if learned.cross_encoder is None:
+        pytest.skip(f"the chosen judge ({learned.kind}) does not read the cross-encoder")
+    quantised = bool(learned.meta["config"].get("ce_quantize", False))
+    assert learned.cross_encoder.quantize == quantised
+    import torch
+
+    modules = list(learned.cross_encoder._model.model.modules())
+    int8 = [m for m in modules if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
+    plain = [m for m in modules if type(m) is torch.nn.Linear]
+    assert (bool(int8), bool(plain)) == (quantised, not quantised), (len(int8), len(plain))
+    pairs = [PARAPHRASE, TRAP, DELIVERY]
+    assert np.array_equal(learned.cross_encoder.logits(pairs), scorer.logits(pairs))
+    if quantised:
+        plain = _scorer(learned, quantize=False).logits(pairs)
+        assert not np.array_equal(plain, scorer.logits(pairs))  # the int8 model is not the float one
+        assert plain[0] > plain[1] and scorer.logits(pairs)[0] > scorer.logits(pairs)[1]
 
 
 def test_prefetch_scores_only_the_candidates_the_judge_is_asked_about(learned):

@@ -80,7 +80,7 @@ def test_without_a_judge_only_a_strict_match_is_served_and_the_reason_says_why(j
 def test_by_default_the_judge_alone_serves_nothing_but_its_probability_is_recorded(learned):
     """``SEMANTIC_JUDGE_SERVES`` off: a pair the judge would serve, but no strict match, is refused
     with the judge's probability and a reason that says so; on, the judge serves it."""
-    new, cached, similarity = "how long do I have to get a refund", "What is your return policy?", 0.48
+    new, cached, similarity = "Do you take PayPal?", "Can I pay with PayPal?", 0.7
     refused = guards.judge(new, cached, similarity, judge_serves=False)
     assert not refused.serve and refused.probability is not None and refused.probability >= learned.threshold
     assert "but the judge does not serve (SEMANTIC_JUDGE_SERVES off); strict match refused" in refused.reason
@@ -165,6 +165,27 @@ def test_pairs_are_reproducible_and_hold_out_whole_intents():
     kept, held = judge_data.split_intents(questions, 0.2, "test")
     assert kept and held and not kept & held
     assert kept | held == {q.intent for q in questions}
+
+
+def test_one_word_opposites_are_negatives_and_synonyms_positives():
+    """The changes the vetoes cannot see: an opposite word, "do X" made "avoid/stop X" (negatives),
+    a synonym (positives); the prefixed opposites come from the questions' own words."""
+    questions = [judge_data.Question(t, f"t:{i}", "t", "d", "train") for i, t in enumerate([
+        "How do I get a refund?", "Is my card able to work abroad?", "I am unable to log in",
+        "Can I buy a gift card in the shop?", "Is the fee correct?", "the fee is incorrect",
+    ])]
+    assert ("able", "unable") in judge_data.prefix_opposites([q.text for q in questions])
+    assert ("correct", "incorrect") in judge_data.prefix_opposites([q.text for q in questions])
+    assert not {p for p in judge_data.prefix_opposites(["income", "come", "discount", "count"])}
+    pairs = judge_data.lexical_pairs(questions, random.Random(3), 20)
+    assert pairs == judge_data.lexical_pairs(questions, random.Random(3), 20)
+    kinds = {p.kind: p.label for p in pairs}
+    assert kinds.get("synonym") == 1 and kinds.get("perturb:avoid") == 0 and kinds.get("perturb:antonym") == 0, kinds
+    assert any("avoid getting a refund" in p.cached + p.new or "stop getting a refund" in p.cached + p.new for p in pairs)
+    train, held = (set(judge_data.word_pairs_part(judge_data.ANTONYMS, part)) for part in ("train", "heldout"))
+    assert train and held and not train & held and train | held == set(judge_data.ANTONYMS)
+    with pytest.raises(ValueError):
+        judge_data.word_pairs_part(judge_data.ANTONYMS, "some")
 
 
 def test_the_training_data_ships_with_its_licences():
