@@ -36,7 +36,7 @@ fi
 
 # The semantic judge (gradient-boosted trees over pair features and a cross-encoder fine-tuned from
 # the shipped MiniLM weights on one torch thread): built once for the current training data and
-# recipe, under var/judge/<version>; about 15-20 minutes on 2 cores, seconds once built.
+# recipe, under var/judge/<version>; about 20 minutes on 2 cores (1,146 cross-encoder steps), seconds once built.
 .venv/bin/python -m caching.judge_train --root "${SEMANTIC_JUDGE_DIR:-var/judge}"
 
 if [ "${BOOTSTRAP_BROWSER:-0}" = "1" ] && [ ! -x /usr/bin/chromium ]; then
