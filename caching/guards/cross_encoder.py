@@ -110,7 +110,9 @@ class CrossEncoderScorer:
         return out
 
     def prefetch(self, pairs: list[tuple[str, str]]) -> None:
-        """Score a lookup's candidates (one forward pass, or one each when quantised); the
-        judgements then read the memo."""
-        if pairs:
+        """Score a lookup's candidates in one forward pass; the judgements then read the memo.
+        Quantised, a pair takes a pass of its own anyway, so nothing is scored ahead: each judgement
+        scores its own pair, and a hit stops at the first candidate that serves (semantic hit with the
+        judge serving, quiet machine: p50 36.8 ms with every candidate scored ahead)."""
+        if pairs and not self.quantize:
             self.logits(pairs)
