@@ -52,15 +52,17 @@ def _jobs_redis():
     yield
 
 
-def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05):
-    """Poll until predicate() is truthy; returns its value or fails the test."""
+def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05, why=None):
+    """Poll until predicate() is truthy; returns its value or fails the test (with ``why()``, the
+    state worth reading, in the message)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {getattr(predicate, '__name__', predicate)}")
+            seen = f": {why()!r}" if why is not None else ""
+            pytest.fail(f"timed out after {timeout}s waiting for {getattr(predicate, '__name__', predicate)}{seen}")
         time.sleep(interval)
 
 

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from caching import learning
-from caching.models import LabeledPair, PairVerification, SemanticEntry
+from caching.models import AskEvent, LabeledPair, PairVerification, SemanticEntry
 from caching.purge import purge_citing
 from ingestion.models import Article
 from supportbot import pipeline
@@ -112,11 +112,10 @@ def test_an_approved_near_miss_becomes_an_alias_and_a_label(demo, verifier, veri
     assert (label.should_hit, label.cached_question, label.judge_version) == (True, POLICY, "judge-test")
 
     state, served = cached_lookup(asker, REFUND)  # the next asker of that question hits
-    assert served is not None and served.answer == entry.answer and state.layer == "semantic"
+    assert served is not None and served.answer == entry.answer and state.layer == "semantic", decisions_of(state)
 
     # a rejection is a negative label and no alias; a verifier error is neither
-    cached_lookup(asker, NO_PAIR)
-    cached_lookup(asker, BOOM)
+    missed = [cached_lookup(asker, NO_PAIR)[0], cached_lookup(asker, BOOM)[0]]
     rows = wait_until(lambda: [r for r in PairVerification.objects.filter(entry=entry).exclude(verdict="pending")
                                if r.question != REFUND] if PairVerification.objects.filter(
         entry=entry, verdict="pending").count() == 0 else None, timeout=30)
@@ -136,6 +135,11 @@ def test_an_approved_near_miss_becomes_an_alias_and_a_label(demo, verifier, veri
     assert served is None
 
 
+def decisions_of(state) -> list[tuple[str, str, str]]:
+    """What each layer decided for an Ask, and why: what a failed assertion here prints."""
+    return list(AskEvent.objects.get(request_id=state.request_id).decisions.values_list("layer", "disposition", "reason"))
+
+
 def test_erasing_a_customer_removes_the_aliases_their_questions_made(demo, verifier_worker, learning_on):
     acme = demo["acme"]
     entry = SemanticEntry.objects.get(
@@ -143,7 +147,8 @@ def test_erasing_a_customer_removes_the_aliases_their_questions_made(demo, verif
     learning_on[REFUND] = 0.6
     cached_lookup(pipeline.Asker(acme, "en", "cust-9"), REFUND)
     wait_until(lambda: PairVerification.objects.filter(entry=entry, verdict="approved").exists(), timeout=30)
-    assert cached_lookup(pipeline.Asker(acme, "en", None), REFUND)[1] is not None
+    state, served = cached_lookup(pipeline.Asker(acme, "en", None), REFUND)
+    assert served is not None, decisions_of(state)
 
     out = io.StringIO()
     call_command("customer_erase", "--tenant", "acme", "--customer", "cust-9", stdout=out)
