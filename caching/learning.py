@@ -31,7 +31,7 @@ from django.db import IntegrityError, transaction
 from caching.models import PairVerification
 from caching.tasks import pair_verify as pair_verify_task
 from core.cachelayer import LayerResult
-from core.redis_client import RedisUnavailable, get_redis, mark_redis_down, redis_available
+from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def _rate_allows(tenant_id: int) -> bool:
         pipe.incr(key)
         pipe.expire(key, 120)
         count = pipe.execute()[0]
-    except RedisUnavailable:
-        mark_redis_down()
+    except RedisUnavailable as exc:
+        redis_failed(exc)  # an error reply (a full Redis) loses this check only: the caches keep reading
         return False
     return count <= settings.JUDGE_VERIFY_MAX_PER_MINUTE

@@ -113,6 +113,12 @@ class LocalCache(Generic[V]):
         return len(self._entries)
 
 
+def forget_every_cache() -> None:
+    """Empty every per-process cache of this process: the next lookups load (each test starts so)."""
+    for cache in list(_every_cache):
+        cache.forget()
+
+
 def _forget_every_cache_after_fork() -> None:
     for cache in list(_every_cache):
         cache._lock = threading.Lock()  # a lock held by another thread at the fork would never be released
@@ -127,9 +133,14 @@ class RevisionedCache(Generic[V]):
 
     def __init__(self, name: str, max_entries: int = 10_000):
         self.name = name
-        self.max_entries = max_entries  # scopes are tenants: a bound, not an eviction policy
+        # scopes are tenants: a bound, not an eviction policy
         self._copies: LocalCache[V] = LocalCache(name, ttl_s=lambda: settings.LOCAL_CACHE_MAX_AGE_S,
                                                  max_entries=max_entries)
+
+    @property
+    def max_entries(self) -> int:
+        """How many scopes this process keeps a copy of (its ``LocalCache``'s bound)."""
+        return self._copies.max_entries
 
     def rev_key(self, scope: int) -> str:
         return f"rev:{self.name}:{tenant_tag(scope)}"

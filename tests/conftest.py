@@ -32,15 +32,6 @@ def django_db_setup(django_db_setup, django_db_blocker):
         factories.demo_load()
 
 
-@pytest.fixture(autouse=True)
-def _no_remembered_generation():
-    """Every test reads the active index generation afresh: the pipeline remembers it for a few
-    seconds, and a transactional test that reloads the demo makes a new one under a new pk."""
-    from retrieval.services import active_generation_forget
-
-    active_generation_forget()
-
-
 def pytest_generate_tests(metafunc):
     """A test marked ``redis_cluster`` runs twice: against the single test Redis and against a local
     Redis Cluster of three primaries (``redis_backend`` is "single" or "cluster")."""
@@ -78,7 +69,11 @@ def redis_backend(request):
 
 @pytest.fixture(autouse=True)
 def _clean_redis(redis_backend):
-    """Every test starts with empty answer/search caches; embedding vectors are kept (they are pure)."""
+    """Every test starts with empty answer/search caches; embedding vectors are kept (they are pure).
+    Every per-process cache (``core.localcache``: tenants, article versions, thresholds, the active
+    index generation, answerers, model clients ...) starts empty too: what an earlier test left there
+    (a tenant or generation since flushed, a client of its scripted server) is not this test's."""
+    from core.localcache import forget_every_cache
     from core.redis_client import get_redis, reset_redis_state
 
     reset_redis_state()
@@ -86,13 +81,7 @@ def _clean_redis(redis_backend):
     keys = [k for k in r.scan_iter(count=1000) if not k.startswith(b"emb:")]
     if keys:
         r.delete(*keys)
-    from caching.thresholds import invalidate_thresholds
-    from caching.citations import article_versions
-    from supportbot.selectors import tenant_cache
-
-    invalidate_thresholds()
-    tenant_cache.forget()
-    article_versions.forget()
+    forget_every_cache()
     yield
     reset_redis_state()
 

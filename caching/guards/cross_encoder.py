@@ -109,10 +109,16 @@ class CrossEncoderScorer:
                     self._memo.popitem(last=False)
         return out
 
-    def prefetch(self, pairs: list[tuple[str, str]]) -> None:
-        """Score a lookup's candidates in one forward pass; the judgements then read the memo.
+    @property
+    def wants_prefetch(self) -> bool:
+        """Whether scoring a lookup's candidates ahead saves anything: only a float model batches them.
         Quantised, a pair takes a pass of its own anyway, so nothing is scored ahead: each judgement
         scores its own pair, and a hit stops at the first candidate that serves (semantic hit with the
         judge serving, quiet machine: p50 36.8 ms with every candidate scored ahead)."""
-        if pairs and not self.quantize:
+        return not self.quantize
+
+    def prefetch(self, pairs: list[tuple[str, str]]) -> None:
+        """Score a lookup's candidates in one forward pass; the judgements then read the memo
+        (nothing is scored ahead unless ``wants_prefetch``)."""
+        if pairs and self.wants_prefetch:
             self.logits(pairs)

@@ -220,9 +220,14 @@ class LearnedJudge:
     def probability(self, cached_q: str, new_q: str, similarity: float) -> float:
         return float(self.probabilities([(cached_q, new_q, similarity)])[0])
 
+    @property
+    def wants_prefetch(self) -> bool:
+        """Whether ``prefetch`` scores anything ahead: a cross-encoder that batches (not trees, not int8)."""
+        return self.cross_encoder is not None and self.cross_encoder.wants_prefetch
+
     def prefetch(self, new_q: str, cached_questions: list[str]) -> None:
-        """Score a lookup's candidates with the cross-encoder in one forward pass (a no-op for trees)."""
-        if self.cross_encoder is not None:
+        """Score a lookup's candidates with the cross-encoder in one forward pass (see ``wants_prefetch``)."""
+        if self.wants_prefetch:
             self.cross_encoder.prefetch([(c, new_q) for c in cached_questions])
 
 
@@ -405,10 +410,11 @@ def prefetch(new_q: str, candidates: list[tuple[str, float, dict | None]], thres
     pass, those the judge will be asked about (eligible, over the cosine floor, no veto, English;
     with ``judge_serves`` False, not a strict match either: those serve without the judge);
     the judgements then read its memo. ``candidates``: (cached question, cosine, cached signature).
-    Returns how many were scored."""
+    Returns how many were scored: none, and nothing analysed, when the judge does not score ahead
+    (``LearnedJudge.wants_prefetch``)."""
     model = learned_judge() if learned is _DEFAULT else learned
     language = (locale or "en").split("-")[0].lower()
-    if model is None or getattr(model, "cross_encoder", None) is None or language not in JUDGE_LOCALES:
+    if model is None or not model.wants_prefetch or language not in JUDGE_LOCALES:
         return 0
     thresholds = thresholds or DEFAULT_THRESHOLDS
     new_a = _analyse(new_q)

@@ -110,9 +110,12 @@ class SemanticLayer:
             return result
         thresholds = current_thresholds()
         new_sig = guards.signature(question)
-        # the cross-encoder scores the candidates the judge will be asked about in one forward pass
-        guards.prefetch(question, [(row.question, float(1.0 - row.distance), row.signature) for row in rows],
-                        thresholds, locale=scope.locale, judge_serves=settings.SEMANTIC_JUDGE_SERVES)
+        # a float cross-encoder scores the candidates the judge will be asked about in one forward pass;
+        # an int8 one scores each pair when it is judged (a hit stops at its first serving candidate)
+        judge = guards.learned_judge()
+        if judge is not None and judge.wants_prefetch:
+            guards.prefetch(question, [(row.question, float(1.0 - row.distance), row.signature) for row in rows],
+                            thresholds, locale=scope.locale, learned=judge, judge_serves=settings.SEMANTIC_JUDGE_SERVES)
         best = None
         for row in rows:
             similarity = float(1.0 - row.distance)

@@ -7,6 +7,7 @@ Uses the artefact built for the current data and recipe (``var/judge``: bootstra
 """
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 
@@ -88,6 +89,13 @@ def test_the_judge_serves_the_cross_encoder_the_way_it_was_calibrated(learned, s
         assert plain[0] > plain[1] and scorer.logits(pairs)[0] > scorer.logits(pairs)[1]
 
 
+def _judge_with(learned, scorer: CrossEncoderScorer):
+    """The artefact's judge reading ``scorer`` (a fresh one: its memo starts empty)."""
+    judge = copy.copy(learned)
+    judge.cross_encoder = scorer
+    return judge
+
+
 def test_prefetch_scores_only_the_candidates_the_judge_is_asked_about(learned):
     if learned.cross_encoder is None:
         pytest.skip(f"the chosen judge ({learned.kind}) does not read the cross-encoder")
@@ -96,8 +104,25 @@ def test_prefetch_scores_only_the_candidates_the_judge_is_asked_about(learned):
         ("How long does delivery take to Canada?", 0.85, None),  # a place: vetoed
         ("How long does delivery take?", 0.10, None),           # under the cosine floor
     ]
-    assert guards.prefetch(DELIVERY[1], candidates) == 1
-    assert guards.prefetch("Wie lange dauert die Lieferung?", candidates, locale="de") == 0
+    batching = _judge_with(learned, _scorer(learned, quantize=False))
+    assert batching.wants_prefetch
+    assert guards.prefetch(DELIVERY[1], candidates, learned=batching) == 1
+    assert list(batching.cross_encoder._memo) == [DELIVERY]  # scored ahead: the judgement reads the memo
+    assert guards.prefetch("Wie lange dauert die Lieferung?", candidates, locale="de", learned=batching) == 0
+
+
+def test_an_int8_cross_encoder_scores_nothing_ahead(learned):
+    """Quantised, a pair takes a forward pass of its own anyway: each judgement scores its pair, so the
+    semantic layer does not ask for a prefetch (``wants_prefetch``) and one asked for does nothing."""
+    if learned.cross_encoder is None:
+        pytest.skip(f"the chosen judge ({learned.kind}) does not read the cross-encoder")
+    assert learned.wants_prefetch == (not learned.cross_encoder.quantize)
+    quantised = _judge_with(learned, _scorer(learned, quantize=True))
+    assert not quantised.wants_prefetch
+    assert guards.prefetch(DELIVERY[1], [(DELIVERY[0], 0.80, None)], learned=quantised) == 0
+    assert not quantised.cross_encoder._memo
+    judged = guards.judge(DELIVERY[1], DELIVERY[0], 0.80, learned=quantised)
+    assert judged.probability is not None and list(quantised.cross_encoder._memo) == [DELIVERY]
 
 
 def test_the_decision_records_the_judge_version_and_its_probability(learned):

@@ -12,11 +12,12 @@ import redis
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from caching import learning
 from caching.churn import churn_totals, redis_memory
 from caching.layers.exact import ExactLayer
 from caching.models import AskEvent, SemanticEntry
 from caching.purge import semantic_expired_cleanup
-from core.redis_client import get_redis, reset_redis_state
+from core.redis_client import get_redis, redis_available, reset_redis_state
 from core.servers import start_redis
 from supportbot import pipeline
 from tests.caching.helpers import cached_lookup, offer, scripted_model
@@ -71,6 +72,14 @@ def test_a_full_redis_under_noeviction_is_a_recorded_miss_on_every_cache_path(cl
         again = client.post("/api/t/acme/ask", data=json.dumps({"question": QUESTIONS[0].upper()}),
                             content_type="application/json")
     assert again.status_code == 200 and again.json()["cache"] == {"layer": "semantic"} and not server.requests
+
+
+def test_a_full_redis_refuses_a_near_miss_check_without_taking_redis_for_down(acme, small_redis):
+    """The verifier's per-tenant rate window is a write: refused, nothing is queued, and only that is lost
+    (an error reply comes from a server that still answers, so the caches keep reading it)."""
+    fill("noeviction")
+    assert learning._rate_allows(acme.pk) is False
+    assert redis_available()
 
 
 def test_under_allkeys_lru_a_full_redis_evicts_and_the_caches_keep_working(acme, small_redis):

@@ -3,6 +3,7 @@ admission (``offer_answer``) and questions looked up as the views look them up, 
 embedding model and pgvector."""
 from __future__ import annotations
 
+import copy
 from datetime import timedelta
 
 import pytest
@@ -71,6 +72,27 @@ def test_a_paraphrase_is_served_from_the_semantic_layer_and_every_layer_records_
     entry.refresh_from_db()
     assert entry.hit_count == 1 and entry.last_hit_at is not None
     assert pipeline.outcome(state).to_api()["cache"] == {"layer": "semantic"}  # the reason is for staff
+
+
+@pytest.mark.parametrize("batches", [True, False], ids=["float", "int8"])
+def test_the_candidates_are_scored_ahead_only_for_a_judge_that_batches_them(acme, learned, monkeypatch, batches):
+    """A float cross-encoder scores a lookup's candidates in one forward pass before they are judged; an
+    int8 one scores each pair when it is judged, so the layer does not work out the candidates to prefetch."""
+    if learned.cross_encoder is None:
+        pytest.skip(f"the chosen judge ({learned.kind}) does not read the cross-encoder")
+    offer(asker(acme), "What is your return policy?")
+    scorer = copy.copy(learned.cross_encoder)
+    scorer.quantize = not batches  # what ``wants_prefetch`` reads; the spy below scores nothing either way
+    judge = copy.copy(learned)
+    judge.cross_encoder = scorer
+    asked = []
+    monkeypatch.setattr(guards, "learned_judge", lambda: judge)
+    monkeypatch.setattr(guards, "prefetch", lambda question, candidates, *args, **kwargs: asked.append(candidates) or 0)
+
+    state, served = cached_lookup(asker(acme), "Can you tell me your return policy?")
+
+    assert served is not None and state.layer == "semantic"  # judged the same way
+    assert [[c[0] for c in candidates] for candidates in asked] == ([["What is your return policy?"]] if batches else [])
 
 
 def test_the_newest_verified_answer_replaces_the_entry_of_the_same_question(acme):

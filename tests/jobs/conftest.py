@@ -15,6 +15,8 @@ import redis
 from django.conf import settings
 from kombu import pools
 
+from tests.jobs.helpers import running_workers
+
 TEST_REDIS_URL = os.environ["REDIS_TEST_URL"]
 # The broker gets a Redis database of its own: the per-test clean-up of the test database must
 # not delete a queue's bindings under a running worker. It lives on the broker's Redis (the
@@ -122,12 +124,16 @@ def start_worker_process(extra_env: dict | None = None) -> WorkerProcess:
         if proc.poll() is not None:
             raise RuntimeError(f"celery worker exited with {proc.returncode}:\n{WORKER_LOG.read_text()[-3000:]}")
         if app.control.ping(destination=[nodename], timeout=0.5):
-            return WorkerProcess(proc, nodename)
+            worker = WorkerProcess(proc, nodename)
+            running_workers.append(worker)
+            return worker
     proc.kill()
     raise RuntimeError(f"celery worker did not answer a ping:\n{WORKER_LOG.read_text()[-3000:]}")
 
 
 def stop_worker_process(worker: WorkerProcess) -> None:
+    if worker in running_workers:
+        running_workers.remove(worker)
     if worker.proc.poll() is None:
         worker.proc.terminate()  # warm shutdown: running tasks finish
         try:
@@ -135,6 +141,19 @@ def stop_worker_process(worker: WorkerProcess) -> None:
         except subprocess.TimeoutExpired:
             worker.proc.kill()
             worker.proc.wait()
+
+
+@pytest.fixture
+def demo(demo):
+    """The demo tenants, and, while a worker runs, the work their reload queued done. A transactional
+    test's flush empties the database, so the next test's demo load ingests every article again, and
+    each new article queues a re-index of its tenant (``index_refresh``), whose ``purge_retrieving``
+    retires the cached answers whose question retrieves one of them. On a running worker that tail
+    takes seconds (longer under load), and an answer a test cached meanwhile would be purged under it:
+    a test starts once it is over (``wait_until_idle``)."""
+    if any(worker.proc.poll() is None for worker in running_workers):
+        wait_until_idle()
+    return demo
 
 
 @pytest.fixture(scope="module")

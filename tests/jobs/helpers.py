@@ -19,6 +19,11 @@ from retrieval.services import active_generation, active_generation_forget
 from supportbot import pipeline
 from tests.caching.helpers import offer
 
+# The test Celery workers started and not yet stopped (``conftest.start_worker_process``). Kept here: the
+# test modules import conftest's helpers as ``tests.jobs.conftest``, a second copy of the module pytest
+# loaded as ``conftest``, so state kept in conftest.py would be two lists.
+running_workers: list = []
+
 
 def sections_body(n: int, token: str | None = None, *, changed: set[int] = frozenset()) -> str:
     """A markdown body of n sections whose text no earlier run has embedded (a fresh token), so the

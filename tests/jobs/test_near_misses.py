@@ -106,7 +106,8 @@ def test_an_approved_near_miss_becomes_an_alias_and_a_label(demo, verifier, veri
 
     _, served = cached_lookup(asker, REFUND)
     assert served is None  # the customer got a fresh answer; the check runs on the worker
-    alias = wait_until(lambda: PairVerification.objects.filter(entry=entry, verdict="approved").first(), timeout=30)
+    alias = wait_until(lambda: PairVerification.objects.filter(entry=entry, verdict="approved").first(), timeout=30,
+                       why=lambda: verifications_of(entry))
     assert alias.question == REFUND and alias.judge_probability == 0.6 and alias.verifier_model == "verifier-model"
     label = LabeledPair.objects.get(source=LabeledPair.Source.VERIFIER, new_question=REFUND)
     assert (label.should_hit, label.cached_question, label.judge_version) == (True, POLICY, "judge-test")
@@ -118,7 +119,8 @@ def test_an_approved_near_miss_becomes_an_alias_and_a_label(demo, verifier, veri
     missed = [cached_lookup(asker, NO_PAIR)[0], cached_lookup(asker, BOOM)[0]]
     rows = wait_until(lambda: [r for r in PairVerification.objects.filter(entry=entry).exclude(verdict="pending")
                                if r.question != REFUND] if PairVerification.objects.filter(
-        entry=entry, verdict="pending").count() == 0 else None, timeout=30)
+        entry=entry, verdict="pending").count() == 0 else None, timeout=30,
+        why=lambda: (verifications_of(entry), [decisions_of(s) for s in missed]))
     verdicts = {r.question: r.verdict for r in rows}
     assert verdicts == {NO_PAIR: "rejected", BOOM: "error"}
     assert LabeledPair.objects.filter(source="verifier", new_question=NO_PAIR, should_hit=False).exists()
@@ -140,13 +142,20 @@ def decisions_of(state) -> list[tuple[str, str, str]]:
     return list(AskEvent.objects.get(request_id=state.request_id).decisions.values_list("layer", "disposition", "reason"))
 
 
+def verifications_of(entry) -> tuple[str, list[tuple[str, str, str]]]:
+    """The entry's status and its verification rows (question, verdict, detail): what a timed-out wait prints."""
+    entry.refresh_from_db()
+    return entry.status, list(PairVerification.objects.filter(entry=entry).values_list("question", "verdict", "detail"))
+
+
 def test_erasing_a_customer_removes_the_aliases_their_questions_made(demo, verifier_worker, learning_on):
     acme = demo["acme"]
     entry = SemanticEntry.objects.get(
         source_ask__request_id=offer(pipeline.Asker(acme, "en", None), POLICY).request_id)
     learning_on[REFUND] = 0.6
     cached_lookup(pipeline.Asker(acme, "en", "cust-9"), REFUND)
-    wait_until(lambda: PairVerification.objects.filter(entry=entry, verdict="approved").exists(), timeout=30)
+    wait_until(lambda: PairVerification.objects.filter(entry=entry, verdict="approved").exists(), timeout=30,
+               why=lambda: verifications_of(entry))
     state, served = cached_lookup(pipeline.Asker(acme, "en", None), REFUND)
     assert served is not None, decisions_of(state)
 

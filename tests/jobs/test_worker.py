@@ -14,7 +14,7 @@ from ingestion.services import article_edit
 from retrieval.indexing import INDEX_REFRESH_JOB, REEMBED_JOB
 from retrieval.tasks import reembed_changed
 from tests import factories
-from tests.jobs.conftest import wait_until, wait_until_idle
+from tests.jobs.conftest import wait_until
 from tests.jobs.helpers import CachedEverywhere, current_chunk_ids, indexed_chunk_ids, kb_article, sections_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,7 +25,6 @@ NONE = {"exact": False, "semantic": False, "search": False}
 
 def test_saving_an_article_purges_its_cached_answers_from_every_layer_and_reindexes_it(demo, celery_worker):
     acme = demo["acme"]
-    wait_until_idle()  # a re-index still running would purge the search results made below
     returns = CachedEverywhere(acme, "What is your return policy?", "return-policy")
     two_fa = CachedEverywhere(acme, "How do I turn on two-factor authentication?", "two-factor-authentication")
     rp = Article.objects.get(tenant=acme, locale="en", external_id="return-policy")
@@ -86,7 +85,6 @@ def test_an_edit_reaches_cached_answers_that_do_not_cite_it_once_it_is_reindexed
     """article_changed -> re-index on the worker -> index_refreshed -> purge of the answers whose
     question now retrieves the edited article (issue 13, part 4)."""
     acme = demo["acme"]
-    wait_until_idle()  # an earlier test's changes (or the demo's reload) are purged before these entries exist
     stale = CachedEverywhere(acme, "Is there a student discount?", "price-match")
     unrelated = CachedEverywhere(acme, "How do I turn on two-factor authentication?", "two-factor-authentication")
     plus = Article.objects.get(tenant=acme, locale="en", external_id="plus-membership")

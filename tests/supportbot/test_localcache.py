@@ -5,7 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from caching.citations import article_versions, current_versions, stale_citations
-from core.localcache import RevisionedCache
+from core.localcache import MISSING, LocalCache, RevisionedCache, _every_cache, forget_every_cache
 from core.models import Tenant
 from core.redis_client import get_redis, mark_redis_down, reset_redis_state
 from ingestion.models import Article
@@ -175,3 +175,12 @@ def test_a_forked_process_starts_with_every_cache_empty():
     process.start()
     process.join(30)
     assert parent.recv() == 0 and len(cache) == 1
+
+
+def test_every_cache_of_the_process_can_be_emptied_at_once_and_each_test_starts_so():
+    assert not [cache.name for cache in list(_every_cache) if len(cache)]  # tests/conftest.py::_clean_redis
+    kept = [LocalCache("test a"), RevisionedCache("test b")._copies]
+    for cache in kept:
+        cache.put("k", 1, rev="r")
+    forget_every_cache()
+    assert [cache.lookup("k", "r") for cache in kept] == [MISSING, MISSING]
