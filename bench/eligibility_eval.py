@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     print(f"{len(examples)} questions, {len({e.intent for e in examples})} intents; "
           f"{sum(bool(e.rule) for e in examples)} refused by the rules, {sum(e.soft for e in examples)} first by a soft rule")
     figures, last = {}, []
-    for name in args.models.split(","):
+    for name in [m for m in args.models.split(",") if m]:
         started = time.perf_counter()
         if name == "tfidf":
             fit_predict = lambda tr, te: et._tfidf_fit_predict(tr, te, config)  # noqa: E731
