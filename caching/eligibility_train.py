@@ -16,7 +16,7 @@ The recipe:
 3. the threshold: the lowest P(general) at which, among the held-out questions a *soft* rule refuses
    (the only ones the model may let in), at least ``target_precision`` of those let in are labelled
    general (and at least ``min_selected`` are); none (1.01, never override) when no threshold does;
-4. fit on every training question and store ``model.pkl`` (the scikit-learn pipeline) and
+4. fit on every training question and store the fitted arrays (``save_pipeline``) and
    ``eligibility.json`` (version, threshold, the out-of-fold figures) under ``<root>/<version>/``.
 
 Deterministic: fixed seeds and folds; the same inputs give the same bytes (``tests/caching/test_eligibility_model.py``). Runs without Django:
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import pickle
 import shutil
 import sys
 import time
@@ -39,7 +38,7 @@ import numpy as np
 from caching import judge_data
 from caching.guards.eligibility import RULES, classify_rules
 from caching.guards.eligibility_model import (
-    DATA_DIR, DEFAULT_ROOT, EligibilityConfig, artefact_version,
+    DATA_DIR, DEFAULT_ROOT, FEATURE_PARTS, EligibilityConfig, artefact_version, vectorizer_params,
 )
 from caching.guards.signature import parsed
 
@@ -85,12 +84,8 @@ def make_pipeline(config: EligibilityConfig):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import FeatureUnion, Pipeline
 
-    features = FeatureUnion([
-        ("word", TfidfVectorizer(analyzer="word", ngram_range=tuple(config.word_ngrams), min_df=config.min_df,
-                                 sublinear_tf=True, token_pattern=r"(?u)\b\w+\b", dtype=np.float64)),
-        ("char", TfidfVectorizer(analyzer="char_wb", ngram_range=tuple(config.char_ngrams), min_df=config.min_df,
-                                 sublinear_tf=True, dtype=np.float64)),
-    ])
+    params = vectorizer_params(config)
+    features = FeatureUnion([(part, TfidfVectorizer(**params[part])) for part in FEATURE_PARTS])
     return Pipeline([("features", features),
                      ("lr", LogisticRegression(C=config.C, max_iter=3000, class_weight="balanced"))])
 
@@ -212,8 +207,7 @@ def train_artefact(out_dir: Path, config: EligibilityConfig = EligibilityConfig(
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    with open(tmp / "model.pkl", "wb") as fh:
-        pickle.dump(pipe, fh, protocol=5)
+    save_pipeline(pipe, tmp)
     (tmp / "eligibility.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
@@ -221,6 +215,18 @@ def train_artefact(out_dir: Path, config: EligibilityConfig = EligibilityConfig(
              f"{figures['override']['let_in']} at precision {figures['override']['precision']}, "
              f"{time.perf_counter() - started:.0f} s")
     return meta
+
+
+def save_pipeline(pipe, out: Path) -> None:
+    """The fitted pipeline as plain arrays and term lists (``EligibilityModel`` reads them): the same
+    fit gives the same bytes, which a pickle does not promise across processes."""
+    for part, vec in pipe.named_steps["features"].transformer_list:
+        terms = sorted(vec.vocabulary_, key=vec.vocabulary_.get)
+        (out / f"terms-{part}.json").write_text(json.dumps(terms, ensure_ascii=True))
+        np.save(out / f"idf-{part}.npy", np.asarray(vec.idf_, dtype=np.float64))
+    lr = pipe.named_steps["lr"]
+    np.save(out / "coef.npy", np.asarray(lr.coef_, dtype=np.float64))
+    np.save(out / "intercept.npy", np.asarray(lr.intercept_, dtype=np.float64))
 
 
 def ensure_artefact(root: Path = DEFAULT_ROOT, *, force: bool = False, progress=print) -> Path:

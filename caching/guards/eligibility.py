@@ -123,9 +123,10 @@ _ACTION_LEAD_QWORD = re.compile(r"^(?:how|what|where|when|why|which|who|can|coul
 _REQUEST_FOR_ME = re.compile(r"\b(?:can|could|would|will) you (?:please |kindly |just )?(\w+) (?:me|my|our|us|it|this|that|them)\b|\bfor me\b")
 
 
-def _ineligible(norm: str, tokens: list[str], sig: dict, intent: str) -> Iterator[tuple[str, Eligibility]]:
-    """Every rule that makes the question ineligible, in order of precedence, as ``(rule, decision)``:
-    the first decides for the rules alone; the learned model may pass over the soft ones (``RULES``)."""
+def _ineligible(norm: str, tokens: list[str], sig: dict, intent: str) -> Iterator[Eligibility]:
+    """The decision of every rule that makes the question ineligible (``Eligibility.rule`` names it),
+    in order of precedence, lazily: the first decides for the rules alone; the learned model may pass
+    over a soft one (``RULES``), never over a hard one that fires later."""
     howto = bool(_HOWTO_FRAME.search(norm) or _HOWTO_CLAUSE.search(norm)) or norm.endswith(" how")
     # Action requests: an imperative (or "I want to"/"can you" + verb) with an operation verb.
     m = _ACTION_LEAD.match(norm)

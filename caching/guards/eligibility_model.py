@@ -10,8 +10,8 @@ remembered function of the question and runs before the exact-cache lookup.
 into the shared caches when P(general) reaches the artefact's threshold (chosen on held-out
 intents for precision >= 0.99 of "general"); hard rules always decide (``eligibility.RULES``).
 
-The artefact is a directory ``<ELIGIBILITY_MODEL_DIR>/<version>/`` (``model.pkl``,
-``eligibility.json``). ``version`` hashes the labels, the data files, the rules' source (the
+The artefact is a directory ``<ELIGIBILITY_MODEL_DIR>/<version>/`` (plain arrays and term lists,
+``EligibilityModel``; ``eligibility.json``). ``version`` hashes the labels, the data files, the rules' source (the
 threshold is chosen on the questions the soft rules refuse), the config and scikit-learn's version,
 so the same inputs give the same directory. Not built, or switched off (``ELIGIBILITY_MODEL``):
 the rules decide alone (logged once).
@@ -22,7 +22,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import pickle
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ DATA_DIR = ROOT / "data"
 LABELS_FILE = DATA_DIR / "eligibility_intents.json"
 DEFAULT_ROOT = ROOT / "var" / "eligibility"
 # Bump when the recipe changes in a way the config below does not show.
-RECIPE = 1
+RECIPE = 2  # 2: plain arrays instead of a pickle
 
 
 @dataclass(frozen=True)
@@ -76,30 +75,54 @@ def artefact_version(config: EligibilityConfig = EligibilityConfig(), data_dir: 
     return "elig-" + digest.hexdigest()[:12]
 
 
+FEATURE_PARTS = ("word", "char")
+
+
+def vectorizer_params(config: EligibilityConfig) -> dict[str, dict]:
+    """The TF-IDF vectorizers' settings, per feature part: the trainer fits with them, the loader
+    rebuilds the same analyzers from them."""
+    return {
+        "word": {"analyzer": "word", "ngram_range": tuple(config.word_ngrams), "min_df": config.min_df,
+                 "sublinear_tf": True, "token_pattern": r"(?u)\b\w+\b", "dtype": np.float64},
+        "char": {"analyzer": "char_wb", "ngram_range": tuple(config.char_ngrams), "min_df": config.min_df,
+                 "sublinear_tf": True, "dtype": np.float64},
+    }
+
+
 class EligibilityModel:
-    """A built artefact: ``p_general(norm)`` and the threshold at which it overrides a soft rule."""
+    """A built artefact: ``probabilities(norm)`` and the threshold at which it overrides a soft rule.
+
+    Stored as plain arrays, not a pickle, so a rebuild gives the same bytes: per feature part its
+    terms in column order (``terms-<part>.json``) and idf (``idf-<part>.npy``), the logistic
+    regression's ``coef.npy`` (categories x columns, the parts side by side) and ``intercept.npy``.
+    Scoring is the fitted pipeline's arithmetic: sublinear tf x idf, each part L2-normalised, a
+    softmax over the categories (``tests/caching/test_eligibility_model.py`` checks it against
+    scikit-learn's ``predict_proba``): tens of microseconds where ``predict_proba`` takes milliseconds."""
 
     def __init__(self, path: Path):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
         self.path = Path(path)
         self.meta = json.loads((self.path / "eligibility.json").read_text())
         self.version: str = self.meta["version"]
         self.threshold: float = float(self.meta["threshold"])
-        with open(self.path / "model.pkl", "rb") as fh:
-            self.pipeline = pickle.load(fh)
-        self.classes = [str(c) for c in self.pipeline.classes_]
-        self._general = self.classes.index("general")
-        # scikit-learn's predict_proba validates and converts for a batch: ~2 ms for one question. The
-        # same arithmetic on the fitted vocabularies, idf and coefficients takes tens of microseconds
-        # (``tests/caching/test_eligibility_model.py`` checks the two agree).
-        lr = self.pipeline.named_steps["lr"]
-        self._intercept = np.asarray(lr.intercept_, dtype=np.float64)
+        self.classes: list[str] = list(self.meta["classes"])
+        config = EligibilityConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.meta["config"].items()})
+        params = vectorizer_params(config)
+        coef = np.load(self.path / "coef.npy")
+        self._intercept = np.load(self.path / "intercept.npy")
         self._parts = []
         offset = 0
-        for _, vec in self.pipeline.named_steps["features"].transformer_list:
-            size = len(vec.vocabulary_)
-            self._parts.append((vec.build_analyzer(), vec.vocabulary_, np.asarray(vec.idf_, dtype=np.float64),
-                                np.ascontiguousarray(lr.coef_[:, offset:offset + size], dtype=np.float64)))
-            offset += size
+        for part in FEATURE_PARTS:
+            terms = json.loads((self.path / f"terms-{part}.json").read_text())
+            vocabulary = {t: i for i, t in enumerate(terms)}
+            self._parts.append((TfidfVectorizer(**params[part]).build_analyzer(), vocabulary,
+                                np.load(self.path / f"idf-{part}.npy"),
+                                np.ascontiguousarray(coef[:, offset:offset + len(terms)])))
+            offset += len(terms)
+        if offset != coef.shape[1] or coef.shape[0] != len(self.classes):
+            raise ValueError(f"eligibility artefact {self.path}: coefficients {coef.shape} do not fit "
+                             f"{offset} terms and {len(self.classes)} categories")
 
     def probabilities(self, norm: str) -> dict[str, float]:
         """Each category's probability for a normalised question (``signature.parsed(question)[0]``)."""

@@ -98,12 +98,14 @@ def test_the_threshold_is_the_lowest_score_that_keeps_the_target_precision():
     assert et.choose_threshold(p, general, 0.8, 2, 0.92) == 0.95  # not below the floor
 
 
-def test_the_fast_scorer_agrees_with_scikit_learn(small_artefact):
+def test_the_stored_model_scores_as_scikit_learn_does(small_artefact, slice_examples):
     model = em.EligibilityModel(small_artefact)
+    pipe = et.make_pipeline(SMALL).fit([e.norm for e in slice_examples], [e.category for e in slice_examples])
+    assert model.classes == list(pipe.classes_)
     for q in ["I forgot my password, what should I do?", "how many points are on my gold card", "x",
               "what is the weather like in paris right now " * 20, "zzzz qqqq"]:
         norm = parsed(q)[0]
-        expected = model.pipeline.predict_proba([norm])[0]
+        expected = pipe.predict_proba([norm])[0]
         got = model.probabilities(norm)
         assert [got[c] for c in model.classes] == pytest.approx(list(expected), abs=1e-12)
 
