@@ -62,8 +62,10 @@ class Pair:
 
 
 def data_files(data_dir: Path = DATA_DIR) -> list[Path]:
-    """Every file the pairs are built from (their bytes are part of the judge's version)."""
-    return sorted(p for p in data_dir.rglob("*") if p.is_file() and p.suffix in {".gz", ".csv", ".json"})
+    """Every file the pairs are built from (their bytes are part of the judge's version); the eligibility
+    labels are not one of them (``caching.guards.eligibility_model`` versions its own artefact)."""
+    return sorted(p for p in data_dir.rglob("*") if p.is_file() and p.suffix in {".gz", ".csv", ".json"}
+                  and p.name != "eligibility_intents.json")
 
 
 def data_hash(data_dir: Path = DATA_DIR) -> str:

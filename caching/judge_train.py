@@ -53,7 +53,8 @@ from pathlib import Path
 import numpy as np
 
 from caching import judge_data
-from caching.guards import classify, veto
+from caching.guards import veto
+from caching.guards.eligibility import classify_rules
 from caching.guards.cross_encoder import CrossEncoderScorer
 from caching.guards.judge import FEATURES, Recipe, pair_features, recipe_register
 from caching.judge_data import Pair, PairConfig
@@ -237,7 +238,8 @@ def passes_vetoes(pairs: list[tuple[str, str]]) -> np.ndarray:
 def judge_sees(pairs: list[tuple[str, str]]) -> np.ndarray:
     """The pairs the judge is asked about in the semantic layer: both questions eligible, no veto.
     It is trained and calibrated on those only (a personal question never reaches it)."""
-    eligible = np.array([classify(a).eligible and classify(b).eligible for a, b in pairs], dtype=bool)
+    # the rules alone: the judge's training pairs (and so its version) do not depend on the eligibility model
+    eligible = np.array([classify_rules(a).eligible and classify_rules(b).eligible for a, b in pairs], dtype=bool)
     return eligible & passes_vetoes(pairs)
 
 

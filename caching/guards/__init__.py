@@ -9,13 +9,17 @@ from near misses. The guards, one module a job:
 * ``signature``: the answer-changing details of a question and the *vetoes*, the differences
   reliable enough to refuse a hit on their own (numbers, ids, money, dates, places, tiers,
   audiences, conditions, negation scope, comparatives next to a quantity, answer type);
-* ``eligibility``: personal, action and time-dependent questions bypass every shared cache;
+* ``eligibility``: personal, action and time-dependent questions bypass every shared cache (rules, hard
+  or soft; ``eligibility_model``, a learned P(general), may pass over a soft one);
 * ``judge``: the serve/no-serve decision: eligibility, a cosine floor, the vetoes, then the learned
   judge (trees over pair features and a fine-tuned MiniLM cross-encoder, ``caching.judge_train``) and its calibrated threshold.
 
 Everything but the learned judge is pure Python on strings (results memoised per question text).
 """
-from caching.guards.eligibility import CATEGORIES, INTENT_CLASSES, INTENT_FAMILIES, Eligibility, classify
+from caching.guards.eligibility import (
+    CATEGORIES, INTENT_CLASSES, INTENT_FAMILIES, RULES, Eligibility, classify, classify_rules, set_eligibility_model,
+)
+from caching.guards.eligibility_model import learned_eligibility, model_version as eligibility_model_version
 from caching.guards.judge import (
     DEFAULT_THRESHOLDS, JUDGE_LOCALES, Judgement, LearnedJudge, judge, judge_version, learned_judge, prefetch,
     score_pair,
@@ -27,7 +31,8 @@ from caching.guards.signature import (
 )
 
 __all__ = [
-    "CATEGORIES", "DEFAULT_THRESHOLDS", "GUARDS_VERSION", "INTENT_CLASSES", "INTENT_FAMILIES", "JUDGE_LOCALES",
+    "CATEGORIES", "DEFAULT_THRESHOLDS", "RULES", "classify_rules", "learned_eligibility", "eligibility_model_version",
+    "set_eligibility_model", "GUARDS_VERSION", "INTENT_CLASSES", "INTENT_FAMILIES", "JUDGE_LOCALES",
     "SIGNATURE_FIELDS", "VETO_FIELDS", "Eligibility", "Judgement", "LearnedJudge", "_OPERATIONS", "classify", "concept",
     "judge", "judge_version", "learned_judge", "prefetch", "score_pair", "set_learned_judge", "signature", "signature_difference", "veto", "vetoes",
 ]

@@ -6,13 +6,15 @@ Eligible questions get an intent class (answer type), recorded with each decisio
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from caching.guards.lexicon import (
     _ACTION_VERBS, _ID_HEADS, _IMPERATIVE_FOLLOWERS, _INFO_VERBS, _MY_PERSONAL_NOUN, _NOUN_FRAME_AFTER_VERB, _STOP,
     _TIME_DEPENDENT, _TRANSACTIONAL_VERBS,
 )
+from caching.guards.eligibility_model import EligibilityModel, learned_eligibility, set_model
 from caching.guards.signature import parsed
 
 # Answer types. howto/policy/availability are one family: a "can I", a "how do I" and an
@@ -32,6 +34,45 @@ class Eligibility:
     category: str  # "general" | "personal" | "action" | "time"
     intent: str  # one of INTENT_CLASSES
     reason: str
+    rule: str = ""  # the rule that decided (a key of RULES), "" for general by the rules, "model" for an override
+    probability: float | None = None  # the eligibility model's P(general), when it was asked
+    model_version: str = ""  # the eligibility model asked ("elig-<hash>"), "" when none was
+
+
+# Every rule that makes a question ineligible, hard or soft. A hard rule always decides: the
+# question gives personal details, names a record, asks about its own state in so many words
+# ("where is my order", "my card is blocked", "tell me my balance"), asks us to act on something
+# of its own ("cancel my order", "can you close my account"), replies to the conversation, or is
+# caught by the language-independent nets. A soft rule reads wording that is often, not always,
+# personal, an action or about the present ("I ordered ...", "I need a new card", "my invoice",
+# "I want to open an account", "latest", "now"): the learned eligibility model
+# (``eligibility_model``) may pass over it when it is confident the question is general.
+RULES: dict[str, str] = {
+    "action_imperative": "hard",  # "Cancel my order", "Upgrade to the pro plan", "can you refund it"
+    "action_declared": "soft",  # "I want to open an account" (no object of the customer's own)
+    "action_want_mine": "hard",  # "I need my card replaced"
+    "action_want": "soft",  # "I need a new card"
+    "action_request_for_me": "hard",  # "could you check my order", "... for me"
+    "personal_details": "hard",  # "my name is ...", an email address
+    "personal_record": "hard",  # "order 4471"
+    "personal_state_question": "hard",  # "where is my order", "has my package shipped"
+    "personal_own_account": "hard",  # "tell me my balance", "how many points do I have"
+    "personal_own_tracking": "hard",  # "track where my parcel is"
+    "personal_context_reply": "hard",  # "it's a savings account"
+    "personal_status_event": "hard",  # "declined", "charged twice", "pending"
+    "personal_my_subject": "hard",  # "my transfer didn't go through"
+    "personal_pronoun_state": "hard",  # "is it too late to return it", "when will it arrive"
+    "personal_my_state_word": "hard",  # "my ... stuck/refunded/missing"
+    "personal_declarative": "soft",  # "I have a question about my card"
+    "personal_failure_report": "soft",  # "the app did not let me log in"
+    "personal_my_noun": "soft",  # "a PDF of my invoice"
+    "personal_narrative": "soft",  # "I ordered ...", "I was ..."
+    "time_words": "soft",  # "now", "latest", "this year", "is the X down"
+    "foreign_personal": "hard",  # a first-person possessive in another language
+    "record_id": "hard",  # an id-like token with four digits or more
+    "foreign_time": "hard",  # "heute", "maintenant"
+}
+_PERSONAL_OBJECTS = ("me", "my", "our", "us", "it", "this", "that", "them")
 
 
 # Intent ------------------------------------------------------------------------------
@@ -82,7 +123,10 @@ _ACTION_LEAD_QWORD = re.compile(r"^(?:how|what|where|when|why|which|who|can|coul
 _REQUEST_FOR_ME = re.compile(r"\b(?:can|could|would|will) you (?:please |kindly |just )?(\w+) (?:me|my|our|us|it|this|that|them)\b|\bfor me\b")
 
 
-def _eligibility(norm: str, tokens: list[str], sig: dict, intent: str) -> Eligibility:
+def _ineligible(norm: str, tokens: list[str], sig: dict, intent: str) -> Iterator[Eligibility]:
+    """The decision of every rule that makes the question ineligible (``Eligibility.rule`` names it),
+    in order of precedence, lazily: the first decides for the rules alone; the learned model may pass
+    over a soft one (``RULES``), never over a hard one that fires later."""
     howto = bool(_HOWTO_FRAME.search(norm) or _HOWTO_CLAUSE.search(norm)) or norm.endswith(" how")
     # Action requests: an imperative (or "I want to"/"can you" + verb) with an operation verb.
     m = _ACTION_LEAD.match(norm)
@@ -96,7 +140,7 @@ def _eligibility(norm: str, tokens: list[str], sig: dict, intent: str) -> Eligib
             verb_c = "get"  # "I want to get/open/apply for..." declares a request for us to act on
         addressed = bool(re.search(r"\byou\b", lead))
         if addressed:
-            personal_object = after in ("me", "my", "our", "us", "it", "this", "that", "them") or " for me" in norm or (
+            personal_object = after in _PERSONAL_OBJECTS or " for me" in norm or (
                 after == "the" and verb_c in _TRANSACTIONAL_VERBS)
             if not personal_object:
                 verb_c = ""
@@ -107,59 +151,64 @@ def _eligibility(norm: str, tokens: list[str], sig: dict, intent: str) -> Eligib
         if verb_c == "open" and after == "hours":
             imperative = False
         if imperative:
-            return Eligibility(False, "action", intent, f"action: asks us to {verb} something ('{' '.join(tokens[:4])}...')")
+            # "Cancel my order", "can you close my account": hard. "I want to open an account" declares
+            # a wish that is often a how-to in disguise: soft, the model may read it as general.
+            declared = lead.startswith(("i ", "hi i ", "hello i ", "hey i ", "we ")) and after not in _PERSONAL_OBJECTS
+            yield Eligibility(False, "action", intent, f"action: asks us to {verb} something ('{' '.join(tokens[:4])}...')",
+                              rule="action_declared" if declared else "action_imperative")
     want = re.match(r"^(?:(?:hi|hello|hey|ok|okay|so|please)[, ]+)?(?:(?:i|we) )?(?:need|want|would like|require|demand) (?:a|an|the|some|my|our|another)\b", norm)
     if want and not howto:
-        return Eligibility(False, "action", intent, f"action: asks us for something ('{want.group(0)}')")
+        own_object = want.group(0).endswith((" my", " our"))
+        yield Eligibility(False, "action", intent, f"action: asks us for something ('{want.group(0)}')",
+                          rule="action_want_mine" if own_object else "action_want")
     for rq in _REQUEST_FOR_ME.finditer(norm):
         if not howto and (rq.group(1) is None or rq.group(1) in _ACTION_VERBS):
-            return Eligibility(False, "action", intent, f"action: a request addressed to us ('{rq.group(0)}')")
+            yield Eligibility(False, "action", intent, f"action: a request addressed to us ('{rq.group(0)}')", rule="action_request_for_me")
     # Personal details given in the question ("my name is ...", an email address) keep it out of
     # shared caches even when it then asks a how-to.
     if sid := _SELF_ID.search(norm):
-        return Eligibility(False, "personal", intent, f"personal: gives the customer's own details ('{sid.group(0)[:40]}')")
+        yield Eligibility(False, "personal", intent, f"personal: gives the customer's own details ('{sid.group(0)[:40]}')", rule="personal_details")
     # Personal: the customer's own order, account, balance, refund...
     if sig["ids"] and any(t in _ID_HEADS for t in tokens):
-        return Eligibility(False, "personal", intent, f"personal: refers to a specific record ({', '.join(sig['ids'])})")
+        yield Eligibility(False, "personal", intent, f"personal: refers to a specific record ({', '.join(sig['ids'])})", rule="personal_record")
     st = _STATE_Q.search(norm)
     if st and not howto:
-        return Eligibility(False, "personal", intent, f"personal: about the customer's own situation ('{st.group(0)}')")
+        yield Eligibility(False, "personal", intent, f"personal: about the customer's own situation ('{st.group(0)}')", rule="personal_state_question")
     own = _OWN_STATE.search(norm)
     if own:
-        return Eligibility(False, "personal", intent, f"personal: about the customer's own account ('{own.group(0)}')")
+        yield Eligibility(False, "personal", intent, f"personal: about the customer's own account ('{own.group(0)}')", rule="personal_own_account")
     track = _OWN_TRACKING.search(norm)
     if track:
-        return Eligibility(False, "personal", intent, f"personal: about the customer's own item ('{track.group(0)}')")
+        yield Eligibility(False, "personal", intent, f"personal: about the customer's own item ('{track.group(0)}')", rule="personal_own_tracking")
     if _CONTEXT_REPLY.search(norm) and not howto:
-        return Eligibility(False, "personal", intent, "personal: a reply that depends on the conversation so far")
+        yield Eligibility(False, "personal", intent, "personal: a reply that depends on the conversation so far", rule="personal_context_reply")
     if _STATUS_EVENT.search(norm) and not howto and not _HYPOTHETICAL.search(norm):
-        return Eligibility(False, "personal", intent, f"personal: asks about the state of a specific transaction ('{_STATUS_EVENT.search(norm).group(0)}')")
+        yield Eligibility(False, "personal", intent, f"personal: asks about the state of a specific transaction ('{_STATUS_EVENT.search(norm).group(0)}')", rule="personal_status_event")
     mine = _MY_SUBJECT.search(norm)
     if mine and not howto:
-        return Eligibility(False, "personal", intent, f"personal: reports the state of the customer's own item ('{mine.group(0)}')")
+        yield Eligibility(False, "personal", intent, f"personal: reports the state of the customer's own item ('{mine.group(0)}')", rule="personal_my_subject")
     dec = _DECLARATIVE_MINE.search(norm)
     if dec and not howto and not _ACTION_LEAD_QWORD.match(norm):
-        return Eligibility(False, "personal", intent, "personal: the customer describes their own situation")
+        yield Eligibility(False, "personal", intent, "personal: the customer describes their own situation", rule="personal_declarative")
     fail = _FAILURE_REPORT.search(norm)
     if fail and not howto:
-        return Eligibility(False, "personal", intent, f"personal: reports a failure the customer ran into ('{fail.group(0)}')")
+        yield Eligibility(False, "personal", intent, f"personal: reports a failure the customer ran into ('{fail.group(0)}')", rule="personal_failure_report")
     own_item = _MY_PERSONAL_NOUN.search(norm)
     if own_item and not howto and not _HYPOTHETICAL.search(norm[: own_item.start()]):
-        return Eligibility(False, "personal", intent, f"personal: about the customer's own {own_item.group(1)} ('{own_item.group(0)}')")
+        yield Eligibility(False, "personal", intent, f"personal: about the customer's own {own_item.group(1)} ('{own_item.group(0)}')", rule="personal_my_noun")
     nar = _NARRATIVE.search(norm)
     if nar and not howto:
-        return Eligibility(False, "personal", intent, f"personal: describes the customer's own case ('{nar.group(0)}')")
+        yield Eligibility(False, "personal", intent, f"personal: describes the customer's own case ('{nar.group(0)}')", rule="personal_narrative")
     pr = _PRONOUN_STATE.search(norm)
     if pr:
-        return Eligibility(False, "personal", intent, f"personal: about the customer's own item ('{pr.group(0)[:40]}')")
+        yield Eligibility(False, "personal", intent, f"personal: about the customer's own item ('{pr.group(0)[:40]}')", rule="personal_pronoun_state")
     if re.search(r"\bmy\b", norm) and not howto and re.search(r"\b(?:status|arrive|arrived|received|declined|pending|missing|blocked|frozen|rejected|failed|stuck|charged|deducted|showing|shown|appear|appeared|reverted|refunded|cancelled|canceled)\b", norm):
-        return Eligibility(False, "personal", intent, "personal: about the state of the customer's own item")
+        yield Eligibility(False, "personal", intent, "personal: about the state of the customer's own item", rule="personal_my_state_word")
     for rx, why in _TIME_DEPENDENT:
         tm = rx.search(norm)
         if tm:
             word = tm.group(1) if tm.groups() else tm.group(0)
-            return Eligibility(False, "time", intent, "time: " + why.format(word))
-    return Eligibility(True, "general", intent, f"general {intent} question")
+            yield Eligibility(False, "time", intent, "time: " + why.format(word), rule="time_words")
 
 
 
@@ -168,15 +217,20 @@ class _Analysis:
     norm: str
     tokens: tuple[str, ...]
     signature: dict
-    eligibility: Eligibility
+    eligibility: Eligibility  # the rules' decision (the first rule that fires, or general)
+    hard: Eligibility | None  # the first hard rule that fires, if any
 
 
 @lru_cache(maxsize=8192)
 def _analyse(question: str) -> _Analysis:
     norm, tokens, sig = parsed(question)
     intent = _intent(norm)
-    elig = _eligibility(norm, list(tokens), sig, intent)
-    return _Analysis(norm, tokens, sig, elig)
+    fired = _ineligible(norm, list(tokens), sig, intent)
+    first = next(fired, None)
+    hard = first if first is not None and RULES[first.rule] == "hard" else None
+    if first is not None and hard is None:
+        hard = next((e for e in fired if RULES[e.rule] == "hard"), None)
+    return _Analysis(norm, tokens, sig, first or Eligibility(True, "general", intent, f"general {intent} question"), hard)
 
 
 # A language-independent safety net under the English rules: the guards read English, so in any
@@ -202,18 +256,63 @@ def _id_like(question: str) -> bool:
     return any(sum(ch.isdigit() for ch in m.group(0)) >= 4 for m in _RECORD_ID.finditer(question))
 
 
+def _nets(question: str, intent: str) -> Eligibility | None:
+    """The language-independent nets (all hard)."""
+    if (m := _FOREIGN_PERSONAL.search(question)) and not _FOREIGN_HOWTO.search(question):
+        return Eligibility(False, "personal", intent, f"personal: first-person possessive ('{m.group(0)}')", rule="foreign_personal")
+    if _id_like(question):
+        return Eligibility(False, "personal", intent, "personal: refers to a specific record (an id)", rule="record_id")
+    if m := _FOREIGN_TIME.search(question):
+        return Eligibility(False, "time", intent, f"time: depends on the current time ('{m.group(0)}')", rule="foreign_time")
+    return None
+
+
+def _checked(question) -> str:
+    if not isinstance(question, str):
+        raise TypeError(f"a question is text (str), not {type(question).__name__}")
+    if not question.strip():
+        raise ValueError("an empty question has no eligibility")
+    return question
+
+
+@lru_cache(maxsize=8192)
+def classify_rules(question: str) -> Eligibility:
+    """The rules alone: the first rule that fires (``RULES``), or general. (The judge's training pairs
+    use this, so the judge's version does not depend on the eligibility model.)"""
+    found = _analyse(_checked(question)).eligibility
+    return found if not found.eligible else (_nets(question, found.intent) or found)
+
+
 @lru_cache(maxsize=8192)
 def classify(question: str) -> Eligibility:
     """Is the question shareable across customers, and what kind of answer does it want?
-    (A pure function of the text, remembered: a repeated question is what the caches serve.)"""
-    found = _analyse(question).eligibility
-    if not found.eligible:
-        return found
-    if (m := _FOREIGN_PERSONAL.search(question)) and not _FOREIGN_HOWTO.search(question):
-        return Eligibility(False, "personal", found.intent, f"personal: first-person possessive ('{m.group(0)}')")
-    if _id_like(question):
-        return Eligibility(False, "personal", found.intent, "personal: refers to a specific record (an id)")
-    if m := _FOREIGN_TIME.search(question):
-        return Eligibility(False, "time", found.intent, f"time: depends on the current time ('{m.group(0)}')")
-    return found
 
+    The rules decide, except that when the first rule to fire is *soft* the eligibility model
+    (``eligibility_model``) is asked, and a P(general) at or above its threshold lets the question
+    in, unless a hard rule fires too. The reason then says the model overrode which rule.
+    (A pure function of the text, remembered: a repeated question is what the caches serve.)"""
+    found = classify_rules(question)
+    if found.eligible or RULES[found.rule] != "soft":
+        return found
+    model = learned_eligibility()
+    if model is None:
+        return found
+    analysis = _analyse(question)
+    p = model.p_general(analysis.norm)
+    if p < model.threshold:
+        return replace(found, reason=f"{found.reason}; model p(general)={p:.3f} < {model.threshold:.3f}",
+                       probability=p, model_version=model.version)
+    hard = analysis.hard or _nets(question, found.intent)
+    if hard is not None:
+        return replace(hard, probability=p, model_version=model.version)
+    return Eligibility(True, "general", found.intent,
+                       f"general {found.intent} question: eligibility model p(general)={p:.3f} >= {model.threshold:.3f} "
+                       f"overrides the soft rule {found.rule} ({found.reason})"[:300],
+                       rule="model", probability=p, model_version=model.version)
+
+
+def set_eligibility_model(model: EligibilityModel | None) -> None:
+    """Swap the process's eligibility model (None: load it again on next use, or stay off when
+    ``ELIGIBILITY_MODEL`` is off) and forget every remembered decision."""
+    set_model(model)
+    classify.cache_clear()
