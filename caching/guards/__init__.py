@@ -17,8 +17,8 @@ Everything but the learned judge is pure Python on strings (results memoised per
 """
 from caching.guards.eligibility import CATEGORIES, INTENT_CLASSES, INTENT_FAMILIES, Eligibility, classify
 from caching.guards.judge import (
-    DEFAULT_THRESHOLDS, JUDGE_LOCALES, Judgement, LearnedJudge, judge, judge_version, learned_judge, prefetch,
-    score_pair,
+    DEFAULT_THRESHOLDS, JUDGE_LOCALES, Judgement, LearnedJudge, contender, judge, judge_version, learned_judge,
+    prefetch, score_pair,
     set_learned_judge, veto,
 )
 from caching.guards.lexicon import _OPERATIONS, concept
@@ -29,5 +29,5 @@ from caching.guards.signature import (
 __all__ = [
     "CATEGORIES", "DEFAULT_THRESHOLDS", "GUARDS_VERSION", "INTENT_CLASSES", "INTENT_FAMILIES", "JUDGE_LOCALES",
     "SIGNATURE_FIELDS", "VETO_FIELDS", "Eligibility", "Judgement", "LearnedJudge", "_OPERATIONS", "classify", "concept",
-    "judge", "judge_version", "learned_judge", "prefetch", "score_pair", "set_learned_judge", "signature", "signature_difference", "veto", "vetoes",
+    "contender", "judge", "judge_version", "learned_judge", "prefetch", "score_pair", "set_learned_judge", "signature", "signature_difference", "veto", "vetoes",
 ]

@@ -330,6 +330,43 @@ def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | Non
 _DEFAULT = object()
 
 
+def _gate(new_a, cached_a, new_sig: dict, cached_sig: dict, similarity: float, floor: float, locale: str) -> str | None:
+    """The steps before the judge (eligibility, the cosine floor, the vetoes, content): the first
+    refusal's reason, or None when the pair reaches the judge or the strict match."""
+    new_e, cached_e = new_a.eligibility, cached_a.eligibility
+    if not new_e.eligible:
+        return f"new question ineligible: {new_e.reason}"
+    if not cached_e.eligible:
+        return f"cached question ineligible: {cached_e.reason}"
+    if similarity < floor:
+        return f"similarity {similarity:.3f} below the {new_e.intent} floor {floor:.2f}"
+    language = (locale or "en").split("-")[0].lower()
+    veto = vetoes(cached_sig, new_sig, (cached_e.intent, new_e.intent), products=language in JUDGE_LOCALES)
+    if veto:
+        return "veto: " + _describe(veto)
+    if not any(new_sig.get(f) for f in _CONTENT_FIELDS):
+        return "no content words: too vague to share an answer"
+    return None
+
+
+def contender(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
+              cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *,
+              locale: str = "en") -> bool:
+    """Whether a cached question is still a plausible answer-giver for ``new_q`` before the judge:
+    both eligible, over the cosine floor, no veto, the new question not too vague. No model runs.
+    The semantic layer's ambiguity check (``caching.layers.semantic``) asks it of the other
+    candidates of a lookup: a veto proves a candidate is about something else, a judge's refusal
+    does not."""
+    thresholds = thresholds or DEFAULT_THRESHOLDS
+    new_a, cached_a = _analyse(new_q), _analyse(cached_q)
+    if new_sig is None or new_sig.get("version") != [GUARDS_VERSION]:
+        new_sig = new_a.signature
+    if cached_sig is None or cached_sig.get("version") != [GUARDS_VERSION]:
+        cached_sig = cached_a.signature
+    floor = _threshold_for(new_a.eligibility.intent, cached_a.eligibility.intent, thresholds)
+    return _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale) is None
+
+
 def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
           cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *, locale: str = "en",
           learned=_DEFAULT, judge_threshold: float | None = None, judge_serves: bool = True) -> Judgement:
@@ -353,18 +390,10 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
     def refuse(reason: str, probability: float | None = None, version: str = "") -> Judgement:
         return Judgement(False, reason, intent, floor, difference, probability, version)
 
-    if not new_e.eligible:
-        return refuse(f"new question ineligible: {new_e.reason}")
-    if not cached_e.eligible:
-        return refuse(f"cached question ineligible: {cached_e.reason}")
-    if similarity < floor:
-        return refuse(f"similarity {similarity:.3f} below the {intent} floor {floor:.2f}")
+    early = _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale)
+    if early:
+        return refuse(early)
     language = (locale or "en").split("-")[0].lower()
-    veto = vetoes(cached_sig, new_sig, (cached_e.intent, new_e.intent), products=language in JUDGE_LOCALES)
-    if veto:
-        return refuse("veto: " + _describe(veto))
-    if not any(new_sig.get(f) for f in _CONTENT_FIELDS):
-        return refuse("no content words: too vague to share an answer")
     if language not in JUDGE_LOCALES:
         why = _strict_match(new_a, cached_a, new_sig, cached_sig)
         if why:
