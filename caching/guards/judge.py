@@ -313,9 +313,16 @@ def _describe(diff: dict) -> str:
     return "; ".join(f"{f} (cached {d['cached']} vs new {d['new']})" for f, d in diff.items())
 
 
+# The answer type a strict match must agree on: a price is an answer of its own, whatever the
+# content words share. (The other intent classes are not compared: "where do I reset my PIN" and
+# "how do I reset my PIN" share an answer.)
+_COST = "pricing"
+
+
 def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | None:
-    """Where the judge cannot read the language: every signature field, content term and word link
-    equal, or the reason why not."""
+    """Where the judge cannot read the language (and, by default, alone): every signature field,
+    content term and word link equal and, if either asks what something costs, both do; or the
+    reason why not."""
     diff = signature_difference(cached_sig, new_sig)
     if diff:
         return "signature differs: " + _describe(diff)
@@ -324,6 +331,10 @@ def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | Non
         return f"content words differ: cached {_surface(cached_a, sorted(a - b))}, new {_surface(new_a, sorted(b - a))}"
     if set(cached_sig.get("links", ())) != set(new_sig.get("links", ())):
         return "same words, different arrangement"
+    new_cost, cached_cost = new_a.eligibility.intent == _COST, cached_a.eligibility.intent == _COST
+    if new_cost != cached_cost:  # "how much does it cost to top up by card" / "how do I top up my card"
+        return (f"one asks what it costs, the other not (cached {cached_a.eligibility.intent}, "
+                f"new {new_a.eligibility.intent})")
     return None
 
 
