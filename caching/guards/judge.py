@@ -341,6 +341,19 @@ def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | Non
 _DEFAULT = object()
 
 
+def _pair(new_q: str, cached_q: str, new_sig: dict | None, cached_sig: dict | None,
+          thresholds: dict[str, float] | None) -> tuple:
+    """Both questions analysed, their signatures (a stored one only if of this ``GUARDS_VERSION``)
+    and the pair's cosine floor."""
+    new_a, cached_a = _analyse(new_q), _analyse(cached_q)
+    if new_sig is None or new_sig.get("version") != [GUARDS_VERSION]:
+        new_sig = new_a.signature
+    if cached_sig is None or cached_sig.get("version") != [GUARDS_VERSION]:
+        cached_sig = cached_a.signature
+    floor = _threshold_for(new_a.eligibility.intent, cached_a.eligibility.intent, thresholds or DEFAULT_THRESHOLDS)
+    return new_a, cached_a, new_sig, cached_sig, floor
+
+
 def _gate(new_a, cached_a, new_sig: dict, cached_sig: dict, similarity: float, floor: float, locale: str) -> str | None:
     """The steps before the judge (eligibility, the cosine floor, the vetoes, content): the first
     refusal's reason, or None when the pair reaches the judge or the strict match."""
@@ -368,13 +381,7 @@ def contender(new_q: str, cached_q: str, similarity: float, new_sig: dict | None
     The semantic layer's ambiguity check (``caching.layers.semantic``) asks it of the other
     candidates of a lookup: a veto proves a candidate is about something else, a judge's refusal
     does not."""
-    thresholds = thresholds or DEFAULT_THRESHOLDS
-    new_a, cached_a = _analyse(new_q), _analyse(cached_q)
-    if new_sig is None or new_sig.get("version") != [GUARDS_VERSION]:
-        new_sig = new_a.signature
-    if cached_sig is None or cached_sig.get("version") != [GUARDS_VERSION]:
-        cached_sig = cached_a.signature
-    floor = _threshold_for(new_a.eligibility.intent, cached_a.eligibility.intent, thresholds)
+    new_a, cached_a, new_sig, cached_sig, floor = _pair(new_q, cached_q, new_sig, cached_sig, thresholds)
     return _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale) is None
 
 
@@ -387,15 +394,8 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
     artefact's calibrated operating point. ``judge_serves`` False (``SEMANTIC_JUDGE_SERVES``, the
     default in the semantic layer): the judge's probability is computed and recorded, but only a
     strict match serves; a pair the judge alone would serve is refused with a reason that says so."""
-    thresholds = thresholds or DEFAULT_THRESHOLDS
-    new_a, cached_a = _analyse(new_q), _analyse(cached_q)
-    if new_sig is None or new_sig.get("version") != [GUARDS_VERSION]:
-        new_sig = new_a.signature
-    if cached_sig is None or cached_sig.get("version") != [GUARDS_VERSION]:
-        cached_sig = cached_a.signature
-    new_e, cached_e = new_a.eligibility, cached_a.eligibility
-    intent = new_e.intent
-    floor = _threshold_for(new_e.intent, cached_e.intent, thresholds)
+    new_a, cached_a, new_sig, cached_sig, floor = _pair(new_q, cached_q, new_sig, cached_sig, thresholds)
+    intent = new_a.eligibility.intent
     difference = signature_difference(cached_sig, new_sig)
 
     def refuse(reason: str, probability: float | None = None, version: str = "") -> Judgement:
