@@ -237,6 +237,11 @@ SEMANTIC_ASSIST_MIN_SIMILARITY = env.float("SEMANTIC_ASSIST_MIN_SIMILARITY", def
 # point). Off: only a strict match serves (every signature field, content term and word link equal), the
 # judge's probability is recorded and drives near-miss checks; measured in docs/semantic-guards.md.
 SEMANTIC_JUDGE_SERVES = env.bool("SEMANTIC_JUDGE_SERVES", default=False)
+# Ambiguity check of the semantic cache: a candidate that would serve is refused when another candidate
+# with another answer, past the vetoes, is at least this close to the question minus this cosine margin
+# (or nearer); negative turns it off. Read off bench.judge_replay (the judge's held-out calibration intents
+# asked of a dense cache); docs/semantic-guards.md.
+SEMANTIC_AMBIGUITY_MARGIN = env.float("SEMANTIC_AMBIGUITY_MARGIN", default=0.02)
 # Folder of the semantic judge's artefacts (built by `manage.py train_judge` / bootstrap, one folder a version).
 SEMANTIC_JUDGE_DIR = env.path("SEMANTIC_JUDGE_DIR", default=BASE_DIR / "var" / "judge")
 # Whether the learned eligibility model may let in a question only a soft rule refused (first-person

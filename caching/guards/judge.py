@@ -318,9 +318,16 @@ def _describe(diff: dict) -> str:
     return "; ".join(f"{f} (cached {d['cached']} vs new {d['new']})" for f, d in diff.items())
 
 
+# The answer type a strict match must agree on: a price is an answer of its own, whatever the
+# content words share. (The other intent classes are not compared: "where do I reset my PIN" and
+# "how do I reset my PIN" share an answer.)
+_COST = "pricing"
+
+
 def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | None:
-    """Where the judge cannot read the language: every signature field, content term and word link
-    equal, or the reason why not."""
+    """Where the judge cannot read the language (and, by default, alone): every signature field,
+    content term and word link equal and, if either asks what something costs, both do; or the
+    reason why not."""
     diff = signature_difference(cached_sig, new_sig)
     if diff:
         return "signature differs: " + _describe(diff)
@@ -329,10 +336,58 @@ def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | Non
         return f"content words differ: cached {_surface(cached_a, sorted(a - b))}, new {_surface(new_a, sorted(b - a))}"
     if set(cached_sig.get("links", ())) != set(new_sig.get("links", ())):
         return "same words, different arrangement"
+    new_cost, cached_cost = new_a.eligibility.intent == _COST, cached_a.eligibility.intent == _COST
+    if new_cost != cached_cost:  # "how much does it cost to top up by card" / "how do I top up my card"
+        return (f"one asks what it costs, the other not (cached {cached_a.eligibility.intent}, "
+                f"new {new_a.eligibility.intent})")
     return None
 
 
 _DEFAULT = object()
+
+
+def _pair(new_q: str, cached_q: str, new_sig: dict | None, cached_sig: dict | None,
+          thresholds: dict[str, float] | None) -> tuple:
+    """Both questions analysed, their signatures (a stored one only if of this ``GUARDS_VERSION``)
+    and the pair's cosine floor."""
+    new_a, cached_a = _analyse(new_q), _analyse(cached_q)
+    if new_sig is None or new_sig.get("version") != [GUARDS_VERSION]:
+        new_sig = new_a.signature
+    if cached_sig is None or cached_sig.get("version") != [GUARDS_VERSION]:
+        cached_sig = cached_a.signature
+    floor = _threshold_for(new_a.eligibility.intent, cached_a.eligibility.intent, thresholds or DEFAULT_THRESHOLDS)
+    return new_a, cached_a, new_sig, cached_sig, floor
+
+
+def _gate(new_a, cached_a, new_sig: dict, cached_sig: dict, similarity: float, floor: float, locale: str) -> str | None:
+    """The steps before the judge (eligibility, the cosine floor, the vetoes, content): the first
+    refusal's reason, or None when the pair reaches the judge or the strict match."""
+    new_e, cached_e = new_a.eligibility, cached_a.eligibility
+    if not new_e.eligible:
+        return f"new question ineligible: {new_e.reason}"
+    if not cached_e.eligible:
+        return f"cached question ineligible: {cached_e.reason}"
+    if similarity < floor:
+        return f"similarity {similarity:.3f} below the {new_e.intent} floor {floor:.2f}"
+    language = (locale or "en").split("-")[0].lower()
+    veto = vetoes(cached_sig, new_sig, (cached_e.intent, new_e.intent), products=language in JUDGE_LOCALES)
+    if veto:
+        return "veto: " + _describe(veto)
+    if not any(new_sig.get(f) for f in _CONTENT_FIELDS):
+        return "no content words: too vague to share an answer"
+    return None
+
+
+def contender(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
+              cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *,
+              locale: str = "en") -> bool:
+    """Whether a cached question is still a plausible answer-giver for ``new_q`` before the judge:
+    both eligible, over the cosine floor, no veto, the new question not too vague. No model runs.
+    The semantic layer's ambiguity check (``caching.layers.semantic``) asks it of the other
+    candidates of a lookup: a veto proves a candidate is about something else, a judge's refusal
+    does not."""
+    new_a, cached_a, new_sig, cached_sig, floor = _pair(new_q, cached_q, new_sig, cached_sig, thresholds)
+    return _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale) is None
 
 
 def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
@@ -344,32 +399,17 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
     artefact's calibrated operating point. ``judge_serves`` False (``SEMANTIC_JUDGE_SERVES``, the
     default in the semantic layer): the judge's probability is computed and recorded, but only a
     strict match serves; a pair the judge alone would serve is refused with a reason that says so."""
-    thresholds = thresholds or DEFAULT_THRESHOLDS
-    new_a, cached_a = _analyse(new_q), _analyse(cached_q)
-    if new_sig is None or new_sig.get("version") != [GUARDS_VERSION]:
-        new_sig = new_a.signature
-    if cached_sig is None or cached_sig.get("version") != [GUARDS_VERSION]:
-        cached_sig = cached_a.signature
-    new_e, cached_e = new_a.eligibility, cached_a.eligibility
-    intent = new_e.intent
-    floor = _threshold_for(new_e.intent, cached_e.intent, thresholds)
+    new_a, cached_a, new_sig, cached_sig, floor = _pair(new_q, cached_q, new_sig, cached_sig, thresholds)
+    intent = new_a.eligibility.intent
     difference = signature_difference(cached_sig, new_sig)
 
     def refuse(reason: str, probability: float | None = None, version: str = "") -> Judgement:
         return Judgement(False, reason, intent, floor, difference, probability, version)
 
-    if not new_e.eligible:
-        return refuse(f"new question ineligible: {new_e.reason}")
-    if not cached_e.eligible:
-        return refuse(f"cached question ineligible: {cached_e.reason}")
-    if similarity < floor:
-        return refuse(f"similarity {similarity:.3f} below the {intent} floor {floor:.2f}")
+    early = _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale)
+    if early:
+        return refuse(early)
     language = (locale or "en").split("-")[0].lower()
-    veto = vetoes(cached_sig, new_sig, (cached_e.intent, new_e.intent), products=language in JUDGE_LOCALES)
-    if veto:
-        return refuse("veto: " + _describe(veto))
-    if not any(new_sig.get(f) for f in _CONTENT_FIELDS):
-        return refuse("no content words: too vague to share an answer")
     if language not in JUDGE_LOCALES:
         why = _strict_match(new_a, cached_a, new_sig, cached_sig)
         if why:

@@ -3,8 +3,9 @@
 Hard filters first (tenant, locale, every version, active, unexpired), then the
 nearest neighbours, nearest first; a candidate is served only when ``guards.judge``
 accepts it (both questions eligible, similarity over the cosine floor, no veto, and
-the learned judge's calibrated probability over its threshold) and every version it
-cites is still current. The decision records the judge's version and its probability
+the learned judge's calibrated probability over its threshold, or a strict match), no other
+candidate with another answer is about as close (``_rival``: the ambiguity check), and every
+version it cites is still current. The decision records the judge's version and its probability
 for the best candidate (the served one, else the one it rated highest)."""
 from __future__ import annotations
 
@@ -30,6 +31,36 @@ from caching.thresholds import current_thresholds
 from core.cachelayer import CacheScope, LayerResult, LayerStats
 
 CANDIDATES = 3
+# The reason of a refusal because another candidate with another answer is about as close.
+AMBIGUOUS = "ambiguous"
+
+
+def _same_answer(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def _rival(rows: list[SemanticEntry], chosen: SemanticEntry, question: str, new_sig: dict, thresholds: dict,
+           locale: str) -> tuple[SemanticEntry, float] | None:
+    """The ambiguity check (a ratio test): another candidate of the lookup whose answer differs from
+    ``chosen``'s, that nothing but the judge refuses (eligible, over the floor, no veto:
+    ``guards.contender``), and whose cosine to the question is at least ``chosen``'s minus
+    ``SEMANTIC_AMBIGUITY_MARGIN``; with its cosine, or None. Any nearer such candidate counts
+    whatever the margin: the judge passed over it for one further away. A negative margin turns the
+    check off. When two cached answers are about as close, the question is as likely the other's:
+    in a cache of many neighbouring entries (BANKING77's 77 intents) most wrong answers were served
+    so, and neither the judge's probability nor the strict match sees the other entry."""
+    margin = settings.SEMANTIC_AMBIGUITY_MARGIN
+    if margin < 0:
+        return None
+    floor = 1.0 - float(chosen.distance) - margin
+    for row in rows:
+        similarity = 1.0 - float(row.distance)
+        if row is chosen or similarity < floor or _same_answer(row.answer, chosen.answer):
+            continue
+        if guards.contender(question, row.question, similarity, new_sig=new_sig, cached_sig=row.signature,
+                            thresholds=thresholds, locale=locale):
+            return row, similarity
+    return None
 
 
 @dataclass(frozen=True)
@@ -126,6 +157,17 @@ class SemanticLayer:
                     best[2].probability is None or judgement.probability > best[2].probability)):
                 best = (row, similarity, judgement)
             if judgement.serve:
+                rival = _rival(rows, row, question, new_sig, thresholds, scope.locale)
+                if rival is not None:
+                    other, other_similarity = rival
+                    judgement = guards.Judgement(
+                        False, f"{AMBIGUOUS}: entry {other.pk} ({other.question[:60]!r}, similarity "
+                               f"{other_similarity:.3f}) has another answer and is within "
+                               f"{settings.SEMANTIC_AMBIGUITY_MARGIN:.2f} of this one ({similarity:.3f}); would have "
+                               f"served: {judgement.reason}", judgement.intent, judgement.threshold,
+                        judgement.difference, judgement.probability, judgement.judge_version)
+                    best = (row, similarity, judgement)
+                    break  # the candidates further away are no less ambiguous
                 stale = stale_citations(scope.tenant_id, row.citations)
                 if stale:
                     SemanticEntry.objects.filter(pk=row.pk).update(status=SemanticEntry.Status.PURGED)

@@ -77,6 +77,18 @@ def test_without_a_judge_only_a_strict_match_is_served_and_the_reason_says_why(j
     assert other.reason.startswith("judge abstains: no judge loaded; strict match refused: signature differs")
 
 
+def test_a_strict_match_agrees_on_whether_the_question_asks_what_it_costs():
+    """The same content words, but one asks the price: BANKING77's "how much does it cost to top up by
+    card" got the answer to "how do I top up on my card" from the strict match before this rule."""
+    cost = guards.judge("How much does it cost to top up by card?", "How do I top up on my card?", 0.68, learned=None)
+    assert not cost.serve
+    assert cost.reason.endswith("strict match refused: one asks what it costs, the other not (cached howto, new pricing)")
+    both = guards.judge("Is there a transfer fee?", "Is there a charge for transfers?", 0.90, learned=None)
+    assert both.serve, both.reason  # both ask the price
+    where = guards.judge("Where can I reset the passcode?", "How do I reset my passcode?", 0.90, learned=None)
+    assert where.serve, where.reason  # the other answer types are not compared: one article answers both
+
+
 def test_by_default_the_judge_alone_serves_nothing_but_its_probability_is_recorded(learned):
     """``SEMANTIC_JUDGE_SERVES`` off: a pair the judge would serve, but no strict match, is refused
     with the judge's probability and a reason that says so; on, the judge serves it."""

@@ -1,0 +1,78 @@
+"""The semantic layer's ambiguity check (a ratio test): a candidate that would serve is refused when
+another candidate with another answer, refused by nothing but the judge, is about as close to the
+question (``SEMANTIC_AMBIGUITY_MARGIN``) or nearer. Real pipeline, real embeddings and pgvector.
+
+The first case is a BANKING77 test question the default policy answered from the wrong intent
+(``bench.banking77``): "Can you explain the transfer fee to me?" is a strict match of "Is there a
+charge for transfers?" (0.73), but "Why would I be charged an extra fee while doing a transfer?"
+(another answer) is nearer (0.80)."""
+from __future__ import annotations
+
+from caching import guards
+from caching.layers.semantic import AMBIGUOUS
+from supportbot import pipeline
+from tests.caching.helpers import cached_lookup, decided, decision, offer
+
+CHARGE = "Is there a charge for transfers?"
+WHY_CHARGED = "Why would I be charged an extra fee while doing a transfer?"
+
+
+def asker(tenant) -> pipeline.Asker:
+    return pipeline.Asker(tenant, "en")
+
+
+def test_a_question_as_close_to_another_answer_is_refused_and_the_reason_names_it(acme, settings):
+    charge, why = offer(asker(acme), CHARGE), offer(asker(acme), WHY_CHARGED)
+    assert charge.admitted and why.admitted
+
+    state, served = cached_lookup(asker(acme), "Can you explain the transfer fee to me?")
+
+    assert served is None
+    miss = decided(state, "semantic")
+    assert miss.disposition == "miss" and miss.reason.startswith(f"{AMBIGUOUS}: entry ")
+    assert repr(WHY_CHARGED[:60]) in miss.reason and "would have served: strict match" in miss.reason
+    assert miss.candidate_question == CHARGE  # the candidate it would have served, for the staff pages
+    recorded = decision(state, "semantic")
+    assert (recorded.disposition, recorded.reason) == ("miss", miss.reason)
+
+    settings.SEMANTIC_AMBIGUITY_MARGIN = -1.0  # the check off: the strict match serves the other intent's answer
+    _, served = cached_lookup(asker(acme), "Can you explain the transfer fee to me?")
+    assert served is not None and served.question == CHARGE
+
+
+def test_a_clearly_nearest_answer_is_served(acme):
+    assert offer(asker(acme), CHARGE).admitted and offer(asker(acme), WHY_CHARGED).admitted
+
+    state, served = cached_lookup(asker(acme), "Are there charges for transfers?")  # 0.96 vs 0.70
+
+    assert served is not None and served.question == CHARGE
+    assert not decided(state, "semantic").reason.startswith(AMBIGUOUS)
+
+
+def test_neighbours_with_the_same_answer_are_no_rivals(acme, settings):
+    settings.SEMANTIC_AMBIGUITY_MARGIN = 0.15  # "Do transfers cost anything?" is 0.84 away, the match 0.96
+    assert offer(asker(acme), CHARGE, "Transfers are free [1]").admitted
+    assert offer(asker(acme), "Do transfers cost anything?", "Transfers cost nothing [1]").admitted
+    state, served = cached_lookup(asker(acme), "Are there charges for transfers?")
+    assert served is None and decided(state, "semantic").reason.startswith(AMBIGUOUS)
+
+    assert offer(asker(acme), "Do transfers cost anything?", " transfers are FREE [1]").admitted  # the same text
+    state, served = cached_lookup(asker(acme), "Are there charges for transfers?")
+    assert served is not None and served.question == CHARGE
+
+
+def test_a_vetoed_neighbour_is_no_rival(acme, settings):
+    settings.SEMANTIC_AMBIGUITY_MARGIN = 0.1  # the opened-earphones entry is 0.90 away, the match 0.97
+    assert offer(asker(acme), "Can I return earphones?").admitted
+    assert offer(asker(acme), "Can I return opened earphones?").admitted
+
+    state, served = cached_lookup(asker(acme), "Is it possible to return earphones?")
+
+    assert served is not None and served.question == "Can I return earphones?"
+
+
+def test_a_contender_is_what_only_the_judge_could_refuse():
+    assert guards.contender("Can you explain the transfer fee to me?", WHY_CHARGED, 0.80)
+    assert not guards.contender("Is it possible to return earphones?", "Can I return opened earphones?", 0.90)  # veto
+    assert not guards.contender("Can you explain the transfer fee to me?", WHY_CHARGED, 0.30)  # below the floor
+    assert not guards.contender("Where is my order 4471?", "Where is my order?", 0.90)  # personal: not shareable
