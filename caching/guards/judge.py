@@ -390,6 +390,19 @@ def contender(new_q: str, cached_q: str, similarity: float, new_sig: dict | None
     return _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale) is None
 
 
+def same_question(a_q: str, b_q: str, a_sig: dict | None = None, b_sig: dict | None = None) -> bool:
+    """Whether two questions ask the same thing by the strict match alone (both eligible, every
+    signature field, content term and word link equal, cost asked by both or neither): answers
+    written for them are interchangeable however they are worded. No model runs and no cosine floor
+    applies. The ambiguity check asks it of two cached entries, so that two entries for one
+    question ("What is your return policy?" and "What is your return policy? Thanks") do not block
+    each other."""
+    a, b, a_sig, b_sig, _ = _pair(a_q, b_q, a_sig, b_sig, None)
+    if not (a.eligibility.eligible and b.eligibility.eligible):
+        return False
+    return _strict_match(a, b, a_sig, b_sig) is None
+
+
 def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
           cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *, locale: str = "en",
           learned=_DEFAULT, judge_threshold: float | None = None, judge_serves: bool = True) -> Judgement:

@@ -42,7 +42,8 @@ def _same_answer(a: str, b: str) -> bool:
 def _rival(rows: list[SemanticEntry], chosen: SemanticEntry, question: str, new_sig: dict, thresholds: dict,
            locale: str) -> tuple[SemanticEntry, float] | None:
     """The ambiguity check (a ratio test): another candidate of the lookup whose answer differs from
-    ``chosen``'s, that nothing but the judge refuses (eligible, over the floor, no veto:
+    ``chosen``'s and whose question is not the same as ``chosen``'s (``guards.same_question``: two
+    entries for one question, worded apart, answer it alike), that nothing but the judge refuses (eligible, over the floor, no veto:
     ``guards.contender``), and whose cosine to the question is at least ``chosen``'s minus
     ``SEMANTIC_AMBIGUITY_MARGIN``; with its cosine, or None. Any nearer such candidate counts
     whatever the margin: the judge passed over it for one further away. A negative margin turns the
@@ -57,6 +58,8 @@ def _rival(rows: list[SemanticEntry], chosen: SemanticEntry, question: str, new_
         similarity = 1.0 - float(row.distance)
         if row is chosen or similarity < floor or _same_answer(row.answer, chosen.answer):
             continue
+        if guards.same_question(row.question, chosen.question, row.signature, chosen.signature):
+            continue  # two entries for one question: either answer is right
         if guards.contender(question, row.question, similarity, new_sig=new_sig, cached_sig=row.signature,
                             thresholds=thresholds, locale=locale):
             return row, similarity
