@@ -441,8 +441,7 @@ _TIME_DEPENDENT = [
     (re.compile(r"\b(is|are) (?:the |your |our )?[\w ]{0,30}?\b(down|offline|out of service|not working|broken|having (?:an )?(?:issues|problems|outage))\b"), "asks about live service status"),
     (re.compile(r"\b(outage|outages|downtime|incident|status page|service status|disruption)\b"), "asks about live service status ('{0}')"),
     (re.compile(r"\b(?:is|are) (?:the |my |your )?[\w ]{0,30}?\b(delayed|cancelled|canceled|on time|running late)\b"), "asks about a live status ('{0}')"),
-    # "live" as in "live status", not "I live in the US" (where someone lives is no time word)
-    (re.compile(r"\b(latest|current|live(?! (?:in|at|outside|abroad|overseas|near|with|here|there)\b)|ongoing|upcoming|recent|recently|newest|so far)\b"), "asks for the latest state ('{0}')"),
+    (re.compile(r"\b(latest|current|live|ongoing|upcoming|recent|recently|newest|so far)\b"), "asks for the latest state ('{0}')"),
     (re.compile(r"\b(exchangerate|stock price|share price|weather|wait time|waiting time|queue)\b"), "the answer is volatile ('{0}')"),
     (re.compile(r"\b(this year|last year|next year)\b"), "relative date ('{0}')"),
     (re.compile(r"\b((?:next|last|previous|upcoming|coming) (?:holiday|holidays|business day|working day|day off|day|payday|pay day|billing (?:cycle|date|period)|statement|payment|run|sale|event|release|update|opening|deadline|flight|train|bus|departure|delivery slot|available (?:slot|appointment|date)))\b"), "relative date ('{0}')"),

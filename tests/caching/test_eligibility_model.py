@@ -206,15 +206,3 @@ def test_the_override_is_recorded_with_the_decision(acme, eager_model):
     assert row.judge_version == "elig-test" and row.judge_probability == pytest.approx(live.judge_probability)
     assert "eligibility model" in row.reason
     assert decided(state, "exact").disposition != "bypass"  # the shared caches were consulted
-
-
-# --------------------------------------------------------------------------- a time word that is not one
-
-@pytest.mark.parametrize("question,eligible", [
-    ("Can I get a card if I live in the US?", True),  # BANKING77 country_support: where one lives
-    ("I live abroad, can I still open an account?", False),  # "still" is a time word
-    ("What are the live exchange rates?", False),
-    ("Is the new feature live yet?", False),
-])
-def test_where_someone_lives_is_not_a_time_word(question, eligible):
-    assert classify_rules(question).eligible is eligible, classify_rules(question).reason

@@ -7,6 +7,7 @@ Uses the judge built for the current data and recipe (``var/judge``: bootstrap o
 """
 from __future__ import annotations
 
+import json
 import os
 import random
 
@@ -204,3 +205,16 @@ def test_the_training_data_ships_with_its_licences():
     for folder in ("banking77", "clinc150", "nlupp_banking", "gptcache_mock"):
         assert (judge_data.DATA_DIR / folder / "LICENSE").exists(), folder
     assert (judge_data.DATA_DIR / "paws_ni_sample" / "LICENSE-PAWS.txt").exists()
+
+
+def test_the_judges_training_pairs_are_those_its_artefact_was_trained_on():
+    """A tripwire: the artefact's version hashes the data and the configs, not the guards' code,
+    yet the guards choose which pairs the judge trains on (eligible, past the vetoes). A rule
+    change that alters those pairs must come with a new recipe, or a fresh build would train a
+    different judge under the same version (a fix of "live" as a time word did, unnoticed)."""
+    judge = guards.learned_judge()
+    assert judge is not None
+    built = json.loads((judge.path / "judge.json").read_text())
+    questions = [q for q in judge_data.load_questions() if q.split == "train"]
+    train, _ = judge_train.split_for_calibration(questions, judge_train.TrainConfig(), judge_train.PairConfig(), True, True)
+    assert int(judge_train.judge_sees([(p.cached, p.new) for p in train]).sum()) == built["training_pairs"]
