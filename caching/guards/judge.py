@@ -469,19 +469,12 @@ def prefetch(new_q: str, candidates: list[tuple[str, float, dict | None]], thres
     language = (locale or "en").split("-")[0].lower()
     if model is None or not model.wants_prefetch or language not in JUDGE_LOCALES:
         return 0
-    thresholds = thresholds or DEFAULT_THRESHOLDS
-    new_a = _analyse(new_q)
-    if not new_a.eligibility.eligible or not any(new_a.signature.get(f) for f in _CONTENT_FIELDS):
-        return 0
     asked = []
     for cached_q, similarity, cached_sig in candidates:
-        cached_a = _analyse(cached_q)
-        if cached_sig is None or cached_sig.get("version") != [GUARDS_VERSION]:
-            cached_sig = cached_a.signature
-        if (cached_a.eligibility.eligible
-                and similarity >= _threshold_for(new_a.eligibility.intent, cached_a.eligibility.intent, thresholds)
-                and not vetoes(cached_sig, new_a.signature, (cached_a.eligibility.intent, new_a.eligibility.intent))
-                and (judge_serves or _strict_match(new_a, cached_a, new_a.signature, cached_sig) is not None)):
+        new_a, cached_a, new_sig, cached_sig, floor = _pair(new_q, cached_q, None, cached_sig, thresholds)
+        # the steps ``judge`` takes before the model (``_gate``), then, when only a strict match serves, no strict match
+        if (_gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale) is None
+                and (judge_serves or _strict_match(new_a, cached_a, new_sig, cached_sig) is not None)):
             asked.append(cached_q)
     model.prefetch(new_q, asked)
     return len(asked)

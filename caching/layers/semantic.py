@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 import numpy as np
@@ -163,20 +163,18 @@ class SemanticLayer:
                 rival = _rival(rows, row, question, new_sig, thresholds, scope.locale)
                 if rival is not None:
                     other, other_similarity = rival
-                    judgement = guards.Judgement(
-                        False, f"{AMBIGUOUS}: entry {other.pk} ({other.question[:60]!r}, similarity "
+                    judgement = replace(
+                        judgement, serve=False,
+                        reason=f"{AMBIGUOUS}: entry {other.pk} ({other.question[:60]!r}, similarity "
                                f"{other_similarity:.3f}) has another answer and is within "
                                f"{settings.SEMANTIC_AMBIGUITY_MARGIN:.2f} of this one ({similarity:.3f}); would have "
-                               f"served: {judgement.reason}", judgement.intent, judgement.threshold,
-                        judgement.difference, judgement.probability, judgement.judge_version)
+                               f"served: {judgement.reason}")
                     best = (row, similarity, judgement)
                     break  # the candidates further away are no less ambiguous
                 stale = stale_citations(scope.tenant_id, row.citations)
                 if stale:
                     SemanticEntry.objects.filter(pk=row.pk).update(status=SemanticEntry.Status.PURGED)
-                    judgement = guards.Judgement(False, "cited article changed", judgement.intent,
-                                                 judgement.threshold, judgement.difference, judgement.probability,
-                                                 judgement.judge_version)
+                    judgement = replace(judgement, serve=False, reason="cited article changed")
                     if best[0] is row:  # the stale row was the best so far: it must not be served below
                         best = (row, similarity, judgement)
                     continue
