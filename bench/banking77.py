@@ -11,7 +11,9 @@ intent. Reported:
 
 - eligible share: test questions the guards let near a shared cache (many BANKING77 questions are
   about the customer's own card or transfer, which must bypass it);
-- hit rate: test questions answered from a cache, over all test questions (and over eligible ones);
+- read-only share: test questions only soft rules refused, which read the semantic cache but are
+  never stored (``SEMANTIC_SOFT_READS``); their hits and wrong answers are also counted apart;
+- hit rate: test questions answered from a cache, over all test questions (and over those that looked);
 - false-hit rate: served answers written for another intent (the entry's intent label is not the
   test row's category), over served answers.
 
@@ -32,6 +34,8 @@ from bench.common import bench_result, ensure_schema, scratch_tenants, setup
 setup(private_redis=True)
 
 import numpy as np  # noqa: E402
+
+from django.conf import settings  # noqa: E402
 
 from caching import guards  # noqa: E402
 from retrieval.embeddings import embed_texts  # noqa: E402
@@ -96,19 +100,24 @@ def replay(tenant, test: list[tuple[str, str]], intent_of_answer: dict[str, str]
         served = pipeline.lookup(state)
         counts["rows"] += 1
         counts["eligible"] += state.eligibility.eligible
+        reads = not state.eligibility.eligible and settings.SEMANTIC_SOFT_READS and guards.soft_only(text)
+        counts["reads"] += reads
         if served is None:
             continue
         counts["served"] += 1
+        counts["served_reads"] += reads
         layers[str(state.layer)] += 1
         served_intent = intent_of_answer.get(served.answer, "?")
         if served_intent != category:
             counts["false"] += 1
+            counts["false_reads"] += reads
             confusions[(category, served_intent)] += 1
             examples.append(f"{text!r} ({category}) got the answer to {served.question!r} ({served_intent})")
-    n, served = counts["rows"], counts["served"]
+    n, served, looked = counts["rows"], counts["served"], counts["eligible"] + counts["reads"]
     return {
-        "rows": n, "eligible_share": counts["eligible"] / n, "hit_rate": served / n,
-        "hit_rate_of_eligible": served / counts["eligible"] if counts["eligible"] else 0.0,
+        "rows": n, "eligible_share": counts["eligible"] / n, "read_share": counts["reads"] / n, "hit_rate": served / n,
+        "hit_rate_of_looked": served / looked if looked else 0.0,
+        "served_reads": counts["served_reads"], "false_reads": counts["false_reads"],
         "false_hit_rate": counts["false"] / served if served else 0.0,
         "false_hits": counts["false"], "false_hits_of_all": counts["false"] / n, "served": served,
         "by_layer": dict(layers), "seconds": time.perf_counter() - started,
@@ -120,11 +129,11 @@ def replay(tenant, test: list[tuple[str, str]], intent_of_answer: dict[str, str]
 def report(name: str, seeded: dict, r: dict) -> None:
     print(f"\n{name}: {seeded['admitted']}/{seeded['offered']} seed questions admitted, "
           f"{seeded['intents_with_entry']}/77 intents have an entry")
-    print(f"  eligible share        {r['eligible_share']:.3f}")
-    print(f"  hit rate              {r['hit_rate']:.3f} of all test rows, {r['hit_rate_of_eligible']:.3f} of eligible "
-          f"({r['served']} served: {r['by_layer']})")
+    print(f"  eligible share        {r['eligible_share']:.3f}, read only (soft rules) {r['read_share']:.3f}")
+    print(f"  hit rate              {r['hit_rate']:.3f} of all test rows, {r['hit_rate_of_looked']:.3f} of those that looked "
+          f"({r['served']} served: {r['by_layer']}; {r['served_reads']} to read-only questions)")
     print(f"  false-hit rate        {r['false_hit_rate']:.3f} of served ({r['false_hits']} answers of another intent, "
-          f"{r['false_hits_of_all']:.4f} of all rows)")
+          f"{r['false_reads']} of them to read-only questions, {r['false_hits_of_all']:.4f} of all rows)")
     print(f"  replay                {r['rows']} questions in {r['seconds']:.1f} s")
     for line in r["top_confusions"]:
         print(f"    false hits by intent: {line}")

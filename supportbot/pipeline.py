@@ -259,7 +259,9 @@ def exact_lookup(state: AskState, prefetched: dict | None = None) -> CachedAnswe
 @tracing.step("semantic")
 def semantic_lookup(state: AskState) -> CachedAnswer | None:
     tenant = state.asker.tenant
-    if not state.eligibility.eligible:
+    # a question only soft rules refused reads the cache's general answers (the judge decides), never writes
+    reads = not state.eligibility.eligible and settings.SEMANTIC_SOFT_READS and guards.soft_only(state.question)
+    if not state.eligibility.eligible and not reads:
         state.layers.append(LayerResult("semantic", "bypass", reason=state.eligibility.reason))
         return None
     if tenant.semantic_mode == Tenant.SemanticMode.OFF:
@@ -274,9 +276,11 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
     state.lap("embed", t)
     t = time.perf_counter()
     scope = semantic_scope(state)
-    result = semantic_layer.lookup(scope, state.question, state.vector, tenant.semantic_mode)
+    result = semantic_layer.lookup(scope, state.question, state.vector, tenant.semantic_mode, soft_reads=reads)
+    if reads:
+        result.reason = f"{result.reason}; read only: {state.eligibility.reason}"[:300]
     after = time.perf_counter()
-    judge_after(state, scope, result)
+    judge_after(state, scope, result, reads)
     result.lookup_ms += (time.perf_counter() - after) * 1000  # an alias or second stage is part of the lookup
     state.layers.append(result)
     state.lap("semantic", t)
@@ -288,11 +292,12 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
     return None
 
 
-def judge_after(state: AskState, scope: SemanticScope, result: LayerResult) -> None:
+def judge_after(state: AskState, scope: SemanticScope, result: LayerResult, reads: bool = False) -> None:
     """What follows the learned judge: the tenant's recalibrated threshold (it only ever tightens
     the judge's own), then, for a miss, an alias the verifier approved for this question, then the
     optional second stage for a candidate the judge was unsure about. A near miss that is still a
-    miss is queued for the verifier when the Ask is recorded (``caching.learning``)."""
+    miss is queued for the verifier when the Ask is recorded (``caching.learning``), unless the
+    question only ``reads``: an approved pair would store it as an alias."""
     tenant, mode = state.asker.tenant, state.asker.tenant.semantic_mode
     threshold = judge_threshold(tenant.pk, result.judge_version) if result.judge_version else None
     p = result.judge_probability
@@ -315,7 +320,8 @@ def judge_after(state: AskState, scope: SemanticScope, result: LayerResult) -> N
                     scope, entry, result, mode, f"second stage: the verifier approved (judge {p:.3f})"):
                 return
             result.reason = f"{result.reason}; second stage: {verdict.detail}"[:300]
-    state.near_miss = result
+    if not reads:
+        state.near_miss = result
 
 
 def serve_cached(state: AskState, cached: CachedAnswer) -> None:
@@ -581,6 +587,8 @@ def handoff(state: AskState) -> str:
 def cache_reason(state: AskState) -> str:
     for d in state.layers:
         if d.layer in ("semantic", "exact") and d.disposition in ("bypass", "skipped", "shadow_hit", "assist"):
+            if d.layer == "exact" and any(s.layer == "semantic" and s.disposition != "bypass" for s in state.layers):
+                continue  # a question that only reads the semantic cache: its lookup says why it missed
             return d.reason
     for d in reversed(state.layers):
         if d.layer == "semantic" and d.disposition == "miss":

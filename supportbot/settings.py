@@ -242,6 +242,10 @@ SEMANTIC_JUDGE_SERVES = env.bool("SEMANTIC_JUDGE_SERVES", default=False)
 # (or nearer); negative turns it off. Read off bench.judge_replay (the judge's held-out calibration intents
 # asked of a dense cache); docs/semantic-guards.md.
 SEMANTIC_AMBIGUITY_MARGIN = env.float("SEMANTIC_AMBIGUITY_MARGIN", default=0.02)
+# Whether a question only soft eligibility rules refused (first-person wording, "my" + noun, time words;
+# no hard rule) may read the semantic cache: the judge and the vetoes decide as for any question, and its
+# own answer is never stored (caching/guards/eligibility.py::soft_only, docs/semantic-guards.md).
+SEMANTIC_SOFT_READS = env.bool("SEMANTIC_SOFT_READS", default=True)
 # Folder of the semantic judge's artefacts (built by `manage.py train_judge` / bootstrap, one folder a version).
 SEMANTIC_JUDGE_DIR = env.path("SEMANTIC_JUDGE_DIR", default=BASE_DIR / "var" / "judge")
 # Whether the learned eligibility model may let in a question only a soft rule refused (first-person

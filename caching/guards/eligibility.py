@@ -275,6 +275,18 @@ def _checked(question) -> str:
     return question
 
 
+def soft_only(question: str) -> bool:
+    """Whether only soft rules refuse the question: no hard rule and no net fires. Such a question
+    may *read* the semantic cache (``SEMANTIC_SOFT_READS``): an entry there was written for a general
+    question, so serving it shows nobody's question or answer, and the judge and the vetoes still
+    decide whether that general answer answers this question. It never writes a shared cache: its
+    own answer, vector and search results stay its own, as for any ineligible question."""
+    found = classify_rules(question)
+    if found.eligible or RULES[found.rule] != "soft":
+        return False
+    return _analyse(question).hard is None and _nets(question, found.intent) is None
+
+
 @lru_cache(maxsize=8192)
 def classify_rules(question: str) -> Eligibility:
     """The rules alone: the first rule that fires (``RULES``), or general. (The judge's training pairs

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from caching.guards.cross_encoder import CrossEncoderScorer
-from caching.guards.eligibility import INTENT_FAMILIES, _analyse
+from caching.guards.eligibility import INTENT_FAMILIES, _analyse, soft_only
 from caching.guards.lexicon import OPPOSITE_OF, concept
 from caching.guards.signature import GUARDS_VERSION, SIGNATURE_FIELDS, _CONTENT_FIELDS, signature_difference, vetoes
 
@@ -359,11 +359,13 @@ def _pair(new_q: str, cached_q: str, new_sig: dict | None, cached_sig: dict | No
     return new_a, cached_a, new_sig, cached_sig, floor
 
 
-def _gate(new_a, cached_a, new_sig: dict, cached_sig: dict, similarity: float, floor: float, locale: str) -> str | None:
+def _gate(new_a, cached_a, new_sig: dict, cached_sig: dict, similarity: float, floor: float, locale: str,
+          reads: bool = False) -> str | None:
     """The steps before the judge (eligibility, the cosine floor, the vetoes, content): the first
-    refusal's reason, or None when the pair reaches the judge or the strict match."""
+    refusal's reason, or None when the pair reaches the judge or the strict match. ``reads``: the
+    new question only reads the cache (``_reads``), so a soft rule's refusal of it does not stop the pair."""
     new_e, cached_e = new_a.eligibility, cached_a.eligibility
-    if not new_e.eligible:
+    if not new_e.eligible and not (reads and new_a.hard is None):
         return f"new question ineligible: {new_e.reason}"
     if not cached_e.eligible:
         return f"cached question ineligible: {cached_e.reason}"
@@ -378,16 +380,22 @@ def _gate(new_a, cached_a, new_sig: dict, cached_sig: dict, similarity: float, f
     return None
 
 
+def _reads(new_q: str, soft_reads: bool) -> bool:
+    """Whether ``new_q`` reads the cache although a soft rule refused it (``eligibility.soft_only``,
+    ``SEMANTIC_SOFT_READS``): the pair then goes on to the floor, the vetoes and the judge."""
+    return soft_reads and soft_only(new_q)
+
+
 def contender(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
               cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *,
-              locale: str = "en") -> bool:
+              locale: str = "en", soft_reads: bool = False) -> bool:
     """Whether a cached question is still a plausible answer-giver for ``new_q`` before the judge:
     both eligible, over the cosine floor, no veto, the new question not too vague. No model runs.
     The semantic layer's ambiguity check (``caching.layers.semantic``) asks it of the other
     candidates of a lookup: a veto proves a candidate is about something else, a judge's refusal
     does not."""
     new_a, cached_a, new_sig, cached_sig, floor = _pair(new_q, cached_q, new_sig, cached_sig, thresholds)
-    return _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale) is None
+    return _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale, _reads(new_q, soft_reads)) is None
 
 
 def same_question(a_q: str, b_q: str, a_sig: dict | None = None, b_sig: dict | None = None) -> bool:
@@ -405,13 +413,16 @@ def same_question(a_q: str, b_q: str, a_sig: dict | None = None, b_sig: dict | N
 
 def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
           cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *, locale: str = "en",
-          learned=_DEFAULT, judge_threshold: float | None = None, judge_serves: bool = True) -> Judgement:
+          learned=_DEFAULT, judge_threshold: float | None = None, judge_serves: bool = True,
+          soft_reads: bool = False) -> Judgement:
     """Decide whether the cached answer to ``cached_q`` may be served for ``new_q`` (see the module
     docstring for the order). ``thresholds`` are the per-intent cosine floors; ``learned`` the judge
     to ask (default: the process's, ``learned_judge()``); ``judge_threshold`` overrides the
     artefact's calibrated operating point. ``judge_serves`` False (``SEMANTIC_JUDGE_SERVES``, the
     default in the semantic layer): the judge's probability is computed and recorded, but only a
-    strict match serves; a pair the judge alone would serve is refused with a reason that says so."""
+    strict match serves; a pair the judge alone would serve is refused with a reason that says so.
+    ``soft_reads`` (``SEMANTIC_SOFT_READS``): a new question only soft rules refused is judged as if
+    eligible (``_reads``); it only reads, the caller never stores its answer."""
     new_a, cached_a, new_sig, cached_sig, floor = _pair(new_q, cached_q, new_sig, cached_sig, thresholds)
     intent = new_a.eligibility.intent
     difference = signature_difference(cached_sig, new_sig)
@@ -419,7 +430,7 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
     def refuse(reason: str, probability: float | None = None, version: str = "") -> Judgement:
         return Judgement(False, reason, intent, floor, difference, probability, version)
 
-    early = _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale)
+    early = _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale, _reads(new_q, soft_reads))
     if early:
         return refuse(early)
     language = (locale or "en").split("-")[0].lower()
@@ -458,7 +469,7 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
 
 
 def prefetch(new_q: str, candidates: list[tuple[str, float, dict | None]], thresholds: dict[str, float] | None = None,
-             *, locale: str = "en", learned=_DEFAULT, judge_serves: bool = True) -> int:
+             *, locale: str = "en", learned=_DEFAULT, judge_serves: bool = True, soft_reads: bool = False) -> int:
     """Before judging a lookup's candidates one by one, score with the cross-encoder, in one forward
     pass, those the judge will be asked about (eligible, over the cosine floor, no veto, English;
     with ``judge_serves`` False, not a strict match either: those serve without the judge);
@@ -469,11 +480,11 @@ def prefetch(new_q: str, candidates: list[tuple[str, float, dict | None]], thres
     language = (locale or "en").split("-")[0].lower()
     if model is None or not model.wants_prefetch or language not in JUDGE_LOCALES:
         return 0
-    asked = []
+    asked, reads = [], _reads(new_q, soft_reads)
     for cached_q, similarity, cached_sig in candidates:
         new_a, cached_a, new_sig, cached_sig, floor = _pair(new_q, cached_q, None, cached_sig, thresholds)
         # the steps ``judge`` takes before the model (``_gate``), then, when only a strict match serves, no strict match
-        if (_gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale) is None
+        if (_gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale, reads) is None
                 and (judge_serves or _strict_match(new_a, cached_a, new_sig, cached_sig) is not None)):
             asked.append(cached_q)
     model.prefetch(new_q, asked)

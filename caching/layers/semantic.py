@@ -40,7 +40,7 @@ def _same_answer(a: str, b: str) -> bool:
 
 
 def _rival(rows: list[SemanticEntry], chosen: SemanticEntry, question: str, new_sig: dict, thresholds: dict,
-           locale: str) -> tuple[SemanticEntry, float] | None:
+           locale: str, soft_reads: bool = False) -> tuple[SemanticEntry, float] | None:
     """The ambiguity check (a ratio test): another candidate of the lookup whose answer differs from
     ``chosen``'s and whose question is not the same as ``chosen``'s (``guards.same_question``: two
     entries for one question, worded apart, answer it alike), that nothing but the judge refuses (eligible, over the floor, no veto:
@@ -61,7 +61,7 @@ def _rival(rows: list[SemanticEntry], chosen: SemanticEntry, question: str, new_
         if guards.same_question(row.question, chosen.question, row.signature, chosen.signature):
             continue  # two entries for one question: either answer is right
         if guards.contender(question, row.question, similarity, new_sig=new_sig, cached_sig=row.signature,
-                            thresholds=thresholds, locale=locale):
+                            thresholds=thresholds, locale=locale, soft_reads=soft_reads):
             return row, similarity
     return None
 
@@ -134,7 +134,11 @@ def candidates(scope: SemanticScope, vector: np.ndarray, k: int = CANDIDATES) ->
 class SemanticLayer:
     name = "semantic"
 
-    def lookup(self, scope: SemanticScope, question: str, vector: np.ndarray, mode: str) -> LayerResult:
+    def lookup(self, scope: SemanticScope, question: str, vector: np.ndarray, mode: str, *,
+               soft_reads: bool = False) -> LayerResult:
+        """The served entry, a shadow hit, an assist or a miss for ``question``. ``soft_reads``: a
+        question only soft eligibility rules refused is judged as if eligible (``guards.judge``); the
+        caller never stores its answer."""
         started = time.perf_counter()
         result = LayerResult(self.name, "miss", filters=scope.filters())
         rows = candidates(scope, vector)
@@ -149,18 +153,19 @@ class SemanticLayer:
         judge = guards.learned_judge()
         if judge is not None and judge.wants_prefetch:
             guards.prefetch(question, [(row.question, float(1.0 - row.distance), row.signature) for row in rows],
-                            thresholds, locale=scope.locale, learned=judge, judge_serves=settings.SEMANTIC_JUDGE_SERVES)
+                            thresholds, locale=scope.locale, learned=judge, judge_serves=settings.SEMANTIC_JUDGE_SERVES,
+                            soft_reads=soft_reads)
         best = None
         for row in rows:
             similarity = float(1.0 - row.distance)
             judgement = guards.judge(question, row.question, similarity, new_sig=new_sig,
                                      cached_sig=row.signature, thresholds=thresholds, locale=scope.locale,
-                                     judge_serves=settings.SEMANTIC_JUDGE_SERVES)
+                                     judge_serves=settings.SEMANTIC_JUDGE_SERVES, soft_reads=soft_reads)
             if best is None or (judgement.probability is not None and (
                     best[2].probability is None or judgement.probability > best[2].probability)):
                 best = (row, similarity, judgement)
             if judgement.serve:
-                rival = _rival(rows, row, question, new_sig, thresholds, scope.locale)
+                rival = _rival(rows, row, question, new_sig, thresholds, scope.locale, soft_reads)
                 if rival is not None:
                     other, other_similarity = rival
                     judgement = replace(

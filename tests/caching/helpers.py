@@ -123,8 +123,8 @@ def stand_in_judge(monkeypatch, abstain_locales=()) -> dict[str, float]:
     scores: dict[str, float] = {}
     real = pipeline.semantic_layer.lookup
 
-    def lookup(scope, question, vector, mode):
-        result = real(scope, question, vector, mode)
+    def lookup(scope, question, vector, mode, **kwargs):
+        result = real(scope, question, vector, mode, **kwargs)
         if result.candidate and scope.locale in abstain_locales:
             result.disposition, result.value, result.judge_version = "miss", None, JUDGE
             result.reason = f"judge abstains: trained on English questions, locale {scope.locale}"
