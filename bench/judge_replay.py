@@ -15,8 +15,8 @@ the judge never trained on:
   judge's training, ``judge_train.split_for_calibration``) ask, each against its 3 nearest entries
   (``caching.layers.semantic.CANDIDATES``), served as the semantic layer serves: the first strict
   match or, with the judge serving, the first whose probability reaches the threshold, then the
-  ambiguity check (``caching.layers.semantic._rival``: another contender with another answer
-  nearer or within the margin refuses).
+  ambiguity check (``caching.layers.semantic._rival``: another entry with another answer nearer,
+  whatever refused it, or a contender within the margin refuses).
 
 Reported for the default policy (strict match only) and the judge serving, at the artefact's
 threshold and above it, for ambiguity margins off / 0 / 0.02 / 0.05 / 0.1: hit rate (of questions
@@ -99,8 +99,10 @@ def served(row: dict, threshold: float, margin: float | None, judge_serves: bool
     cands = row["candidates"]
     for i, c in enumerate(cands):
         if c["contender"] and (c["strict"] or (judge_serves and c["p"] is not None and c["p"] >= threshold)):
-            if margin is not None and any(j != i and d["contender"] and d["intent"] != c["intent"]
-                                          and d["cosine"] >= c["cosine"] - margin for j, d in enumerate(cands)):
+            if margin is not None and any(
+                    j != i and d["intent"] != c["intent"]
+                    and (d["cosine"] > c["cosine"] or (d["contender"] and d["cosine"] >= c["cosine"] - margin))
+                    for j, d in enumerate(cands)):
                 return None  # ambiguous
             return c
     return None

@@ -238,8 +238,8 @@ SEMANTIC_ASSIST_MIN_SIMILARITY = env.float("SEMANTIC_ASSIST_MIN_SIMILARITY", def
 # judge's probability is recorded and drives near-miss checks; measured in docs/semantic-guards.md.
 SEMANTIC_JUDGE_SERVES = env.bool("SEMANTIC_JUDGE_SERVES", default=False)
 # Ambiguity check of the semantic cache: a candidate that would serve is refused when another candidate
-# with another answer, past the vetoes, is at least this close to the question minus this cosine margin
-# (or nearer); negative turns it off. Read off bench.judge_replay (the judge's held-out calibration intents
+# with another answer is nearer to the question (whatever refused it), or past the vetoes and at least
+# this close to the question minus this cosine margin; negative turns it off. Read off bench.judge_replay (the judge's held-out calibration intents
 # asked of a dense cache); docs/semantic-guards.md.
 SEMANTIC_AMBIGUITY_MARGIN = env.float("SEMANTIC_AMBIGUITY_MARGIN", default=0.02)
 # Whether a question only soft eligibility rules refused (first-person wording, "my" + noun, time words;

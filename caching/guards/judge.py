@@ -422,7 +422,8 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
     default in the semantic layer): the judge's probability is computed and recorded, but only a
     strict match serves; a pair the judge alone would serve is refused with a reason that says so.
     ``soft_reads`` (``SEMANTIC_SOFT_READS``): a new question only soft rules refused is judged as if
-    eligible (``_reads``); it only reads, the caller never stores its answer."""
+    eligible (``_reads``), except that only a strict match serves it (the judge never saw such a
+    question in training or calibration); it only reads, the caller never stores its answer."""
     new_a, cached_a, new_sig, cached_sig, floor = _pair(new_q, cached_q, new_sig, cached_sig, thresholds)
     intent = new_a.eligibility.intent
     difference = signature_difference(cached_sig, new_sig)
@@ -442,6 +443,11 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
                          intent, floor, None)
     model = learned_judge() if learned is _DEFAULT else learned
     strict = _strict_match(new_a, cached_a, new_sig, cached_sig)
+    held = "SEMANTIC_JUDGE_SERVES off"
+    if judge_serves and soft_reads and not new_a.eligibility.eligible:
+        # the judge was trained and calibrated on eligible questions only: for a read-only question
+        # its probability is recorded, but only a strict match serves
+        judge_serves, held = False, "a read-only question"
     if strict is None and not judge_serves and model is not None:
         # The judge would not change this decision: a strict match serves whatever it says, so the
         # request does not pay for its forward pass. A staff label on the pair is scored when it is
@@ -463,7 +469,7 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
                          intent, floor, None, probability, model.version)
     if probability >= cut:
         return refuse(f"judge: p={probability:.3f} >= {cut:.3f}, but the judge does not serve "
-                      f"(SEMANTIC_JUDGE_SERVES off); strict match refused: {strict}", probability, model.version)
+                      f"({held}); strict match refused: {strict}", probability, model.version)
     return refuse(f"judge: p={probability:.3f} below {cut:.3f} (similarity {similarity:.3f}); strict match refused: "
                   f"{strict}", probability, model.version)
 

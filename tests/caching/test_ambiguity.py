@@ -1,6 +1,6 @@
 """The semantic layer's ambiguity check (a ratio test): a candidate that would serve is refused when
-another candidate with another answer, refused by nothing but the judge, is about as close to the
-question (``SEMANTIC_AMBIGUITY_MARGIN``) or nearer. Real pipeline, real embeddings and pgvector.
+another candidate with another answer is nearer to the question (whatever refused it), or about as
+close (``SEMANTIC_AMBIGUITY_MARGIN``) and refused by nothing but the judge. Real pipeline, real embeddings and pgvector.
 
 The first case is a BANKING77 test question the default policy answered from the wrong intent
 (``bench.banking77``): "Can you explain the transfer fee to me?" is a strict match of "Is there a
@@ -92,3 +92,28 @@ def test_a_contender_is_what_only_the_judge_could_refuse():
     assert not guards.contender("Is it possible to return earphones?", "Can I return opened earphones?", 0.90)  # veto
     assert not guards.contender("Can you explain the transfer fee to me?", WHY_CHARGED, 0.30)  # below the floor
     assert not guards.contender("Where is my order 4471?", "Where is my order?", 0.90)  # personal: not shareable
+
+
+def test_a_nearer_neighbour_with_another_answer_is_a_rival_even_when_a_veto_refused_it(settings):
+    """The judge or strict match would serve a further entry: a nearer entry with another answer
+    blocks it whatever refused that entry (here a veto: opened vs not), within the margin only one
+    refused by nothing but the judge does (``test_a_vetoed_neighbour_is_no_rival``)."""
+    from types import SimpleNamespace
+
+    from caching.layers.semantic import _rival
+
+    settings.SEMANTIC_AMBIGUITY_MARGIN = 0.1
+    question = "Is it possible to return earphones?"
+
+    def row(q, answer, similarity):
+        return SimpleNamespace(question=q, answer=answer, distance=1.0 - similarity, signature=guards.signature(q))
+
+    chosen = row("Can I return earphones?", "Earphones: 30 days [1]", 0.90)
+    vetoed = row("Can I return opened earphones?", "Opened earphones cannot be returned [1]", 0.95)
+    assert not guards.contender(question, vetoed.question, 0.95)  # a veto refuses it
+    sig = guards.signature(question)
+    assert _rival([vetoed, chosen], chosen, question, sig, {}, "en") == (vetoed, 0.95)
+    further = row(vetoed.question, vetoed.answer, 0.85)  # within the margin, but vetoed: no rival
+    assert _rival([chosen, further], chosen, question, sig, {}, "en") is None
+    same = row(vetoed.question, chosen.answer, 0.95)  # nearer, but the same answer: no rival
+    assert _rival([same, chosen], chosen, question, sig, {}, "en") is None

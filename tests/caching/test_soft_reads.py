@@ -84,3 +84,18 @@ def test_a_soft_refused_near_miss_is_not_queued_for_the_verifier(acme, monkeypat
         state, served = cached_lookup(asker, soft)
     assert served is None and decision(state, "semantic").disposition == "miss"
     assert state.near_miss is None and not queued
+
+
+def test_the_judge_alone_never_serves_a_read_only_question(learned):
+    """The judge was trained and calibrated on eligible questions only: with ``SEMANTIC_JUDGE_SERVES``
+    on, a read-only question is still served only by a strict match, its probability recorded."""
+    cached, similarity = "How do I open an account?", 0.8
+    soft = "I want to register with you"  # the judge's p is 0.99, but no strict match (operations differ)
+    assert guards.soft_only(soft)
+    judged = guards.judge(soft, cached, similarity, judge_serves=True, soft_reads=True, judge_threshold=0.0)
+    assert not judged.serve and judged.probability is not None
+    assert "but the judge does not serve (a read-only question); strict match refused" in judged.reason
+    refused = guards.judge(soft, cached, similarity, judge_serves=True, soft_reads=False)
+    assert not refused.serve and refused.reason.startswith("new question ineligible: action")
+    strict = guards.judge(SOFT, cached, 0.9, judge_serves=True, soft_reads=True)
+    assert strict.serve and strict.reason.startswith("strict match, no veto")
