@@ -1,6 +1,7 @@
 """Exact answer cache in Redis: key = hash of the complete answer spec."""
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 import time
@@ -54,6 +55,13 @@ def exact_legacy_pattern(tenant_slug: str) -> str:
 
 
 _exact_keys: LocalCache[str] = LocalCache("exact keys", max_entries=4096)  # a spec's key never changes: no TTL
+
+
+@functools.lru_cache(maxsize=512)
+def _entry_fields(raw: bytes) -> dict:
+    """An entry's fields, parsed once per distinct value: every hit on an entry reads the same bytes
+    (the caller must not change what it gets)."""
+    return json.loads(raw)
 
 
 def _cited_versions(raw: bytes) -> list[tuple[int, int]]:
@@ -111,7 +119,8 @@ class ExactLayer:
         cached = None
         if raw is not None:
             try:
-                cached = CachedAnswer(**json.loads(raw))
+                cached = CachedAnswer(**_entry_fields(raw))
+                cached.citations = [dict(c) for c in cached.citations]  # the request's own, as if just parsed
             except (ValueError, TypeError):  # unreadable (corrupt or an older layout): a miss, and gone
                 self.delete(key)
                 result.reason = "unreadable entry dropped"
