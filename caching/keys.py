@@ -12,7 +12,11 @@ import json
 from dataclasses import dataclass
 
 def canonical_json(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
+
+
+# json.dumps with these options builds an encoder on every call; one, kept, writes the same text.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def digest(value) -> str:

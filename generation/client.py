@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from core.localcache import LocalCache
+from core.localcache import MISSING, LocalCache
 from generation.base import GenerationBackend
 from generation.local_model import EmbeddedBackend
 from generation.openai_http import OpenAIHTTPBackend
@@ -24,8 +24,11 @@ def get_backend() -> GenerationBackend:
     Built once per process (and again after a fork, since connections do not
     survive one), so the circuit breaker sees every call the process makes.
     """
-    with _backend_lock:
-        return _backend.get("backend", _build_backend)
+    backend = _backend.lookup("backend")  # built already: no lock (every Ask asks)
+    if backend is MISSING:
+        with _backend_lock:
+            backend = _backend.get("backend", _build_backend)
+    return backend
 
 
 def _build_backend() -> GenerationBackend:

@@ -15,7 +15,6 @@ key and the answer spec, so results of another method are never served from a ca
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
@@ -23,9 +22,11 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from django.conf import settings
+from django.core.signals import setting_changed
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection
 from django.db.models import Case, Count, F, FloatField, Q, Value, When
+from django.dispatch import receiver
 from pgvector.django import CosineDistance
 
 from core.redis_client import RedisUnavailable, get_redis, redis_available, redis_failed
@@ -167,16 +168,28 @@ def text_matches(generation: IndexGeneration, tenant_id: int, locale: str, quest
 
 def search_version() -> str:
     """``RETRIEVAL_VERSION`` and every setting that changes which passages a search returns: part of
-    the search-result cache key and of the answer spec's retrieval version."""
-    return _search_version(RETRIEVAL_VERSION, settings.RETRIEVAL_MIN_SIMILARITY, settings.RETRIEVAL_MIN_TERM_COVERAGE,
-                           settings.RETRIEVAL_CANDIDATES, settings.RETRIEVAL_RRF_K,
-                           json.dumps(settings.TEXT_SEARCH_CONFIGS, sort_keys=True),
-                           json.dumps(sorted(settings.TEXT_SEARCH_COMPOUNDS)))
+    the search-result cache key and of the answer spec's retrieval version. Computed once per
+    ``RETRIEVAL_VERSION`` until one of those settings changes (every exact hit asks for it)."""
+    version = _search_versions.get(RETRIEVAL_VERSION)
+    if version is None:
+        version = _search_versions[RETRIEVAL_VERSION] = _search_version(
+            RETRIEVAL_VERSION, settings.RETRIEVAL_MIN_SIMILARITY, settings.RETRIEVAL_MIN_TERM_COVERAGE,
+            settings.RETRIEVAL_CANDIDATES, settings.RETRIEVAL_RRF_K, json.dumps(settings.TEXT_SEARCH_CONFIGS, sort_keys=True),
+            json.dumps(sorted(settings.TEXT_SEARCH_COMPOUNDS)))
+    return version
 
 
-@functools.lru_cache(maxsize=16)
 def _search_version(*parts) -> str:
-    return f"{RETRIEVAL_VERSION}:" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
+    return f"{parts[0]}:" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
+
+
+_search_versions: dict[str, str] = {}  # RETRIEVAL_VERSION -> search_version(), until a setting changes
+
+
+@receiver(setting_changed)
+def _forget_search_versions(*, setting: str, **kwargs) -> None:
+    if setting.startswith(("RETRIEVAL_", "TEXT_SEARCH_")):
+        _search_versions.clear()
 
 
 def is_evidence(hit: SearchHit) -> bool:

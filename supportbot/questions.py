@@ -17,7 +17,7 @@ class AskRejected(Exception):
 
 _SPACE = re.compile(r"\s+")
 _ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # the ASCII characters of category Cc
-_TRAILING = re.compile(r"[\s?!.。？！,;:…]+$")
+_TRAILING_PUNCTUATION = "?!.。？！,;:…"  # dropped from the end with any whitespace among them
 
 
 def clean_question(raw) -> str:
@@ -29,13 +29,13 @@ def clean_question(raw) -> str:
     if raw.isascii():  # the common case, without a pass over every character in Python
         if "\x00" in raw:
             raise AskRejected("invalid_question", "question contains binary data")
-        text = _ASCII_CONTROL.sub(" ", raw)
+        text = raw if raw.isprintable() else _ASCII_CONTROL.sub(" ", raw)  # printable ASCII: no control characters
     else:
         text = unicodedata.normalize("NFC", raw)
         if "\x00" in text or any(0xD800 <= ord(c) <= 0xDFFF for c in text):
             raise AskRejected("invalid_question", "question contains binary data")
         text = "".join(" " if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c for c in text)
-    text = _SPACE.sub(" ", text).strip()
+    text = _collapse_spaces(text)
     if not text:
         raise AskRejected("empty_question", "question is empty")
     if len(text) > settings.ASK_MAX_QUESTION_CHARS:
@@ -47,6 +47,19 @@ def clean_question(raw) -> str:
 
 def normalize_question(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed, trailing punctuation dropped: the exact-cache form."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = _SPACE.sub(" ", text).strip()
-    return _TRAILING.sub("", text)
+    text = _collapse_spaces(unicodedata.normalize("NFKC", text).casefold())
+    # the run of whitespace and closing punctuation at the end, by rstrip (a regular expression
+    # anchored at the end still tries every position of the question)
+    while True:
+        stripped = text.rstrip().rstrip(_TRAILING_PUNCTUATION)
+        if len(stripped) == len(text):
+            return text
+        text = stripped
+
+
+def _collapse_spaces(text: str) -> str:
+    """Runs of whitespace as one space, none at either end. Printable text has no whitespace but the
+    space (str.isprintable), so without a double space there is nothing to collapse."""
+    if "  " in text or not text.isprintable():
+        text = _SPACE.sub(" ", text)
+    return text.strip()

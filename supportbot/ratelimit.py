@@ -52,21 +52,23 @@ log = logging.getLogger(__name__)
 
 # KEYS: the counters in order, then keys to read along (GET). ARGV: window seconds, the number of
 # counters, then each counter's limit. Counting stops at the first counter over its limit, so a
-# request refused by its own limit counts against nothing further. Returns {refused counter's
-# index (0: allowed), the values read}.
+# request refused by its own limit counts against nothing further. Returns one flat array: the
+# refused counter's index (0: allowed), then the values read. (A nested array costs the server
+# and the client more: Redis 6 writes each array of a script's reply as a reply block of its own.)
 _CHECK = """
 local ttl = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
-local read = {}
-for i = n + 1, #KEYS do read[#read + 1] = redis.call("GET", KEYS[i]) end
+local reply = {0}
+for i = n + 1, #KEYS do reply[#reply + 1] = redis.call("GET", KEYS[i]) end
 for i = 1, n do
     local c = redis.call("INCR", KEYS[i])
     if c == 1 then redis.call("EXPIRE", KEYS[i], ttl) end
     if c > tonumber(ARGV[2 + i]) then
-        return {i, read}
+        reply[1] = i
+        return reply
     end
 end
-return {0, read}
+return reply
 """
 _CHECK_SHA = hashlib.sha1(_CHECK.encode("utf-8")).hexdigest()
 
@@ -157,9 +159,9 @@ def check(tenant_id: int, client: str, *, action: str = "ask", read: tuple[str, 
     args = [window + 1, len(counters), *(limit for _, limit, _ in counters)]
     try:
         try:
-            refused, values = call("EVALSHA", _CHECK_SHA, len(keys), *keys, *args)
+            refused, *values = call("EVALSHA", _CHECK_SHA, len(keys), *keys, *args)
         except NoScriptError:  # a new or restarted server: send the script itself (Redis keeps it)
-            refused, values = call("EVAL", _CHECK, len(keys), *keys, *args)
+            refused, *values = call("EVAL", _CHECK, len(keys), *keys, *args)
     except RedisUnavailable as exc:
         redis_failed(exc)
         log.warning("rate limits skipped: redis unavailable (%s)", type(exc).__name__)

@@ -196,14 +196,23 @@ def copy_insert(model, rows: list[dict], pks: list[int]) -> None:
     lines = []
     for pk, row in zip(pks, rows, strict=True):
         values = [str(int(pk))]
-        for name, default, convert, auto in columns:
+        append = values.append
+        for name, default, convert, auto, default_text in columns:
             if auto:
-                values.append(now)
+                append(now)
                 continue
             v = row.get(name, _ABSENT)
             if v is _ABSENT:
+                if default_text is not None:
+                    append(default_text)
+                    continue
                 v = default() if callable(default) else default
-            values.append(_COPY_NULL if v is None else convert(v))
+            if v is None:
+                append(_COPY_NULL)
+            elif convert is _copy_text and type(v) is str:  # most values: text with nothing to escape
+                append(v.translate(_COPY_ESCAPES) if _COPY_SPECIAL.search(v) else v)
+            else:
+                append(convert(v))
         lines.append("\t".join(values))
     with connection.cursor() as cursor, cursor.copy(statement) as copy:
         copy.write("\n".join(lines) + "\n")
@@ -221,6 +230,12 @@ def _copy_text(value) -> str:
     return text.translate(_COPY_ESCAPES) if _COPY_SPECIAL.search(text) else text
 
 
+def _copy_json(value) -> str:
+    if not value and type(value) in (dict, list):  # the usual empty filters, citations, differences
+        return "{}" if type(value) is dict else "[]"
+    return _copy_text(json.dumps(value))
+
+
 def _copy_datetime(value) -> str:
     if timezone.is_naive(value):
         raise ValueError("a record's time must be timezone-aware")
@@ -235,14 +250,14 @@ _COPY_CONVERTERS: dict[str, Callable] = {
     "FloatField": lambda v: repr(float(v)),
     "BooleanField": lambda v: "t" if v else "f",
     "DateTimeField": _copy_datetime,
-    "JSONField": lambda v: _copy_text(json.dumps(v)),
+    "JSONField": _copy_json,
 }
 
 
 @functools.lru_cache(maxsize=None)
 def _copy_spec(model) -> tuple[str, tuple]:
     """A model's COPY statement and, in its column order after the key, each column's
-    (attname, default, converter, set to the batch's time)."""
+    (attname, default, converter, set to the batch's time, the default's text when it never changes)."""
     meta, q = model._meta, connection.ops.quote_name
     fields = tuple(f for f in meta.concrete_fields if not f.primary_key)
     columns = []
@@ -251,8 +266,16 @@ def _copy_spec(model) -> tuple[str, tuple]:
         if kind not in _COPY_CONVERTERS:
             raise TypeError(f"copy_insert cannot write {model.__name__}.{f.name} ({kind})")
         default = f.default if f.has_default() else (None if f.null else f.get_default())
-        columns.append((f.attname, default, _COPY_CONVERTERS[kind],
-                        bool(getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False))))
+        convert = _COPY_CONVERTERS[kind]
+        # a default that is the same every time is written once here (an empty JSON object or list too)
+        if default is dict or default is list:
+            default_text = convert(default())
+        elif callable(default):
+            default_text = None
+        else:
+            default_text = _COPY_NULL if default is None else convert(default)
+        columns.append((f.attname, default, convert,
+                        bool(getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False)), default_text))
     names = ", ".join(q(c) for c in [meta.pk.column, *(f.column for f in fields)])
     return f"COPY {q(meta.db_table)} ({names}) FROM STDIN", tuple(columns)
 

@@ -1,6 +1,7 @@
 """Exact answer cache in Redis: key = hash of the complete answer spec."""
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 import time
@@ -10,7 +11,7 @@ from django.conf import settings
 
 from caching.churn import churn_add
 from caching.citations import article_versions, stale_citations
-from caching.keys import AnswerSpec, digest
+from caching.keys import AnswerSpec, canonical_json, digest
 from caching.layers.base import CachedAnswer
 from caching.layers.citing import CitationIndex, sweep_cited
 from core.cachelayer import CacheScope, LayerResult, LayerStats
@@ -27,9 +28,13 @@ def exact_key(spec: AnswerSpec) -> str:
     """``ans:<key version>:{t:<tenant id>}:<sha256 of the spec's canonical JSON>``, remembered per
     spec (every hit computes the key of a question asked before, and the JSON is most of its cost)."""
     fields = spec.as_dict()
+    # Each field's stand-in in the memo: a string is itself; an int, whose JSON is its digits, and any
+    # other value as its canonical JSON (the text the digest reads) are in a 1-tuple, so no string
+    # stands for them, and 1, 1.0 and True, or 0.0 and -0.0, stay apart as their JSON does.
     try:
-        memo = tuple(v if type(v) is str else _frozen(v) for v in fields.values())  # strings stand for themselves
-    except TypeError:  # a value the memo cannot tell apart from others: computed each time
+        memo = tuple(v if type(v) is str else (v,) if type(v) is int else (canonical_json(v),)
+                     for v in fields.values())
+    except (TypeError, ValueError):  # not JSON: the digest says why
         return f"{exact_prefix(spec.tenant_id)}{digest(fields)}"
     key = _exact_keys.lookup(memo)
     if key is MISSING:
@@ -52,19 +57,11 @@ def exact_legacy_pattern(tenant_slug: str) -> str:
 _exact_keys: LocalCache[str] = LocalCache("exact keys", max_entries=4096)  # a spec's key never changes: no TTL
 
 
-def _frozen(value):
-    """A hashable stand-in for a JSON value that equals another only if their JSON is equal:
-    typed, so 1, 1.0 and True stay apart, and floats by repr, so 0.0 and -0.0 do too."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return kind, value
-    if kind is float:
-        return kind, repr(value)
-    if kind is list or kind is tuple:
-        return list, tuple(_frozen(v) for v in value)
-    if kind is dict:
-        return dict, tuple(sorted((_frozen(k), _frozen(v)) for k, v in value.items()))
-    raise TypeError(f"no stand-in for {kind.__name__}")
+@functools.lru_cache(maxsize=512)
+def _entry_fields(raw: bytes) -> dict:
+    """An entry's fields, parsed once per distinct value: every hit on an entry reads the same bytes
+    (the caller must not change what it gets)."""
+    return json.loads(raw)
 
 
 def _cited_versions(raw: bytes) -> list[tuple[int, int]]:
@@ -122,7 +119,8 @@ class ExactLayer:
         cached = None
         if raw is not None:
             try:
-                cached = CachedAnswer(**json.loads(raw))
+                cached = CachedAnswer(**_entry_fields(raw))
+                cached.citations = [dict(c) for c in cached.citations]  # the request's own, as if just parsed
             except (ValueError, TypeError):  # unreadable (corrupt or an older layout): a miss, and gone
                 self.delete(key)
                 result.reason = "unreadable entry dropped"

@@ -13,7 +13,7 @@ import threading
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from core.localcache import LocalCache
+from core.localcache import MISSING, LocalCache
 from supportbot.answerers.base import ANSWERERS, Answer, AnswerRequest, Answerer, AnswererSpec, answerer_name
 from supportbot.answerers.extractive import ExtractiveAnswerer
 from supportbot.answerers.model import ModelAnswerer
@@ -26,8 +26,11 @@ _answerers: LocalCache[Answerer] = LocalCache("answerers", max_entries=len(ANSWE
 
 def get_answerer() -> Answerer:
     name = answerer_name()
-    with _lock:
-        return _answerers.get(name, lambda: _build(name))
+    answerer = _answerers.lookup(name)  # built already: no lock (every Ask asks)
+    if answerer is MISSING:
+        with _lock:
+            answerer = _answerers.get(name, lambda: _build(name))
+    return answerer
 
 
 def _build(name: str) -> Answerer:

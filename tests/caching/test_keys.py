@@ -3,6 +3,8 @@ the very parameters the model receives."""
 from __future__ import annotations
 
 import dataclasses
+import re
+import unicodedata
 
 import pytest
 from django.test import override_settings
@@ -73,6 +75,19 @@ def test_normalisation_folds_case_spacing_width_and_trailing_punctuation(words, 
     noisy = "".join(w + s for w, s in zip(words, spaces)).strip() + tail
     noisy = noisy.upper() if upper else noisy
     assert normalize_question(noisy) == normalize_question(plain) == plain
+
+
+# whitespace of every kind (controls, separators, no-break and wide spaces), the punctuation dropped at the end
+AWKWARD_TEXT = st.text(st.sampled_from(list("ab Z9?!.,;:…。？！\t\n\r\x0b\x0c\x1c\x85\xa0\u2003\u2028\u3000\u200bｱ①")),
+                       max_size=16)
+
+
+@given(text=AWKWARD_TEXT)
+def test_normalisation_is_its_regular_expression_definition(text):
+    """normalize_question avoids regular expressions on the hit path: it must still say what they say."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    expected = re.sub(r"[\s?!.。？！,;:…]+$", "", re.sub(r"\s+", " ", folded).strip())
+    assert normalize_question(text) == expected
 
 
 # --------------------------------------------------------------------------- the spec the pipeline builds
