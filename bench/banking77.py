@@ -35,8 +35,6 @@ setup(private_redis=True)
 
 import numpy as np  # noqa: E402
 
-from django.conf import settings  # noqa: E402
-
 from caching import guards  # noqa: E402
 from retrieval.embeddings import embed_texts  # noqa: E402
 from supportbot import pipeline  # noqa: E402
@@ -100,7 +98,7 @@ def replay(tenant, test: list[tuple[str, str]], intent_of_answer: dict[str, str]
         served = pipeline.lookup(state)
         counts["rows"] += 1
         counts["eligible"] += state.eligibility.eligible
-        reads = not state.eligibility.eligible and settings.SEMANTIC_SOFT_READS and guards.soft_only(text)
+        reads = pipeline.reads_only(state)
         counts["reads"] += reads
         if served is None:
             continue

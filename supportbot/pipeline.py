@@ -259,8 +259,7 @@ def exact_lookup(state: AskState, prefetched: dict | None = None) -> CachedAnswe
 @tracing.step("semantic")
 def semantic_lookup(state: AskState) -> CachedAnswer | None:
     tenant = state.asker.tenant
-    # a question only soft rules refused reads the cache's general answers (the judge decides), never writes
-    reads = not state.eligibility.eligible and settings.SEMANTIC_SOFT_READS and guards.soft_only(state.question)
+    reads = reads_only(state)
     if not state.eligibility.eligible and not reads:
         state.layers.append(LayerResult("semantic", "bypass", reason=state.eligibility.reason))
         return None
@@ -290,6 +289,13 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
     if result.disposition == "assist":
         state.assist = result.value
     return None
+
+
+def reads_only(state: AskState) -> bool:
+    """Whether the question only reads the semantic cache: only soft rules refused it
+    (``guards.soft_only``, ``SEMANTIC_SOFT_READS``). It reads the cache's general answers (the
+    vetoes and a strict match decide), and writes no shared cache."""
+    return not state.eligibility.eligible and settings.SEMANTIC_SOFT_READS and guards.soft_only(state.question)
 
 
 def judge_after(state: AskState, scope: SemanticScope, result: LayerResult, reads: bool = False) -> None:

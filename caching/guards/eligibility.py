@@ -284,7 +284,13 @@ def soft_only(question: str) -> bool:
     found = classify_rules(question)
     if found.eligible or RULES[found.rule] != "soft":
         return False
-    return _analyse(question).hard is None and _nets(question, found.intent) is None
+    return _hard_anywhere(question, found.intent) is None
+
+
+def _hard_anywhere(question: str, intent: str) -> Eligibility | None:
+    """The first hard rule that fires anywhere in the question, or a net: what no soft refusal's
+    exception (the eligibility model's override, a soft read) may pass over."""
+    return _analyse(question).hard or _nets(question, intent)
 
 
 @lru_cache(maxsize=8192)
@@ -309,12 +315,11 @@ def classify(question: str) -> Eligibility:
     model = learned_eligibility()
     if model is None:
         return found
-    analysis = _analyse(question)
-    p = model.p_general(analysis.norm)
+    p = model.p_general(_analyse(question).norm)
     if p < model.threshold:
         return replace(found, reason=f"{found.reason}; model p(general)={p:.3f} < {model.threshold:.3f}",
                        probability=p, model_version=model.version)
-    hard = analysis.hard or _nets(question, found.intent)
+    hard = _hard_anywhere(question, found.intent)
     if hard is not None:
         return replace(hard, probability=p, model_version=model.version)
     return Eligibility(True, "general", found.intent,

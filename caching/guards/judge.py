@@ -363,9 +363,10 @@ def _gate(new_a, cached_a, new_sig: dict, cached_sig: dict, similarity: float, f
           reads: bool = False) -> str | None:
     """The steps before the judge (eligibility, the cosine floor, the vetoes, content): the first
     refusal's reason, or None when the pair reaches the judge or the strict match. ``reads``: the
-    new question only reads the cache (``_reads``), so a soft rule's refusal of it does not stop the pair."""
+    new question only reads the cache (``_reads``: only soft rules refuse it), so that refusal does
+    not stop the pair."""
     new_e, cached_e = new_a.eligibility, cached_a.eligibility
-    if not new_e.eligible and not (reads and new_a.hard is None):
+    if not new_e.eligible and not reads:
         return f"new question ineligible: {new_e.reason}"
     if not cached_e.eligible:
         return f"cached question ineligible: {cached_e.reason}"
@@ -431,7 +432,8 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
     def refuse(reason: str, probability: float | None = None, version: str = "") -> Judgement:
         return Judgement(False, reason, intent, floor, difference, probability, version)
 
-    early = _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale, _reads(new_q, soft_reads))
+    reads = _reads(new_q, soft_reads)
+    early = _gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale, reads)
     if early:
         return refuse(early)
     language = (locale or "en").split("-")[0].lower()
@@ -444,7 +446,7 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
     model = learned_judge() if learned is _DEFAULT else learned
     strict = _strict_match(new_a, cached_a, new_sig, cached_sig)
     held = "SEMANTIC_JUDGE_SERVES off"
-    if judge_serves and soft_reads and not new_a.eligibility.eligible:
+    if judge_serves and reads:
         # the judge was trained and calibrated on eligible questions only: for a read-only question
         # its probability is recorded, but only a strict match serves
         judge_serves, held = False, "a read-only question"

@@ -49,7 +49,8 @@ def _rival(rows: list[SemanticEntry], chosen: SemanticEntry, question: str, new_
     floor, no veto: ``guards.contender``); with its cosine, or None. A negative margin turns the
     check off. A nearer entry counts even when a veto refused it: on BANKING77 with the judge
     serving, counting vetoed nearer entries removed 10 hits of which 9 were wrong answers (the
-    vetoes had refused the right intent's entry on a difference that does not change the answer). When two cached answers are about as close, the question is as likely the other's:
+    vetoes had refused the right intent's entry on a difference that does not change the answer).
+    When two cached answers are about as close, the question is as likely the other's:
     in a cache of many neighbouring entries (BANKING77's 77 intents) most wrong answers were served
     so, and neither the judge's probability nor the strict match sees the other entry."""
     margin = settings.SEMANTIC_AMBIGUITY_MARGIN
