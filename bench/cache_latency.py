@@ -283,6 +283,29 @@ def exact_and_semantic(scratch, args) -> dict:
             # the per-step timings (embed, semantic lookup) come only to a key granted them
             _, key = api_key_create(tenant, "bench", timing_breakdown=True)
             figures.update(semantic_hits(port, ask_url, pairs, offered, scratch, key, question_scope(tenant.pk)))
+            figures.update(semantic_judged(tenant))
+    return figures
+
+
+def semantic_judged(tenant) -> dict:
+    """How many of the semantic hits the judge alone served (``judge: p=…``; the others are strict
+    matches, which never consult it) and their server-side p50, from the decision records (written
+    off the request path: waited for, up to 10 s)."""
+    from caching.models import CacheDecision
+
+    hits = CacheDecision.objects.filter(tenant=tenant, layer="semantic", disposition="hit")
+    count, deadline = -1, time.monotonic() + 10
+    while time.monotonic() < deadline:
+        now = hits.count()
+        if now == count:
+            break
+        count = now
+        time.sleep(1.0)
+    judged = [t.get("total", 0.0) for t in hits.filter(reason__startswith="judge:").values_list("ask__timings", flat=True)]
+    figures = {"semantic_hits_recorded": count, "semantic_judge_served": len(judged),
+               "semantic_judge_served_server": percentiles(judged)}
+    print(f"  of {count} semantic hits recorded, {len(judged)} served by the judge alone "
+          f"(server side {fmt_ms(figures['semantic_judge_served_server'])})")
     return figures
 
 

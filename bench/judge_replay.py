@@ -21,11 +21,13 @@ the judge never trained on:
 Reported for the default policy (strict match only) and the judge serving, at the artefact's
 threshold and above it, for ambiguity margins off / 0 / 0.02 / 0.05 / 0.1: hit rate (of questions
 asked), false share (of served answers, another intent's), and the judge's own serves (beyond
-strict matches). Nothing is chosen here: ``SEMANTIC_AMBIGUITY_MARGIN``'s default was read off this
-table. The cached side of a pair may be a training intent's question; the asking side never is.
+strict matches); then the judge serving at the artefact's threshold by the least cosine at which
+the judge alone serves (``SEMANTIC_JUDGE_MIN_SIMILARITY``). Nothing is chosen here:
+``SEMANTIC_AMBIGUITY_MARGIN``'s and ``SEMANTIC_JUDGE_MIN_SIMILARITY``'s defaults were read off these
+tables. The cached side of a pair may be a training intent's question; the asking side never is.
 The judge's current artefact is used as built (no training): a few minutes on 2 cores. Ends with
 one line ``judge_replay_strict_false=… judge_replay_strict_hit=… judge_replay_judge_false=… …``
-at ``SEMANTIC_AMBIGUITY_MARGIN``.
+at ``SEMANTIC_AMBIGUITY_MARGIN`` and ``SEMANTIC_JUDGE_MIN_SIMILARITY``.
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ from caching import guards, judge_data, judge_train  # noqa: E402
 from caching.layers.semantic import CANDIDATES  # noqa: E402
 
 MARGINS = (None, 0.0, 0.02, 0.05, 0.1)
+FLOORS = (0.0, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
 
 
 def _central(texts: list[str], n: int) -> list[str]:
@@ -94,11 +97,13 @@ def replay_rows(judge, seeds: int, queries: int, seed: int = 12) -> list[dict]:
     return rows
 
 
-def served(row: dict, threshold: float, margin: float | None, judge_serves: bool) -> dict | None:
-    """The candidate the semantic layer serves for a row, or None."""
+def served(row: dict, threshold: float, margin: float | None, judge_serves: bool, floor: float = 0.0) -> dict | None:
+    """The candidate the semantic layer serves for a row, or None. ``floor``: the least cosine at
+    which the judge alone serves (``SEMANTIC_JUDGE_MIN_SIMILARITY``)."""
     cands = row["candidates"]
     for i, c in enumerate(cands):
-        if c["contender"] and (c["strict"] or (judge_serves and c["p"] is not None and c["p"] >= threshold)):
+        if c["contender"] and (c["strict"] or (judge_serves and c["p"] is not None and c["p"] >= threshold
+                                               and c["cosine"] >= floor)):
             if margin is not None and any(
                     j != i and d["intent"] != c["intent"]
                     and (d["cosine"] > c["cosine"] or (d["contender"] and d["cosine"] >= c["cosine"] - margin))
@@ -108,8 +113,8 @@ def served(row: dict, threshold: float, margin: float | None, judge_serves: bool
     return None
 
 
-def figures(rows: list[dict], threshold: float, margin: float | None, judge_serves: bool) -> dict:
-    out = [(r, served(r, threshold, margin, judge_serves)) for r in rows]
+def figures(rows: list[dict], threshold: float, margin: float | None, judge_serves: bool, floor: float = 0.0) -> dict:
+    out = [(r, served(r, threshold, margin, judge_serves, floor)) for r in rows]
     out = [(r, c) for r, c in out if c is not None]
     false = sum(c["intent"] != r["intent"] for r, c in out)
     judged = [(r, c) for r, c in out if not c["strict"]]
@@ -145,10 +150,20 @@ def main(argv=None) -> int:
     print("\ncells: hit rate / false share of served (false / served)")
     margin = settings.SEMANTIC_AMBIGUITY_MARGIN
     margin = None if margin < 0 else margin
-    strict, judged = figures(rows, 1.0, margin, False), figures(rows, judge.threshold, margin, True)
+    floor = settings.SEMANTIC_JUDGE_MIN_SIMILARITY
+    print(f"\njudge serving at p >= {judge.threshold:.3f}, margin {settings.SEMANTIC_AMBIGUITY_MARGIN}, by the least "
+          f"cosine at which the judge alone serves (SEMANTIC_JUDGE_MIN_SIMILARITY, now {floor}):")
+    print(f"{'least cosine':>12s} {'hit rate':>9s} {'false/served':>13s} {'judge alone: false/served':>26s} {'precision':>9s}")
+    for least in FLOORS:
+        f = figures(rows, judge.threshold, margin, True, least)
+        table[f"judge serving floor={least}"] = f
+        precision = 1 - f["judge_false"] / f["judge_served"] if f["judge_served"] else 1.0
+        print(f"{least:12.2f} {f['hit_rate']:9.3f} {f['false']:>6d}/{f['served']:<6d} "
+              f"{f['judge_false']:>12d}/{f['judge_served']:<13d} {precision:9.3f}")
+    strict, judged = figures(rows, 1.0, margin, False), figures(rows, judge.threshold, margin, True, floor)
     last = (f"judge_replay_strict_false={strict['false_share']:.3f} judge_replay_strict_hit={strict['hit_rate']:.3f} "
             f"judge_replay_judge_false={judged['false_share']:.3f} judge_replay_judge_hit={judged['hit_rate']:.3f} "
-            f"judge_replay_margin={settings.SEMANTIC_AMBIGUITY_MARGIN}")
+            f"judge_replay_margin={settings.SEMANTIC_AMBIGUITY_MARGIN} judge_replay_judge_floor={floor}")
     bench_result("judge_replay", {"judge": judge.version, "rows": len(rows), "table": table,
                                   "seconds": time.perf_counter() - started}, last)
     return 0

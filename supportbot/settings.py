@@ -234,14 +234,19 @@ SEMANTIC_THRESHOLDS = env.json("SEMANTIC_THRESHOLDS", default={})
 # In assist mode, a near hit at least this similar is given to the model as context.
 SEMANTIC_ASSIST_MIN_SIMILARITY = env.float("SEMANTIC_ASSIST_MIN_SIMILARITY", default=0.6)
 # Whether the learned judge alone may serve a semantic hit (vetoes passed, probability at its operating
-# point). Off: only a strict match serves (every signature field, content term and word link equal), the
-# judge's probability is recorded and drives near-miss checks; measured in docs/semantic-guards.md.
-SEMANTIC_JUDGE_SERVES = env.bool("SEMANTIC_JUDGE_SERVES", default=False)
+# point, similarity at least SEMANTIC_JUDGE_MIN_SIMILARITY). Off: only a strict match serves (every signature
+# field, content term and word link equal), the judge's probability is recorded and drives near-miss checks;
+# measured in docs/semantic-guards.md. A new tenant starts in shadow mode whichever it is.
+SEMANTIC_JUDGE_SERVES = env.bool("SEMANTIC_JUDGE_SERVES", default=True)
 # Ambiguity check of the semantic cache: a candidate that would serve is refused when another candidate
 # with another answer is nearer to the question (whatever refused it), or past the vetoes and at least
 # this close to the question minus this cosine margin; negative turns it off. Read off bench.judge_replay (the judge's held-out calibration intents
 # asked of a dense cache); docs/semantic-guards.md.
 SEMANTIC_AMBIGUITY_MARGIN = env.float("SEMANTIC_AMBIGUITY_MARGIN", default=0.02)
+# The least cosine at which the learned judge alone may serve (with SEMANTIC_JUDGE_SERVES); a strict match
+# keeps the per-intent floors. Read off bench.judge_replay (the judge's held-out calibration intents asked of a
+# dense cache: below 0.60 what the judge alone served there was 92-95% right, from 0.60 99%); docs/semantic-guards.md.
+SEMANTIC_JUDGE_MIN_SIMILARITY = env.float("SEMANTIC_JUDGE_MIN_SIMILARITY", default=0.60)
 # Whether a question only soft eligibility rules refused (first-person wording, "my" + noun, time words;
 # no hard rule) may read the semantic cache: the judge and the vetoes decide as for any question, and its
 # own answer is never stored (caching/guards/eligibility.py::soft_only, docs/semantic-guards.md).

@@ -415,7 +415,7 @@ def same_question(a_q: str, b_q: str, a_sig: dict | None = None, b_sig: dict | N
 def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
           cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *, locale: str = "en",
           learned=_DEFAULT, judge_threshold: float | None = None, judge_serves: bool = True,
-          soft_reads: bool = False) -> Judgement:
+          judge_min_similarity: float = 0.0, soft_reads: bool = False) -> Judgement:
     """Decide whether the cached answer to ``cached_q`` may be served for ``new_q`` (see the module
     docstring for the order). ``thresholds`` are the per-intent cosine floors; ``learned`` the judge
     to ask (default: the process's, ``learned_judge()``); ``judge_threshold`` overrides the
@@ -450,10 +450,11 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
         # the judge was trained and calibrated on eligible questions only: for a read-only question
         # its probability is recorded, but only a strict match serves
         judge_serves, held = False, "a read-only question"
-    if strict is None and not judge_serves and model is not None:
-        # The judge would not change this decision: a strict match serves whatever it says, so the
-        # request does not pay for its forward pass. A staff label on the pair is scored when it is
-        # made (``score_pair``); the version says which judge was loaded, the probability stays None.
+    if strict is None and model is not None:
+        # The judge would not change this decision: a strict match serves whatever it says, whether
+        # the judge serves or not, so the request does not pay for its forward pass. A staff label on
+        # the pair is scored when it is made (``score_pair``); the version says which judge was
+        # loaded, the probability stays None.
         return Judgement(True, f"strict match, no veto (similarity {similarity:.3f}; judge not consulted)",
                          intent, floor, None, None, model.version)
     if model is None:
@@ -463,13 +464,13 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
         return Judgement(True, f"{missing}; strict match (similarity {similarity:.3f})", intent, floor, None)
     probability = model.probability(cached_q, new_q, similarity)
     cut = model.threshold if judge_threshold is None else judge_threshold
-    if probability >= cut and judge_serves:
+    low = similarity < judge_min_similarity
+    if probability >= cut and judge_serves and not low:
         return Judgement(True, f"judge: p={probability:.3f} >= {cut:.3f} (similarity {similarity:.3f}), no veto",
                          intent, floor, difference, probability, model.version)
-    if strict is None:
-        return Judgement(True, f"strict match, no veto (judge p={probability:.3f}, similarity {similarity:.3f})",
-                         intent, floor, None, probability, model.version)
     if probability >= cut:
+        if judge_serves:  # so ``low``
+            held = f"similarity {similarity:.3f} below its least, {judge_min_similarity:.2f}"
         return refuse(f"judge: p={probability:.3f} >= {cut:.3f}, but the judge does not serve "
                       f"({held}); strict match refused: {strict}", probability, model.version)
     return refuse(f"judge: p={probability:.3f} below {cut:.3f} (similarity {similarity:.3f}); strict match refused: "
@@ -477,10 +478,10 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
 
 
 def prefetch(new_q: str, candidates: list[tuple[str, float, dict | None]], thresholds: dict[str, float] | None = None,
-             *, locale: str = "en", learned=_DEFAULT, judge_serves: bool = True, soft_reads: bool = False) -> int:
+             *, locale: str = "en", learned=_DEFAULT, soft_reads: bool = False) -> int:
     """Before judging a lookup's candidates one by one, score with the cross-encoder, in one forward
-    pass, those the judge will be asked about (eligible, over the cosine floor, no veto, English;
-    with ``judge_serves`` False, not a strict match either: those serve without the judge);
+    pass, those the judge will be asked about (eligible, over the cosine floor, no veto, English,
+    not a strict match: a strict match serves without the judge);
     the judgements then read its memo. ``candidates``: (cached question, cosine, cached signature).
     Returns how many were scored: none, and nothing analysed, when the judge does not score ahead
     (``LearnedJudge.wants_prefetch``)."""
@@ -491,9 +492,9 @@ def prefetch(new_q: str, candidates: list[tuple[str, float, dict | None]], thres
     asked, reads = [], _reads(new_q, soft_reads)
     for cached_q, similarity, cached_sig in candidates:
         new_a, cached_a, new_sig, cached_sig, floor = _pair(new_q, cached_q, None, cached_sig, thresholds)
-        # the steps ``judge`` takes before the model (``_gate``), then, when only a strict match serves, no strict match
+        # the steps ``judge`` takes before the model (``_gate``), then no strict match
         if (_gate(new_a, cached_a, new_sig, cached_sig, similarity, floor, locale, reads) is None
-                and (judge_serves or _strict_match(new_a, cached_a, new_sig, cached_sig) is not None)):
+                and _strict_match(new_a, cached_a, new_sig, cached_sig) is not None):
             asked.append(cached_q)
     model.prefetch(new_q, asked)
     return len(asked)

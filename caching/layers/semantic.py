@@ -158,14 +158,14 @@ class SemanticLayer:
         judge = guards.learned_judge()
         if judge is not None and judge.wants_prefetch:
             guards.prefetch(question, [(row.question, float(1.0 - row.distance), row.signature) for row in rows],
-                            thresholds, locale=scope.locale, learned=judge, judge_serves=settings.SEMANTIC_JUDGE_SERVES,
-                            soft_reads=soft_reads)
+                            thresholds, locale=scope.locale, learned=judge, soft_reads=soft_reads)
         best = None
         for row in rows:
             similarity = float(1.0 - row.distance)
             judgement = guards.judge(question, row.question, similarity, new_sig=new_sig,
                                      cached_sig=row.signature, thresholds=thresholds, locale=scope.locale,
-                                     judge_serves=settings.SEMANTIC_JUDGE_SERVES, soft_reads=soft_reads)
+                                     judge_serves=settings.SEMANTIC_JUDGE_SERVES,
+                                     judge_min_similarity=settings.SEMANTIC_JUDGE_MIN_SIMILARITY, soft_reads=soft_reads)
             if best is None or (judgement.probability is not None and (
                     best[2].probability is None or judgement.probability > best[2].probability)):
                 best = (row, similarity, judgement)

@@ -60,7 +60,7 @@ def test_the_tree_walk_gives_scikit_learns_probabilities(learned):
 
 
 def test_the_judgement_carries_the_probability_and_the_version(learned):
-    j = guards.judge("Can you tell me your return policy?", "What is your return policy?", 0.959)
+    j = guards.judge("Do you take PayPal?", "Can I pay with PayPal?", 0.7)  # no strict match: the judge decides
     assert j.serve, j.reason
     assert j.probability is not None and j.probability >= learned.threshold
     assert j.judge_version == learned.version and j.reason.startswith("judge: p=")
@@ -100,17 +100,31 @@ def test_by_default_the_judge_alone_serves_nothing_but_its_probability_is_record
     assert refused.judge_version == learned.version
     served = guards.judge(new, cached, similarity, judge_serves=True)
     assert served.serve and served.reason.startswith("judge: p=") and served.probability == refused.probability
-    # a strict match serves either way; with the judge not serving, it is not consulted on the
-    # request path (its probability is computed when staff label the pair, by score_pair)
-    strict = guards.judge("how can i reset my password", "How do I reset my password?", 0.93, judge_serves=False)
-    assert strict.serve and strict.reason.endswith("judge not consulted)")
-    assert strict.probability is None and strict.judge_version == learned.version
+    # a strict match serves either way, so the judge is not consulted on the request path whether
+    # it serves or not (its probability is computed when staff label the pair, by score_pair)
+    for judge_serves in (False, True):
+        strict = guards.judge("how can i reset my password", "How do I reset my password?", 0.93,
+                              judge_serves=judge_serves)
+        assert strict.serve and strict.reason.endswith("judge not consulted)")
+        assert strict.probability is None and strict.judge_version == learned.version
     p, version = guards.score_pair("How do I reset my password?", "how can i reset my password", 0.93)
-    assert version == learned.version and p == guards.judge(
-        "how can i reset my password", "How do I reset my password?", 0.93, judge_serves=True).probability
+    assert version == learned.version and p == learned.probability(
+        "How do I reset my password?", "how can i reset my password", 0.93)
     assert guards.score_pair("Wie setze ich mein Passwort zurück?", "Passwort zurücksetzen", 0.9, locale="de") == (None, "")
-    consulted = guards.judge("how can i reset my password", "How do I reset my password?", 0.93, judge_serves=True)
-    assert consulted.serve and consulted.probability is not None and consulted.judge_version == learned.version
+
+
+def test_the_judge_alone_serves_only_from_its_least_similarity(learned):
+    """``SEMANTIC_JUDGE_MIN_SIMILARITY``: below it the judge's probability is recorded but it does not
+    serve alone, and the reason says so; a strict match keeps the per-intent floor."""
+    new, cached = "Do you take PayPal?", "Can I pay with PayPal?"
+    served = guards.judge(new, cached, 0.7, judge_serves=True, judge_min_similarity=0.6)
+    assert served.serve and served.reason.startswith("judge: p=")
+    low = guards.judge(new, cached, 0.55, judge_serves=True, judge_min_similarity=0.6)
+    assert not low.serve and low.probability is not None and low.probability >= learned.threshold
+    assert "but the judge does not serve (similarity 0.550 below its least, 0.60)" in low.reason
+    strict = guards.judge("how can i reset my password", "How do I reset my password?", 0.5, judge_serves=True,
+                          judge_min_similarity=0.6)
+    assert strict.serve and strict.reason.startswith("strict match")
 
 
 def test_the_judge_abstains_in_other_languages_and_a_strict_match_decides():
