@@ -282,18 +282,19 @@ def exact_and_semantic(scratch, args) -> dict:
         if "semantic" in args.parts:
             # the per-step timings (embed, semantic lookup) come only to a key granted them
             _, key = api_key_create(tenant, "bench", timing_breakdown=True)
+            since = timezone.now()
             figures.update(semantic_hits(port, ask_url, pairs, offered, scratch, key, question_scope(tenant.pk)))
-            figures.update(semantic_judged(tenant))
+            figures.update(semantic_judged(tenant, since))
     return figures
 
 
-def semantic_judged(tenant) -> dict:
-    """How many of the semantic hits the judge alone served (``judge: p=…``; the others are strict
-    matches, which never consult it) and their server-side p50, from the decision records (written
-    off the request path: waited for, up to 10 s)."""
+def semantic_judged(tenant, since) -> dict:
+    """How many of the semantic hits since ``since`` the judge alone served (``judge: p=…``; the
+    others are strict matches, which never consult it) and their server-side p50, from the decision
+    records (written off the request path: waited for, up to 10 s)."""
     from caching.models import CacheDecision
 
-    hits = CacheDecision.objects.filter(tenant=tenant, layer="semantic", disposition="hit")
+    hits = CacheDecision.objects.filter(tenant=tenant, layer="semantic", disposition="hit", created_at__gte=since)
     count, deadline = -1, time.monotonic() + 10
     while time.monotonic() < deadline:
         now = hits.count()
