@@ -6,10 +6,12 @@ In order, the first that refuses decides:
 2. a cosine floor: candidates the embedding puts far apart are not worth the judge's time;
 3. vetoes (``signature.vetoes``): a number, id, amount, date, place, tier, audience, condition,
    negation or answer-type difference refuses, whatever the judge says;
-4. the learned judge (``LearnedJudge``: gradient-boosted trees over ``pair_features``, the MiniLM
+4. a strict match (every signature field, content term and word link equal) serves without the judge;
+5. the learned judge (``LearnedJudge``: gradient-boosted trees over ``pair_features``, the MiniLM
    cosine and the guards' soft evidence, stacked with a fine-tuned MiniLM cross-encoder,
    ``guards.cross_encoder``; see ``caching.judge_train``): serve when its calibrated
-   probability that the cached answer answers the new question reaches the artefact's threshold. It reads English only: in another
+   probability that the cached answer answers the new question reaches the artefact's threshold
+   and the cosine is at least ``judge_min_similarity``. It reads English only: in another
    locale it abstains and the strict lexical match (every signature field, content term and word
    link equal) decides instead, as before the judge.
 
@@ -419,9 +421,11 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
     """Decide whether the cached answer to ``cached_q`` may be served for ``new_q`` (see the module
     docstring for the order). ``thresholds`` are the per-intent cosine floors; ``learned`` the judge
     to ask (default: the process's, ``learned_judge()``); ``judge_threshold`` overrides the
-    artefact's calibrated operating point. ``judge_serves`` False (``SEMANTIC_JUDGE_SERVES``, the
-    default in the semantic layer): the judge's probability is computed and recorded, but only a
-    strict match serves; a pair the judge alone would serve is refused with a reason that says so.
+    artefact's calibrated operating point. ``judge_serves`` False (``SEMANTIC_JUDGE_SERVES`` off):
+    the judge's probability is computed and recorded, but only a strict match serves; a pair the
+    judge alone would serve is refused with a reason that says so. ``judge_min_similarity``
+    (``SEMANTIC_JUDGE_MIN_SIMILARITY``): below this cosine the judge alone does not serve either. A
+    strict match serves without consulting the judge (it could not change the decision).
     ``soft_reads`` (``SEMANTIC_SOFT_READS``): a new question only soft rules refused is judged as if
     eligible (``_reads``), except that only a strict match serves it (the judge never saw such a
     question in training or calibration); it only reads, the caller never stores its answer."""
