@@ -236,8 +236,8 @@ def _analyse(question: str) -> _Analysis:
 # A language-independent safety net under the English rules: the guards read English, so in any
 # other language a first-person possessive, a record id or a "now" word makes the question
 # ineligible. It costs hit rate in those locales and never shares a personal answer.
-_FOREIGN_PERSONAL = re.compile(
-    r"\b(mein|meine|meinen|meinem|meiner|meines|mir|mich|mon|ma|mes|mien|mienne|mi|mis|mío|mía|"
+_FOREIGN_PERSONAL = re.compile(  # "chow mein", "lo mein" are dishes
+    r"(?<!\bchow )(?<!\blo )\b(mein|meine|meinen|meinem|meiner|meines|mir|mich|mon|ma|mes|mien|mienne|mi|mis|mío|mía|"
     r"mio|mia|miei|mie|mijn|meu|minha|meus|minhas)\b", re.I)
 _RECORD_ID = re.compile(r"\b(?=[a-z0-9-]*\d)(?=[a-z0-9-]*[a-z])[a-z0-9]+(?:-[a-z0-9]+)*\b|\b\d{5,}\b", re.I)
 _FOREIGN_TIME = re.compile(

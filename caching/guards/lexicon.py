@@ -436,13 +436,21 @@ _TIME_DEPENDENT = [
     (re.compile(r"\b(today|tonight|tomorrow|yesterday)\b"), "refers to a specific day ('{0}')"),
     (re.compile(r"\b(yet|still|so far|by now)\b"), "asks about progress so far ('{0}')"),
     (re.compile(r"\b(right now|currently|at the moment|as of now|at present|these days|just now|anymore)\b"), "asks about the present ('{0}')"),
-    (re.compile(r"(?<!how long )(?<!how long does it )(?<!hours )(?<!buy )(?<!pay )\bnow\b(?! pay later)"), "asks about the present ('now')"),
+    # "now that I have my card" is "since"; "what (should I do) now?" asks for the next step, not the present
+    (re.compile(r"(?<!how long )(?<!how long does it )(?<!hours )(?<!buy )(?<!pay )(?<!\bi do )(?<!\bwe do )(?<!\bwhat )\bnow\b(?! pay later)(?! that\b)"), "asks about the present ('now')"),
     (re.compile(r"\b((?:this|next|last|past|previous|coming|current) (?:morning|afternoon|evening|night|week|weekend|month|year|quarter|season|semester|term|friday|monday|tuesday|wednesday|thursday|saturday|sunday))\b"), "relative date ('{0}')"),
     (re.compile(r"\b(is|are) (?:the |your |our )?[\w ]{0,30}?\b(down|offline|out of service|not working|broken|having (?:an )?(?:issues|problems|outage))\b"), "asks about live service status"),
     (re.compile(r"\b(outage|outages|downtime|incident|status page|service status|disruption)\b"), "asks about live service status ('{0}')"),
     (re.compile(r"\b(?:is|are) (?:the |my |your )?[\w ]{0,30}?\b(delayed|cancelled|canceled|on time|running late)\b"), "asks about a live status ('{0}')"),
-    (re.compile(r"\b(latest|current|live|ongoing|upcoming|recent|recently|newest|so far)\b"), "asks for the latest state ('{0}')"),
-    (re.compile(r"\b(exchangerate|stock price|share price|weather|wait time|waiting time|queue)\b"), "the answer is volatile ('{0}')"),
+    # Not the present: "live" as a verb ("I live in the US", "where did you live", "pets live with you")
+    # or "alive" ("a live human"); "current account" (a bank account), "the current one" (the card one
+    # has); "wait time for a card" (how long getting one takes).
+    (re.compile(r"\b(latest|current(?! accounts?\b)(?! one\b)"
+                r"|live(?<!\bi live)(?<!\bwe live)(?<!\byou live)(?<!\bthey live)(?<!\bhe live)(?<!\bshe live)(?<!\bwho live)"
+                r"(?<!\bto live)(?<!\bdid live)(?<!\bdo live)(?<!\bdoes live)(?<!\bnot live)(?<!\blast live)(?<!\bpeople live)"
+                r"(?<!\ba live)(?! with\b)(?! (?:human|person|being|agent)\b)"
+                r"|ongoing|upcoming|recent|recently|newest|so far)\b"), "asks for the latest state ('{0}')"),
+    (re.compile(r"\b(exchangerate|stock price|share price|weather|wait(?:ing)? time(?! for an? \b)|queue)\b"), "the answer is volatile ('{0}')"),
     (re.compile(r"\b(this year|last year|next year)\b"), "relative date ('{0}')"),
     (re.compile(r"\b((?:next|last|previous|upcoming|coming) (?:holiday|holidays|business day|working day|day off|day|payday|pay day|billing (?:cycle|date|period)|statement|payment|run|sale|event|release|update|opening|deadline|flight|train|bus|departure|delivery slot|available (?:slot|appointment|date)))\b"), "relative date ('{0}')"),
 ]

@@ -18,13 +18,23 @@ from caching.guards.lexicon import (
 GUARDS_VERSION = "2"
 
 
+# "one" as a pronoun ("this one", "which one", "can I get one?", "need one when I travel") or in "at
+# one time" (at once) counts nothing; "one card", "only one" are numbers.
+_ONE_PRONOUN_BEFORE = frozenset("this that the which each every any no new other another right wrong same old current".split())
+_ONE_PRONOUN_AFTER = frozenset(("of", "more", "another", "", "when", "because", "if", "and", "or", "but", "please"))
+
+
+def _one_is_no_number(prev: str, nxt: str) -> bool:
+    return nxt in _ONE_PRONOUN_AFTER or prev in _ONE_PRONOUN_BEFORE or (prev == "at" and nxt == "time")
+
+
 def _numbers_and_money(tokens: list[str]) -> tuple[set, set, set, set, set]:
     numbers, money, ids, sizes, times = set(), set(), set(), set(), set()
     n = len(tokens)
     for i, tok in enumerate(tokens):
         prev = tokens[i - 1] if i > 0 else ""
         nxt = tokens[i + 1] if i + 1 < n else ""
-        if tok in _NUMBER_WORDS and not (tok == "one" and nxt in ("of", "more", "another", "")):
+        if tok in _NUMBER_WORDS and not (tok == "one" and _one_is_no_number(prev, nxt)):
             tok = _NUMBER_WORDS[tok]
         # clock times: 7pm, 7:30 pm, 19:00
         m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?(am|pm)", tok)
