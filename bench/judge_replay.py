@@ -22,7 +22,8 @@ Reported for the default policy (strict match only) and the judge serving, at th
 threshold and above it, for ambiguity margins off / 0 / 0.02 / 0.05 / 0.1: hit rate (of questions
 asked), false share (of served answers, another intent's), and the judge's own serves (beyond
 strict matches); then the judge serving at the artefact's threshold by the least cosine at which
-the judge alone serves (``SEMANTIC_JUDGE_MIN_SIMILARITY``). Nothing is chosen here:
+the judge alone serves (``SEMANTIC_JUDGE_MIN_SIMILARITY``), with the least at which what the judge
+alone serves is 99% right: the setting's value for the judge it was run on. Nothing is chosen here:
 ``SEMANTIC_AMBIGUITY_MARGIN``'s and ``SEMANTIC_JUDGE_MIN_SIMILARITY``'s defaults were read off these
 tables. The cached side of a pair may be a training intent's question; the asking side never is.
 The judge's current artefact is used as built (no training): a few minutes on 2 cores. Ends with
@@ -48,7 +49,9 @@ from caching import guards, judge_data, judge_train  # noqa: E402
 from caching.layers.semantic import CANDIDATES  # noqa: E402
 
 MARGINS = (None, 0.0, 0.02, 0.05, 0.1)
-FLOORS = (0.0, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
+# what the judge's threshold is chosen for on balanced pairs; the least cosine is chosen for it here
+PRECISION = judge_train.TrainConfig().target_precision
+FLOORS = (0.0, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 
 
 def _central(texts: list[str], n: int) -> list[str]:
@@ -154,16 +157,22 @@ def main(argv=None) -> int:
     print(f"\njudge serving at p >= {judge.threshold:.3f}, margin {settings.SEMANTIC_AMBIGUITY_MARGIN}, by the least "
           f"cosine at which the judge alone serves (SEMANTIC_JUDGE_MIN_SIMILARITY, now {floor}):")
     print(f"{'least cosine':>12s} {'hit rate':>9s} {'false/served':>13s} {'judge alone: false/served':>26s} {'precision':>9s}")
+    recommended = None
     for least in FLOORS:
         f = figures(rows, judge.threshold, margin, True, least)
         table[f"judge serving floor={least}"] = f
         precision = 1 - f["judge_false"] / f["judge_served"] if f["judge_served"] else 1.0
+        if recommended is None and f["judge_served"] and precision >= PRECISION:
+            recommended = least
         print(f"{least:12.2f} {f['hit_rate']:9.3f} {f['false']:>6d}/{f['served']:<6d} "
               f"{f['judge_false']:>12d}/{f['judge_served']:<13d} {precision:9.3f}")
+    print(f"the least cosine at which what the judge alone serves is {PRECISION:.0%} right: "
+          f"{'none' if recommended is None else f'{recommended:.2f}'} (SEMANTIC_JUDGE_MIN_SIMILARITY is {floor})")
     strict, judged = figures(rows, 1.0, margin, False), figures(rows, judge.threshold, margin, True, floor)
     last = (f"judge_replay_strict_false={strict['false_share']:.3f} judge_replay_strict_hit={strict['hit_rate']:.3f} "
             f"judge_replay_judge_false={judged['false_share']:.3f} judge_replay_judge_hit={judged['hit_rate']:.3f} "
-            f"judge_replay_margin={settings.SEMANTIC_AMBIGUITY_MARGIN} judge_replay_judge_floor={floor}")
+            f"judge_replay_margin={settings.SEMANTIC_AMBIGUITY_MARGIN} judge_replay_judge_floor={floor} "
+            f"judge_replay_recommended_floor={recommended}")
     bench_result("judge_replay", {"judge": judge.version, "rows": len(rows), "table": table,
                                   "seconds": time.perf_counter() - started}, last)
     return 0

@@ -71,6 +71,7 @@ def test_a_soft_refused_near_miss_is_not_queued_for_the_verifier(acme, monkeypat
     """An approved near miss becomes an alias, a stored copy of the question: a read-only question
     must not become one."""
     settings.JUDGE_LEARN_FROM_MISSES = True
+    settings.SEMANTIC_JUDGE_SERVES = False  # the stand-in's probability decides, not the real judge's serve
     scores = stand_in_judge(monkeypatch)
     asker = pipeline.Asker(acme, "en", None)
     offer(asker, "What is your refund policy?")
