@@ -3,7 +3,9 @@
 Called on ``decisions_recorded`` (``supportbot.receivers``), inside the pipeline's record
 transaction, right after the decisions are written. A hit is sampled with the probability its stratum has in
 ``settings.SAMPLE_RATES`` (``exact``, ``semantic`` and ``shadow`` for shadow
-would-hits); on top of that the first ``SAMPLE_MIN_PER_INTENT_DAY`` hits of each
+would-hits); a semantic hit the learned judge alone served (its reason ``judge: p=…``, no strict
+match) takes the ``judge`` rate instead when one is set, since those are the hits a judge's mistake
+reaches and the ones a tenant's judge recalibration learns from; on top of that the first ``SAMPLE_MIN_PER_INTENT_DAY`` hits of each
 stratum and intent class each day are always sampled, so a rare intent gets labels
 even when a 2% rate would take weeks to reach it. The per-day counters live in
 Redis (one round trip per hit); with Redis down only the rate applies.
@@ -33,10 +35,19 @@ STRATA: dict[tuple[str, str], str] = {
     (CacheDecision.Layer.SEMANTIC, CacheDecision.Disposition.SHADOW_HIT): "shadow",
 }
 _rng = random.Random()
+JUDGE_SERVED = "judge:"  # the reason of a hit the learned judge alone served (``caching.guards.judge``)
 
 
 def stratum_of(decision) -> str | None:
     return STRATA.get((decision.layer, decision.disposition))
+
+
+def rate_of(decision, stratum: str) -> float:
+    """The sample rate of a hit: its stratum's, or ``judge``'s for a semantic hit the judge alone served."""
+    rates = settings.SAMPLE_RATES
+    if stratum == "semantic" and "judge" in rates and (decision.reason or "").startswith(JUDGE_SERVED):
+        return float(rates["judge"])
+    return float(rates.get(stratum, 0.0))
 
 
 def sample_decisions(ask, decisions) -> list[SampledHit]:
@@ -51,6 +62,7 @@ class DecisionRef(NamedTuple):
     layer: str
     disposition: str
     intent: str
+    reason: str = ""
 
 
 def sample_batch(asks: list[tuple[int, list]]) -> list[SampledHit]:
@@ -68,7 +80,7 @@ def sample_batch(asks: list[tuple[int, list]]) -> list[SampledHit]:
     taken: Counter = Counter()
     picked = []
     for tenant_id, d, stratum in candidates:
-        why = "rate" if _rng.random() < float(settings.SAMPLE_RATES.get(stratum, 0.0)) else ""
+        why = "rate" if _rng.random() < rate_of(d, stratum) else ""
         if not why and counts is not None and counts[(stratum, d.intent)] + taken[(stratum, d.intent)] < minimum:
             why = "intent minimum"
         if why:

@@ -497,7 +497,7 @@ def record_hits(states: list[AskState]) -> None:
                                     for s, ask_pk, ls in zip(states, ask_pks, layers) for d in ls], decision_pks)
         refs = iter(decision_pks)
         decisions_recorded.send(sender=AskEvent, asks=[
-            (s.asker.tenant.pk, [DecisionRef(next(refs), d.layer, d.disposition, d.intent) for d in ls])
+            (s.asker.tenant.pk, [DecisionRef(next(refs), d.layer, d.disposition, d.intent, d.reason) for d in ls])
             for s, ls in zip(states, layers)
         ])
     count_semantic_hits(states)

@@ -307,8 +307,9 @@ JOBS_INDEX_ON_CHANGE = env.bool("JOBS_INDEX_ON_CHANGE", default=True)
 # (issue 5 settings go here)
 
 # --------------------------------------------------------------------------- staff pages
-# Share of hits per layer (and of shadow would-hits) that enters the labelling queue at record time.
-SAMPLE_RATES = env.json("SAMPLE_RATES", default={"semantic": 0.02, "exact": 0.005, "shadow": 0.05})
+# Share of hits per layer (and of shadow would-hits) that enters the labelling queue at record time;
+# "judge": of the semantic hits the learned judge alone served (no strict match), the riskier ones.
+SAMPLE_RATES = env.json("SAMPLE_RATES", default={"semantic": 0.02, "judge": 0.10, "exact": 0.005, "shadow": 0.05})
 # Stratification: at least this many hits per layer and intent class are sampled each day.
 SAMPLE_MIN_PER_INTENT_DAY = env.int("SAMPLE_MIN_PER_INTENT_DAY", default=3)
 # Second opinion: regenerate sampled semantic hits in the background (never served) and flag

@@ -146,6 +146,25 @@ def test_sample_rates_and_the_daily_minimum_per_intent(acme, settings, sample_no
     assert [s.why for s in hit_sampling.sample_decisions(ask, [_clone(decision)])] == ["rate"]
 
 
+def test_a_hit_the_judge_alone_served_takes_the_judge_rate(acme, settings, sample_nothing):
+    """The judge's own serves are the hits its mistakes reach: ``SAMPLE_RATES["judge"]`` samples them
+    apart from strict matches; without that key they take the semantic rate."""
+    _, decision, _ = served_hit(acme, RETURN_Q, RETURN_Q)
+    ask = decision.ask
+    judged = "judge: p=0.971 >= 0.929 (similarity 0.812), no veto"
+    strict = "strict match, no veto (similarity 0.912; judge not consulted)"
+    settings.SAMPLE_RATES = {"semantic": 0.0, "judge": 1.0}
+    picked = hit_sampling.sample_decisions(ask, [_clone(decision, layer="semantic", reason=judged),
+                                                 _clone(decision, layer="semantic", reason=strict)])
+    assert [(s.stratum, s.decision.reason, s.why) for s in picked] == [("semantic", judged, "rate")]
+    ref = hit_sampling.DecisionRef(_clone(decision).pk, "semantic", "hit", decision.intent, judged)
+    assert len(hit_sampling.sample_batch([(acme.pk, [ref])])) == 1  # the background writer's path
+    settings.SAMPLE_RATES = {"semantic": 1.0}
+    assert len(hit_sampling.sample_decisions(ask, [_clone(decision, layer="semantic", reason=judged)])) == 1
+    settings.SAMPLE_RATES = {"semantic": 1.0, "judge": 0.0}
+    assert hit_sampling.sample_decisions(ask, [_clone(decision, layer="semantic", reason=judged)]) == []
+
+
 def test_misses_and_fresh_answers_are_never_sampled(acme, sample_everything):
     _, _, offered = served_hit(acme, RETURN_Q, RETURN_Q)
     offered_ask = AskEvent.objects.get(request_id=offered.request_id)
