@@ -292,6 +292,7 @@ def semantic_judged(tenant, since) -> dict:
     """How many of the semantic hits since ``since`` the judge alone served (``judge: p=…``; the
     others are strict matches, which never consult it) and their server-side p50, from the decision
     records (written off the request path: waited for, up to 10 s)."""
+    from caching.guards import JUDGE_REASON
     from caching.models import CacheDecision
 
     hits = CacheDecision.objects.filter(tenant=tenant, layer="semantic", disposition="hit", created_at__gte=since)
@@ -302,7 +303,7 @@ def semantic_judged(tenant, since) -> dict:
             break
         count = now
         time.sleep(1.0)
-    judged = [t.get("total", 0.0) for t in hits.filter(reason__startswith="judge:").values_list("ask__timings", flat=True)]
+    judged = [t.get("total", 0.0) for t in hits.filter(reason__startswith=JUDGE_REASON).values_list("ask__timings", flat=True)]
     figures = {"semantic_hits_recorded": count, "semantic_judge_served": len(judged),
                "semantic_judge_served_server": percentiles(judged)}
     print(f"  of {count} semantic hits recorded, {len(judged)} served by the judge alone "

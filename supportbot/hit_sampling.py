@@ -24,6 +24,7 @@ from typing import NamedTuple
 from django.conf import settings
 from django.utils import timezone
 
+from caching.guards import JUDGE_REASON
 from caching.models import CacheDecision, SampledHit
 from core.redis_client import RedisUnavailable, get_redis, mget_spread, redis_available, redis_failed
 
@@ -35,7 +36,6 @@ STRATA: dict[tuple[str, str], str] = {
     (CacheDecision.Layer.SEMANTIC, CacheDecision.Disposition.SHADOW_HIT): "shadow",
 }
 _rng = random.Random()
-JUDGE_SERVED = "judge:"  # the reason of a hit the learned judge alone served (``caching.guards.judge``)
 
 
 def stratum_of(decision) -> str | None:
@@ -45,7 +45,7 @@ def stratum_of(decision) -> str | None:
 def rate_of(decision, stratum: str) -> float:
     """The sample rate of a hit: its stratum's, or ``judge``'s for a semantic hit the judge alone served."""
     rates = settings.SAMPLE_RATES
-    if stratum == "semantic" and "judge" in rates and (decision.reason or "").startswith(JUDGE_SERVED):
+    if stratum == "semantic" and "judge" in rates and (decision.reason or "").startswith(JUDGE_REASON):
         return float(rates["judge"])
     return float(rates.get(stratum, 0.0))
 

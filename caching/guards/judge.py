@@ -414,6 +414,10 @@ def same_question(a_q: str, b_q: str, a_sig: dict | None = None, b_sig: dict | N
     return _strict_match(a, b, a_sig, b_sig) is None
 
 
+# How every reason the learned judge gives starts: a hit with such a reason is one it alone served.
+JUDGE_REASON = "judge: "
+
+
 def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
           cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *, locale: str = "en",
           learned=_DEFAULT, judge_threshold: float | None = None, judge_serves: bool = True,
@@ -454,6 +458,8 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
         # the judge was trained and calibrated on eligible questions only: for a read-only question
         # its probability is recorded, but only a strict match serves
         judge_serves, held = False, "a read-only question"
+    elif judge_serves and similarity < judge_min_similarity:
+        judge_serves, held = False, f"similarity {similarity:.3f} below its least, {judge_min_similarity:.2f}"
     if strict is None and model is not None:
         # The judge would not change this decision: a strict match serves whatever it says, whether
         # the judge serves or not, so the request does not pay for its forward pass. A staff label on
@@ -468,16 +474,13 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
         return Judgement(True, f"{missing}; strict match (similarity {similarity:.3f})", intent, floor, None)
     probability = model.probability(cached_q, new_q, similarity)
     cut = model.threshold if judge_threshold is None else judge_threshold
-    low = similarity < judge_min_similarity
-    if probability >= cut and judge_serves and not low:
-        return Judgement(True, f"judge: p={probability:.3f} >= {cut:.3f} (similarity {similarity:.3f}), no veto",
+    if probability >= cut and judge_serves:
+        return Judgement(True, f"{JUDGE_REASON}p={probability:.3f} >= {cut:.3f} (similarity {similarity:.3f}), no veto",
                          intent, floor, difference, probability, model.version)
     if probability >= cut:
-        if judge_serves:  # so ``low``
-            held = f"similarity {similarity:.3f} below its least, {judge_min_similarity:.2f}"
-        return refuse(f"judge: p={probability:.3f} >= {cut:.3f}, but the judge does not serve "
+        return refuse(f"{JUDGE_REASON}p={probability:.3f} >= {cut:.3f}, but the judge does not serve "
                       f"({held}); strict match refused: {strict}", probability, model.version)
-    return refuse(f"judge: p={probability:.3f} below {cut:.3f} (similarity {similarity:.3f}); strict match refused: "
+    return refuse(f"{JUDGE_REASON}p={probability:.3f} below {cut:.3f} (similarity {similarity:.3f}); strict match refused: "
                   f"{strict}", probability, model.version)
 
 
