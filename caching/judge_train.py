@@ -28,7 +28,13 @@ The recipe:
 4. calibrate its score on the calibration pairs (isotonic regression), so the probability is a
    calibrated P(same answer), and choose the operating threshold: the lowest probability at which
    the calibration pairs reach ``target_precision``. Every candidate's own calibration and
-   threshold are kept in ``judge.json`` (``alternatives``) for ``bench.judge_eval``.
+   threshold are kept in ``judge.json`` (``alternatives``) for ``bench.judge_eval``;
+5. replay lookups by the calibration intents' questions in a dense cache of every intent
+   (``caching.judge_replay``) and keep the least cosine from which what the judge alone serves
+   there is ``target_precision`` right (``min_similarity``): below it, the question's own entry was
+   refused and the judge is asked about entries it barely resembles. The semantic layer serves
+   with it unless ``SEMANTIC_JUDGE_MIN_SIMILARITY`` says otherwise, so a retrained judge never runs
+   on a setting read off another.
 
 The artefact is a directory ``<root>/<version>/`` (``model.pkl``, ``judge.json``, ``cross_encoder/``); ``version``
 hashes the data files, both configs and the base model, so the same inputs give the same
@@ -67,8 +73,9 @@ DEFAULT_ROOT = ROOT / "var" / "judge"
 # guards change which training pairs the judge sees (its version hashes data and configs, not them).
 # 9: the threshold calibrated on a dense-cache replay, not kept (docs/semantic-guards.md). 10: time
 # words that are no time ("I live in", "current account", "what do I do now"), "chow mein", and
-# "one" as a pronoun no number, change the eligible, unvetoed training pairs.
-RECIPE = 10
+# "one" as a pronoun no number, change the eligible, unvetoed training pairs. 11: the least cosine at
+# which the judge alone serves is chosen at training (``min_similarity``, ``caching.judge_replay``).
+RECIPE = 11
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,14 @@ class TrainConfig:
     # serve the cross-encoder int8-quantised (``guards.cross_encoder.quantize_int8``); its calibration
     # pairs are then scored by the quantised model too, so the calibration fits what is served
     ce_quantize: bool = True
+    # the least cosine at which the judge alone serves (``min_similarity``): read off a replay of lookups
+    # by the calibration intents' questions in a dense cache (``caching.judge_replay``), ``replay_seeds``
+    # cached questions an intent, ``replay_queries`` asked an intent, with the semantic layer's ambiguity
+    # margin (``SEMANTIC_AMBIGUITY_MARGIN``'s default); what the judge alone serves from there must be
+    # ``target_precision`` right
+    replay_seeds: int = 1
+    replay_queries: int = 50
+    replay_margin: float = 0.02
     recipe: int = RECIPE
 
 
@@ -476,11 +491,31 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
     with open(tmp / "model.pkl", "wb") as fh:
         pickle.dump(model, fh)
     (tmp / "judge.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
+    meta["min_similarity"], meta["replay"] = choose_min_similarity(tmp, questions, config, progress)
+    meta["seconds"] = round(time.perf_counter() - started, 1)
+    (tmp / "judge.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
-    progress(f"judge {version}: {kind}, threshold {threshold:.3f}, calibration {json.dumps(meta['calibration'])}, "
-             f"{meta['seconds']:.0f} s")
+    progress(f"judge {version}: {kind}, threshold {threshold:.3f}, least cosine {meta['min_similarity']:.2f}, "
+             f"calibration {json.dumps(meta['calibration'])}, {meta['seconds']:.0f} s")
     return meta
+
+
+def choose_min_similarity(path: Path, questions, config: TrainConfig, progress=print) -> tuple[float, dict]:
+    """The least cosine at which the judge built in ``path`` alone serves, read off the replay of its
+    calibration intents (``caching.judge_replay.least_cosine``), and the replay's figures at each."""
+    from caching import judge_replay
+    from caching.guards.judge import LearnedJudge
+
+    judge = LearnedJudge(path)
+    rows = judge_replay.replay_rows(judge, questions, config, config.replay_seeds, config.replay_queries,
+                                    progress=progress)
+    least, table = judge_replay.least_cosine(rows, judge.threshold, config.replay_margin, config.target_precision)
+    at = table.get(least)
+    progress(f"least cosine at which the judge alone serves: {least:.2f}"
+             + (f" ({at['judge_false']} wrong of {at['judge_served']} it alone served on the replay)" if at else
+                " (never: nowhere on the replay is what it alone serves right enough)"))
+    return least, {"asked": len(rows), "by_least_cosine": {f"{k:.2f}": v for k, v in table.items()}}
 
 
 def ensure_artefact(root: Path = DEFAULT_ROOT, *, force: bool = False, progress=print) -> Path:

@@ -107,7 +107,8 @@ MEANINGS = {
     "RECORD_PURGE_BATCH_SIZE": "rows deleted per batch by the retention purge",
 }
 DEFAULTS = {"CALIBRATION_GRID": "0.40 … 0.99 by 0.01", "JUDGE_CALIBRATION_GRID": "0.05 … 0.99 by 0.01",
-            "JUDGE_LEARN_FROM_MISSES": "(on when VLLM_BASE_URL is set)"}
+            "JUDGE_LEARN_FROM_MISSES": "(on when VLLM_BASE_URL is set)",
+            "SEMANTIC_JUDGE_MIN_SIMILARITY": "(the judge's own)"}
 
 
 def rows() -> list[tuple[str, str, str]]:

@@ -244,10 +244,10 @@ SEMANTIC_JUDGE_SERVES = env.bool("SEMANTIC_JUDGE_SERVES", default=True)
 # asked of a dense cache); docs/semantic-guards.md.
 SEMANTIC_AMBIGUITY_MARGIN = env.float("SEMANTIC_AMBIGUITY_MARGIN", default=0.02)
 # The least cosine at which the learned judge alone may serve (with SEMANTIC_JUDGE_SERVES); a strict match
-# keeps the per-intent floors. Read off bench.judge_replay for the judge it serves with (its held-out calibration
-# intents asked of a dense cache): the least cosine from which what the judge alone serves there is 99% right
-# (judge-297664397a15: 0.70); docs/semantic-guards.md.
-SEMANTIC_JUDGE_MIN_SIMILARITY = env.float("SEMANTIC_JUDGE_MIN_SIMILARITY", default=0.70)
+# keeps the per-intent floors. Unset: the judge's own, chosen when it is trained (the least cosine from which
+# what it alone serves is 99% right when its held-out calibration intents ask a dense cache,
+# caching/judge_replay.py; bench.judge_replay prints the table); docs/semantic-guards.md.
+SEMANTIC_JUDGE_MIN_SIMILARITY = env.float("SEMANTIC_JUDGE_MIN_SIMILARITY", default=None)
 # Whether a question only soft eligibility rules refused (first-person wording, "my" + noun, time words;
 # no hard rule) may read the semantic cache: the judge and the vetoes decide as for any question, and its
 # own answer is never stored (caching/guards/eligibility.py::soft_only, docs/semantic-guards.md).

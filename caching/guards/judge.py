@@ -11,7 +11,8 @@ In order, the first that refuses decides:
    cosine and the guards' soft evidence, stacked with a fine-tuned MiniLM cross-encoder,
    ``guards.cross_encoder``; see ``caching.judge_train``): serve when its calibrated
    probability that the cached answer answers the new question reaches the artefact's threshold
-   and the cosine is at least ``judge_min_similarity``. It reads English only: in another
+   and the cosine is at least its least cosine (chosen at training, ``caching.judge_replay``;
+   ``SEMANTIC_JUDGE_MIN_SIMILARITY`` overrides it). It reads English only: in another
    locale it abstains and the strict lexical match (every signature field, content term and word
    link equal) decides instead, as before the judge.
 
@@ -183,6 +184,10 @@ class LearnedJudge:
         self.kind: str = kind or meta.get("model", "trees")
         point = meta if self.kind == meta.get("model", "trees") else meta["alternatives"][self.kind]
         self.threshold: float = float(point["threshold"])
+        # the least cosine at which it alone serves, chosen at training for the chosen model at its
+        # threshold (``caching.judge_replay``); None for an alternative model or an artefact without one
+        least = meta.get("min_similarity") if self.kind == meta.get("model", "trees") else None
+        self.min_similarity: float | None = None if least is None else float(least)
         self.meta = meta
         with open(self.path / "model.pkl", "rb") as fh:
             self._model = pickle.load(fh)  # noqa: S301 - our own artefact, written by caching.judge_train
@@ -416,19 +421,23 @@ def same_question(a_q: str, b_q: str, a_sig: dict | None = None, b_sig: dict | N
 
 # How every reason the learned judge gives starts: a hit with such a reason is one it alone served.
 JUDGE_REASON = "judge: "
+# How many nearest cached entries a semantic lookup judges (``caching.layers.semantic``, and the
+# replay that chooses the judge's least cosine, ``caching.judge_replay``).
+CANDIDATES = 3
 
 
 def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = None,
           cached_sig: dict | None = None, thresholds: dict[str, float] | None = None, *, locale: str = "en",
           learned=_DEFAULT, judge_threshold: float | None = None, judge_serves: bool = True,
-          judge_min_similarity: float = 0.0, soft_reads: bool = False) -> Judgement:
+          judge_min_similarity: float | None = 0.0, soft_reads: bool = False) -> Judgement:
     """Decide whether the cached answer to ``cached_q`` may be served for ``new_q`` (see the module
     docstring for the order). ``thresholds`` are the per-intent cosine floors; ``learned`` the judge
     to ask (default: the process's, ``learned_judge()``); ``judge_threshold`` overrides the
     artefact's calibrated operating point. ``judge_serves`` False (``SEMANTIC_JUDGE_SERVES`` off):
     the judge's probability is computed and recorded, but only a strict match serves; a pair the
     judge alone would serve is refused with a reason that says so. ``judge_min_similarity``
-    (``SEMANTIC_JUDGE_MIN_SIMILARITY``): below this cosine the judge alone does not serve either. A
+    (``SEMANTIC_JUDGE_MIN_SIMILARITY``): below this cosine the judge alone does not serve either;
+    None: the judge's own, chosen at training (``LearnedJudge.min_similarity``; none chosen, 1.0). A
     strict match serves without consulting the judge (it could not change the decision).
     ``soft_reads`` (``SEMANTIC_SOFT_READS``): a new question only soft rules refused is judged as if
     eligible (``_reads``), except that only a strict match serves it (the judge never saw such a
@@ -458,7 +467,9 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
         # the judge was trained and calibrated on eligible questions only: for a read-only question
         # its probability is recorded, but only a strict match serves
         judge_serves, held = False, "a read-only question"
-    elif judge_serves and similarity < judge_min_similarity:
+    elif judge_serves and judge_min_similarity is None and model is not None:
+        judge_min_similarity = 1.0 if model.min_similarity is None else model.min_similarity
+    if judge_serves and judge_min_similarity is not None and similarity < judge_min_similarity:
         judge_serves, held = False, f"similarity {similarity:.3f} below its least, {judge_min_similarity:.2f}"
     if strict is None and model is not None:
         # The judge would not change this decision: a strict match serves whatever it says, whether

@@ -30,7 +30,7 @@ from caching.models import EntryCitation, PairVerification, SemanticEntry
 from caching.thresholds import current_thresholds
 from core.cachelayer import CacheScope, LayerResult, LayerStats
 
-CANDIDATES = 3
+CANDIDATES = guards.CANDIDATES
 # The reason of a refusal because another candidate with another answer is about as close.
 AMBIGUOUS = "ambiguous"
 

@@ -16,7 +16,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from caching import guards, judge_data, judge_train  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+from caching import guards, judge_data, judge_replay, judge_train  # noqa: E402
 from caching.guards.judge import pair_features  # noqa: E402
 
 
@@ -125,6 +127,51 @@ def test_the_judge_alone_serves_only_from_its_least_similarity(learned):
     strict = guards.judge("how can i reset my password", "How do I reset my password?", 0.5, judge_serves=True,
                           judge_min_similarity=0.6)
     assert strict.serve and strict.reason.startswith("strict match")
+
+
+def test_unset_the_least_similarity_is_the_one_chosen_with_the_judge(learned, monkeypatch):
+    """``judge_min_similarity=None`` (``SEMANTIC_JUDGE_MIN_SIMILARITY`` unset, the default): the
+    least cosine is the artefact's own, chosen when it was trained (``caching.judge_replay``); a
+    judge without one never serves alone."""
+    assert learned.min_similarity is not None and 0.0 <= learned.min_similarity <= 1.0
+    assert learned.min_similarity == learned.meta["min_similarity"]
+    assert settings.SEMANTIC_JUDGE_MIN_SIMILARITY is None
+    new, cached = "Do you take PayPal?", "Can I pay with PayPal?"
+    above = min(1.0, learned.min_similarity + 0.05)
+    served = guards.judge(new, cached, above, judge_serves=True, judge_min_similarity=None)
+    assert served.serve and served.reason.startswith("judge: p=")
+    below = learned.min_similarity - 0.05
+    low = guards.judge(new, cached, below, judge_serves=True, judge_min_similarity=None)
+    assert not low.serve and low.probability is not None and low.probability >= learned.threshold
+    assert f"below its least, {learned.min_similarity:.2f}" in low.reason
+    monkeypatch.setattr(learned, "min_similarity", None)
+    never = guards.judge(new, cached, 0.99, judge_serves=True, judge_min_similarity=None)
+    assert not never.serve and "below its least, 1.00" in never.reason
+
+
+def test_the_least_similarity_is_the_first_where_what_the_judge_alone_serves_is_right_enough():
+    """``judge_replay.least_cosine`` on hand-made replay rows: scanning up, the first least cosine
+    where the judge's own serves reach the target; one where it serves nothing alone does not count;
+    none reaching it means it never serves alone."""
+    def row(intent, *candidates):
+        return {"intent": intent, "candidates": [
+            {"intent": i, "cosine": c, "contender": True, "strict": strict, "p": p} for i, c, strict, p in candidates]}
+
+    rows = [row("a", ("b", 0.52, False, 0.99)),           # the judge alone serves another intent's answer at 0.52
+            row("a", ("a", 0.62, False, 0.97)),           # and the right one at 0.62
+            row("c", ("c", 0.91, True, None)),            # a strict match, whatever the least cosine
+            row("d", ("d", 0.95, False, 0.50))]           # below the threshold: never served
+    least, table = judge_replay.least_cosine(rows, 0.9, None, 0.99)
+    assert least == 0.55
+    assert table[0.0]["judge_served"] == 2 and table[0.0]["judge_false"] == 1 and table[0.0]["served"] == 3
+    assert table[0.55] == {**table[0.55], "judge_served": 1, "judge_false": 0, "served": 2}
+    assert table[0.9]["judge_served"] == 0 and table[0.9]["served"] == 1
+    wrong_only = [row("a", ("b", 0.8, False, 0.99)), row("c", ("c", 0.91, True, None))]
+    assert judge_replay.least_cosine(wrong_only, 0.9, None, 0.99)[0] == 1.0
+    # the ambiguity check applies: a nearer entry with another answer refuses what the judge would serve
+    nearer = [row("a", ("b", 0.8, False, 0.1), ("a", 0.79, False, 0.99))]
+    assert judge_replay.least_cosine(nearer, 0.9, 0.02, 0.99)[0] == 1.0
+    assert judge_replay.least_cosine(nearer, 0.9, None, 0.99)[0] == 0.0
 
 
 def test_the_judge_abstains_in_other_languages_and_a_strict_match_decides():
