@@ -36,7 +36,7 @@ setup()
 from django.conf import settings  # noqa: E402
 
 from caching import guards, judge_data, judge_train  # noqa: E402
-from caching.judge_replay import LEAST_COSINES, figures, least_cosine, replay_rows  # noqa: E402
+from caching.judge_replay import LEAST_COSINES, choose_least_cosine, figures, replay_rows  # noqa: E402
 
 MARGINS = (None, 0.0, 0.02, 0.05, 0.1)
 # what the judge's threshold is chosen for on balanced pairs; its least cosine is chosen for it on the replay
@@ -73,10 +73,8 @@ def main(argv=None) -> int:
     margin = settings.SEMANTIC_AMBIGUITY_MARGIN
     margin = None if margin < 0 else margin
     own = judge.min_similarity
-    floor = settings.SEMANTIC_JUDGE_MIN_SIMILARITY
-    if floor is None:
-        floor = 1.0 if own is None else own
-    recommended, by_least = least_cosine(rows, judge.threshold, margin, PRECISION)
+    floor = guards.least_cosine(judge, settings.SEMANTIC_JUDGE_MIN_SIMILARITY)
+    recommended, by_least = choose_least_cosine(rows, judge.threshold, margin, PRECISION)
     print(f"\njudge serving at p >= {judge.threshold:.3f}, margin {settings.SEMANTIC_AMBIGUITY_MARGIN}, by the least "
           f"cosine at which the judge alone serves (in force: {floor:.2f}; the judge's own: {own}; "
           f"SEMANTIC_JUDGE_MIN_SIMILARITY: {settings.SEMANTIC_JUDGE_MIN_SIMILARITY}):")

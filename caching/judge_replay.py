@@ -20,7 +20,7 @@ questions the judge never trained on:
 Eligible means by the rules alone (``classify_rules``), as for the judge's training pairs: what the
 replay chooses does not depend on the eligibility model.
 
-``least_cosine`` reads the replay for the judge's own setting: the least cosine (of
+``choose_least_cosine`` reads the replay for the judge's own setting: the least cosine (of
 ``LEAST_COSINES``) from which what the judge alone serves is ``target`` right. ``caching.judge_train``
 stores it in the artefact (``min_similarity``), the semantic layer serves with it unless
 ``SEMANTIC_JUDGE_MIN_SIMILARITY`` overrides it, and ``bench.judge_replay`` prints the whole table.
@@ -115,7 +115,7 @@ def figures(rows: list[dict], threshold: float, margin: float | None, judge_serv
             "judge_precision": 1 - judged_false / len(judged) if judged else 1.0}
 
 
-def least_cosine(rows: list[dict], threshold: float, margin: float | None, target: float) -> tuple[float, dict]:
+def choose_least_cosine(rows: list[dict], threshold: float, margin: float | None, target: float) -> tuple[float, dict]:
     """The least of ``LEAST_COSINES`` from which what the judge alone serves (at ``threshold``, with
     the ambiguity ``margin``) is at least ``target`` right, and the figures at each; 1.0 (the judge
     alone never serves) when none is. Scanning up from 0, the first that reaches the target is

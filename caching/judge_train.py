@@ -503,14 +503,14 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
 
 def choose_min_similarity(path: Path, questions, config: TrainConfig, progress=print) -> tuple[float, dict]:
     """The least cosine at which the judge built in ``path`` alone serves, read off the replay of its
-    calibration intents (``caching.judge_replay.least_cosine``), and the replay's figures at each."""
+    calibration intents (``caching.judge_replay.choose_least_cosine``), and the replay's figures at each."""
     from caching import judge_replay
     from caching.guards.judge import LearnedJudge
 
     judge = LearnedJudge(path)
     rows = judge_replay.replay_rows(judge, questions, config, config.replay_seeds, config.replay_queries,
                                     progress=progress)
-    least, table = judge_replay.least_cosine(rows, judge.threshold, config.replay_margin, config.target_precision)
+    least, table = judge_replay.choose_least_cosine(rows, judge.threshold, config.replay_margin, config.target_precision)
     at = table.get(least)
     progress(f"least cosine at which the judge alone serves: {least:.2f}"
              + (f" ({at['judge_false']} wrong of {at['judge_served']} it alone served on the replay)" if at else

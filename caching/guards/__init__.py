@@ -23,7 +23,7 @@ from caching.guards.eligibility import (
 )
 from caching.guards.eligibility_model import learned_eligibility, model_version as eligibility_model_version
 from caching.guards.judge import (
-    CANDIDATES, DEFAULT_THRESHOLDS, JUDGE_LOCALES, JUDGE_REASON, Judgement, LearnedJudge, contender, judge, judge_version, learned_judge,
+    CANDIDATES, DEFAULT_THRESHOLDS, JUDGE_LOCALES, JUDGE_REASON, Judgement, LearnedJudge, contender, judge, judge_version, learned_judge, least_cosine,
     prefetch, same_question, score_pair,
     set_learned_judge, veto,
 )
@@ -36,5 +36,5 @@ __all__ = [
     "CANDIDATES", "CATEGORIES", "DEFAULT_THRESHOLDS", "RULES", "classify_rules", "learned_eligibility", "eligibility_model_version",
     "set_eligibility_model", "GUARDS_VERSION", "INTENT_CLASSES", "INTENT_FAMILIES", "JUDGE_LOCALES", "JUDGE_REASON",
     "SIGNATURE_FIELDS", "VETO_FIELDS", "Eligibility", "Judgement", "LearnedJudge", "_OPERATIONS", "classify", "concept",
-    "contender", "judge", "judge_version", "learned_judge", "prefetch", "same_question", "score_pair", "set_learned_judge", "signature", "soft_only", "signature_difference", "veto", "vetoes",
+    "contender", "judge", "judge_version", "learned_judge", "least_cosine", "prefetch", "same_question", "score_pair", "set_learned_judge", "signature", "soft_only", "signature_difference", "veto", "vetoes",
 ]

@@ -468,7 +468,7 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
         # its probability is recorded, but only a strict match serves
         judge_serves, held = False, "a read-only question"
     elif judge_serves and judge_min_similarity is None and model is not None:
-        judge_min_similarity = 1.0 if model.min_similarity is None else model.min_similarity
+        judge_min_similarity = least_cosine(model)
     if judge_serves and judge_min_similarity is not None and similarity < judge_min_similarity:
         judge_serves, held = False, f"similarity {similarity:.3f} below its least, {judge_min_similarity:.2f}"
     if strict is None and model is not None:
@@ -493,6 +493,15 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
                       f"({held}); strict match refused: {strict}", probability, model.version)
     return refuse(f"{JUDGE_REASON}p={probability:.3f} below {cut:.3f} (similarity {similarity:.3f}); strict match refused: "
                   f"{strict}", probability, model.version)
+
+
+def least_cosine(model: LearnedJudge | None, override: float | None = None) -> float:
+    """The least cosine at which ``model`` alone serves: ``override`` (``SEMANTIC_JUDGE_MIN_SIMILARITY``)
+    when set, else the one chosen with it at training (``LearnedJudge.min_similarity``), else 1.0 (a
+    judge without one, or none loaded, never serves alone)."""
+    if override is not None:
+        return float(override)
+    return 1.0 if model is None or model.min_similarity is None else model.min_similarity
 
 
 def prefetch(new_q: str, candidates: list[tuple[str, float, dict | None]], thresholds: dict[str, float] | None = None,

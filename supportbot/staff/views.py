@@ -352,8 +352,13 @@ def _judge_section(request, target: float) -> dict:
     curve = judge_calibration.judge_curve(pairs, target)
     curve.current = judge_threshold(tenant.pk, version, refresh=True) if tenant and version else None
     chart = _curve_chart(curve) if curve.points else ""
+    loaded = guards.learned_judge()
+    in_force = None if loaded is None else {
+        "version": loaded.version, "threshold": loaded.threshold, "serves": settings.SEMANTIC_JUDGE_SERVES,
+        "least": guards.least_cosine(loaded, settings.SEMANTIC_JUDGE_MIN_SIMILARITY),
+        "least_set": settings.SEMANTIC_JUDGE_MIN_SIMILARITY is not None, "own_least": loaded.min_similarity}
     return {"judge": {"tenants": tenants, "tenant": tenant, "version": version, "labels": len(pairs), "curve": curve,
-                      "chart": chart, "min_labels": settings.JUDGE_RECALIBRATE_MIN_LABELS,
+                      "chart": chart, "min_labels": settings.JUDGE_RECALIBRATE_MIN_LABELS, "in_force": in_force,
                       "history": judge_calibration.judge_threshold_history(tenant.pk) if tenant else []}}
 
 

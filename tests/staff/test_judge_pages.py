@@ -159,6 +159,23 @@ def test_the_calibration_page_shows_the_judge_curve_and_recalibrates(client, age
     assert 'class="judge-current">0.93<' in page and "v1" in page and "button judge-recalibrate" in page
 
 
+def test_the_calibration_page_says_from_which_cosine_the_judge_serves_alone(client, agent, settings):
+    """The judge in force, its threshold and its least cosine: the one chosen with it at training,
+    or SEMANTIC_JUDGE_MIN_SIMILARITY's when set; with SEMANTIC_JUDGE_SERVES off, that it does not serve alone."""
+    judge = guards.learned_judge()
+    client.force_login(agent)
+    page = client.get("/admin/ask/calibration/").content.decode()
+    assert f"Judge in force: {judge.version}, threshold {judge.threshold:.3f}." in page
+    assert f'class="judge-least">{judge.min_similarity:.2f}<' in page and "chosen with the judge at training" in page
+    settings.SEMANTIC_JUDGE_MIN_SIMILARITY = 0.83
+    page = client.get("/admin/ask/calibration/").content.decode()
+    assert 'class="judge-least">0.83<' in page
+    assert f"SEMANTIC_JUDGE_MIN_SIMILARITY; chosen with the judge: {judge.min_similarity:.2f}" in page
+    settings.SEMANTIC_JUDGE_SERVES = False
+    page = client.get("/admin/ask/calibration/").content.decode()
+    assert "It does not serve alone (SEMANTIC_JUDGE_SERVES off)" in page and "judge-least" not in page
+
+
 def test_the_calibrate_command_recalibrates_the_judge(acme, settings):
     import io
 
