@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         return 2
     config = judge_train.TrainConfig()
     questions = [q for q in judge_data.load_questions() if q.split == "train"]
-    rows = replay_rows(judge, questions, config, args.seeds, args.queries)
+    rows = replay_rows(judge, questions, config, judge_train.vectors, args.seeds, args.queries)
     print(f"judge {judge.version} (threshold {judge.threshold:.3f}); {len(rows)} questions asked, "
           f"{time.perf_counter() - started:.0f} s\n")
     thresholds = sorted({judge.threshold, 0.97, 0.99, 0.995})

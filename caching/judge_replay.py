@@ -31,7 +31,7 @@ import random
 
 import numpy as np
 
-from caching import guards, judge_data, judge_train
+from caching import guards, judge_data
 from caching.guards import CANDIDATES
 from caching.guards.eligibility import classify_rules
 
@@ -39,22 +39,21 @@ from caching.guards.eligibility import classify_rules
 LEAST_COSINES = (0.0, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 
 
-def _central(texts: list[str], n: int) -> list[str]:
-    vectors = judge_train._vectors
+def _central(texts: list[str], n: int, vectors: dict[str, np.ndarray]) -> list[str]:
     centroid = np.mean([vectors[t] for t in texts], axis=0)
     return sorted(texts, key=lambda t: (-float(vectors[t] @ centroid), t))[:n]
 
 
-def replay_rows(judge, questions: list, config, seeds: int = 1, queries: int = 50, seed: int = 12,
+def replay_rows(judge, questions: list, config, embed, seeds: int = 1, queries: int = 50, seed: int = 12,
                 progress=print) -> list[dict]:
     """One row per calibration question asked: its intent and its nearest entries (intent, cosine,
     contender, strict match, the judge's probability for contenders), nearest first. ``questions``:
     the train questions the judge was built from; ``config``: its ``TrainConfig`` (which intents
-    were held out for calibration)."""
+    were held out for calibration); ``embed``: texts -> {text: normalised MiniLM vector}
+    (``judge_train.vectors``)."""
     _, held = judge_data.split_intents(questions, config.calibration_share, f"calibration:{config.seed}")
     eligible = [q for q in questions if classify_rules(q.text).eligible]
-    judge_train.cosines([(q.text, q.text) for q in eligible])  # embeds them once (``judge_train._vectors``)
-    vectors, rng, rows = judge_train._vectors, random.Random(f"replay:{seed}"), []
+    vectors, rng, rows = embed([q.text for q in eligible]), random.Random(f"replay:{seed}"), []
     for dataset in sorted({q.dataset for q in eligible}):
         by_intent: dict[str, set[str]] = {}
         for q in eligible:
@@ -64,7 +63,7 @@ def replay_rows(judge, questions: list, config, seeds: int = 1, queries: int = 5
         for intent, texts in sorted(by_intent.items()):
             if len(texts) <= seeds:
                 continue
-            central = _central(sorted(texts), seeds)
+            central = _central(sorted(texts), seeds, vectors)
             cached += [(intent, t) for t in central]
             if intent in held:
                 rest = sorted(texts - set(central))

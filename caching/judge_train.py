@@ -58,11 +58,11 @@ from pathlib import Path
 
 import numpy as np
 
-from caching import judge_data
+from caching import judge_data, judge_replay
 from caching.guards import veto
 from caching.guards.eligibility import classify_rules
 from caching.guards.cross_encoder import CrossEncoderScorer
-from caching.guards.judge import FEATURES, Recipe, pair_features, recipe_register
+from caching.guards.judge import FEATURES, LearnedJudge, Recipe, pair_features, recipe_register
 from caching.judge_data import Pair, PairConfig
 
 log = logging.getLogger(__name__)
@@ -175,6 +175,12 @@ def cosines(pairs: list[tuple[str, str]], model_dir: Path | None = None) -> np.n
 
 
 _vectors: dict[str, np.ndarray] = {}  # question -> vector, kept for the process (several trainings share them)
+
+
+def vectors(texts: list[str]) -> dict[str, np.ndarray]:
+    """{text: its vector as the semantic layer sees it} for ``texts`` (embedded once, like ``cosines``)."""
+    cosines([(t, t) for t in texts])
+    return {t: _vectors[t] for t in texts}
 
 
 def _vector_store(model_dir: Path) -> Path:
@@ -504,11 +510,8 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
 def choose_min_similarity(path: Path, questions, config: TrainConfig, progress=print) -> tuple[float, dict]:
     """The least cosine at which the judge built in ``path`` alone serves, read off the replay of its
     calibration intents (``caching.judge_replay.choose_least_cosine``), and the replay's figures at each."""
-    from caching import judge_replay
-    from caching.guards.judge import LearnedJudge
-
     judge = LearnedJudge(path)
-    rows = judge_replay.replay_rows(judge, questions, config, config.replay_seeds, config.replay_queries,
+    rows = judge_replay.replay_rows(judge, questions, config, vectors, config.replay_seeds, config.replay_queries,
                                     progress=progress)
     least, table = judge_replay.choose_least_cosine(rows, judge.threshold, config.replay_margin, config.target_precision)
     at = table.get(least)
