@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     margin = None if margin < 0 else margin
     own = judge.min_similarity
     floor = guards.least_cosine(judge, settings.SEMANTIC_JUDGE_MIN_SIMILARITY)
-    recommended, by_least = choose_least_cosine(rows, judge.threshold, margin, PRECISION)
+    recommended, by_least = choose_least_cosine(rows, judge.threshold, margin, PRECISION, config.replay_min_served)
     print(f"\njudge serving at p >= {judge.threshold:.3f}, margin {settings.SEMANTIC_AMBIGUITY_MARGIN}, by the least "
           f"cosine at which the judge alone serves (in force: {floor:.2f}; the judge's own: {own}; "
           f"SEMANTIC_JUDGE_MIN_SIMILARITY: {settings.SEMANTIC_JUDGE_MIN_SIMILARITY}):")

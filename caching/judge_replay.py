@@ -114,13 +114,15 @@ def figures(rows: list[dict], threshold: float, margin: float | None, judge_serv
             "judge_precision": 1 - judged_false / len(judged) if judged else 1.0}
 
 
-def choose_least_cosine(rows: list[dict], threshold: float, margin: float | None, target: float) -> tuple[float, dict]:
+def choose_least_cosine(rows: list[dict], threshold: float, margin: float | None, target: float,
+                        min_served: int = 20) -> tuple[float, dict]:
     """The least of ``LEAST_COSINES`` from which what the judge alone serves (at ``threshold``, with
     the ambiguity ``margin``) is at least ``target`` right, and the figures at each; 1.0 (the judge
     alone never serves) when none is. Scanning up from 0, the first that reaches the target is
-    taken: a cosine where the judge serves nothing alone does not count as reaching it."""
+    taken, once the judge alone serves at least ``min_served`` there (as ``judge_train.
+    choose_threshold`` asks of a threshold): 6 right of 6 says little of a 99% target."""
     table = {least: figures(rows, threshold, margin, True, least) for least in LEAST_COSINES}
     for least, f in table.items():
-        if f["judge_served"] and f["judge_precision"] >= target:
+        if f["judge_served"] >= max(1, min_served) and f["judge_precision"] >= target:
             return least, table
     return 1.0, table

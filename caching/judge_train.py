@@ -105,10 +105,11 @@ class TrainConfig:
     # by the calibration intents' questions in a dense cache (``caching.judge_replay``), ``replay_seeds``
     # cached questions an intent, ``replay_queries`` asked an intent, with the semantic layer's ambiguity
     # margin (``SEMANTIC_AMBIGUITY_MARGIN``'s default); what the judge alone serves from there must be
-    # ``target_precision`` right
+    # ``target_precision`` right, over at least ``replay_min_served`` of them
     replay_seeds: int = 1
     replay_queries: int = 50
     replay_margin: float = 0.02
+    replay_min_served: int = 20
     recipe: int = RECIPE
 
 
@@ -513,11 +514,13 @@ def choose_min_similarity(path: Path, questions, config: TrainConfig, progress=p
     judge = LearnedJudge(path)
     rows = judge_replay.replay_rows(judge, questions, config, vectors, config.replay_seeds, config.replay_queries,
                                     progress=progress)
-    least, table = judge_replay.choose_least_cosine(rows, judge.threshold, config.replay_margin, config.target_precision)
+    least, table = judge_replay.choose_least_cosine(rows, judge.threshold, config.replay_margin, config.target_precision,
+                                                    config.replay_min_served)
     at = table.get(least)
     progress(f"least cosine at which the judge alone serves: {least:.2f}"
              + (f" ({at['judge_false']} wrong of {at['judge_served']} it alone served on the replay)" if at else
-                " (never: nowhere on the replay is what it alone serves right enough)"))
+                f" (never: nowhere on the replay does it alone serve {config.replay_min_served} or more, "
+                f"{config.target_precision:.0%} right)"))
     return least, {"asked": len(rows), "by_least_cosine": {f"{k:.2f}": v for k, v in table.items()}}
 
 

@@ -151,8 +151,8 @@ def test_unset_the_least_similarity_is_the_one_chosen_with_the_judge(learned, mo
 
 def test_the_least_similarity_is_the_first_where_what_the_judge_alone_serves_is_right_enough():
     """``judge_replay.choose_least_cosine`` on hand-made replay rows: scanning up, the first least cosine
-    where the judge's own serves reach the target; one where it serves nothing alone does not count;
-    none reaching it means it never serves alone."""
+    where the judge's own serves reach the target, over at least ``min_served`` of them; one where it
+    serves nothing alone does not count; none reaching it means it never serves alone."""
     def row(intent, *candidates):
         return {"intent": intent, "candidates": [
             {"intent": i, "cosine": c, "contender": True, "strict": strict, "p": p} for i, c, strict, p in candidates]}
@@ -161,17 +161,20 @@ def test_the_least_similarity_is_the_first_where_what_the_judge_alone_serves_is_
             row("a", ("a", 0.62, False, 0.97)),           # and the right one at 0.62
             row("c", ("c", 0.91, True, None)),            # a strict match, whatever the least cosine
             row("d", ("d", 0.95, False, 0.50))]           # below the threshold: never served
-    least, table = judge_replay.choose_least_cosine(rows, 0.9, None, 0.99)
+    least, table = judge_replay.choose_least_cosine(rows, 0.9, None, 0.99, min_served=1)
     assert least == 0.55
+    # too few served alone there to say 99%: never alone
+    assert judge_replay.choose_least_cosine(rows, 0.9, None, 0.99, min_served=2)[0] == 1.0
+    assert judge_replay.choose_least_cosine(rows * 2, 0.9, None, 0.99, min_served=2)[0] == 0.55
     assert table[0.0]["judge_served"] == 2 and table[0.0]["judge_false"] == 1 and table[0.0]["served"] == 3
     assert table[0.55] == {**table[0.55], "judge_served": 1, "judge_false": 0, "served": 2}
     assert table[0.9]["judge_served"] == 0 and table[0.9]["served"] == 1
     wrong_only = [row("a", ("b", 0.8, False, 0.99)), row("c", ("c", 0.91, True, None))]
-    assert judge_replay.choose_least_cosine(wrong_only, 0.9, None, 0.99)[0] == 1.0
+    assert judge_replay.choose_least_cosine(wrong_only, 0.9, None, 0.99, min_served=1)[0] == 1.0
     # the ambiguity check applies: a nearer entry with another answer refuses what the judge would serve
     nearer = [row("a", ("b", 0.8, False, 0.1), ("a", 0.79, False, 0.99))]
-    assert judge_replay.choose_least_cosine(nearer, 0.9, 0.02, 0.99)[0] == 1.0
-    assert judge_replay.choose_least_cosine(nearer, 0.9, None, 0.99)[0] == 0.0
+    assert judge_replay.choose_least_cosine(nearer, 0.9, 0.02, 0.99, min_served=1)[0] == 1.0
+    assert judge_replay.choose_least_cosine(nearer, 0.9, None, 0.99, min_served=1)[0] == 0.0
 
 
 def test_the_judge_abstains_in_other_languages_and_a_strict_match_decides():
