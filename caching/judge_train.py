@@ -497,7 +497,7 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
     }
     with open(tmp / "model.pkl", "wb") as fh:
         pickle.dump(model, fh)
-    (tmp / "judge.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
+    (tmp / "judge.json").write_text(json.dumps(meta, indent=2, sort_keys=True))  # the replay loads the judge from it
     meta["min_similarity"], meta["replay"] = choose_min_similarity(tmp, questions, config, progress)
     meta["seconds"] = round(time.perf_counter() - started, 1)
     (tmp / "judge.json").write_text(json.dumps(meta, indent=2, sort_keys=True))

@@ -182,11 +182,12 @@ class LearnedJudge:
             raise ValueError(f"judge {self.path.name} was built with other features; rebuild it (manage.py train_judge)")
         self.version: str = meta["version"] or self.path.name
         self.kind: str = kind or meta.get("model", "trees")
-        point = meta if self.kind == meta.get("model", "trees") else meta["alternatives"][self.kind]
+        chosen = self.kind == meta.get("model", "trees")
+        point = meta if chosen else meta["alternatives"][self.kind]
         self.threshold: float = float(point["threshold"])
         # the least cosine at which it alone serves, chosen at training for the chosen model at its
         # threshold (``caching.judge_replay``); None for an alternative model or an artefact without one
-        least = meta.get("min_similarity") if self.kind == meta.get("model", "trees") else None
+        least = meta.get("min_similarity") if chosen else None
         self.min_similarity: float | None = None if least is None else float(least)
         self.meta = meta
         with open(self.path / "model.pkl", "rb") as fh:
@@ -467,10 +468,8 @@ def judge(new_q: str, cached_q: str, similarity: float, new_sig: dict | None = N
         # the judge was trained and calibrated on eligible questions only: for a read-only question
         # its probability is recorded, but only a strict match serves
         judge_serves, held = False, "a read-only question"
-    elif judge_serves and judge_min_similarity is None and model is not None:
-        judge_min_similarity = least_cosine(model)
-    if judge_serves and judge_min_similarity is not None and similarity < judge_min_similarity:
-        judge_serves, held = False, f"similarity {similarity:.3f} below its least, {judge_min_similarity:.2f}"
+    elif judge_serves and similarity < (least := least_cosine(model, judge_min_similarity)):
+        judge_serves, held = False, f"similarity {similarity:.3f} below its least, {least:.2f}"
     if strict is None and model is not None:
         # The judge would not change this decision: a strict match serves whatever it says, whether
         # the judge serves or not, so the request does not pay for its forward pass. A staff label on
