@@ -39,10 +39,6 @@ fi
 # recipe, under var/judge/<version>; about 20 minutes on 2 cores (1,146 cross-encoder steps), seconds once built.
 .venv/bin/python -m caching.judge_train --root "${SEMANTIC_JUDGE_DIR:-var/judge}"
 
-# The eligibility model (a TF-IDF logistic regression, P(general) of a question): built once for the
-# current labels, data, rules and config under var/eligibility/<version>; about 2 minutes, seconds once built.
-.venv/bin/python -m caching.eligibility_train --root "${ELIGIBILITY_MODEL_DIR:-var/eligibility}"
-
 if [ "${BOOTSTRAP_BROWSER:-0}" = "1" ] && [ ! -x /usr/bin/chromium ]; then
   echo "bootstrap: installing Debian's chromium for the browser tests"
   if [ "$(id -u)" = "0" ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null

@@ -235,9 +235,7 @@ def check_eligibility(state: AskState) -> None:
     state.spec = answer_spec(state)
     state.key = exact_key(state.spec)
     e = state.eligibility
-    # the eligibility model that read the question (when a soft rule refused it) and its P(general)
-    state.layers.append(LayerResult("eligibility", "miss" if e.eligible else "bypass", reason=e.reason,
-                                    intent=e.intent, judge_version=e.model_version, judge_probability=e.probability))
+    state.layers.append(LayerResult("eligibility", "miss" if e.eligible else "bypass", reason=e.reason, intent=e.intent))
     state.lap("guards", t)
 
 

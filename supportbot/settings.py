@@ -254,12 +254,6 @@ SEMANTIC_JUDGE_MIN_SIMILARITY = env.float("SEMANTIC_JUDGE_MIN_SIMILARITY", defau
 SEMANTIC_SOFT_READS = env.bool("SEMANTIC_SOFT_READS", default=True)
 # Folder of the semantic judge's artefacts (built by `manage.py train_judge` / bootstrap, one folder a version).
 SEMANTIC_JUDGE_DIR = env.path("SEMANTIC_JUDGE_DIR", default=BASE_DIR / "var" / "judge")
-# Whether the learned eligibility model may let in a question only a soft rule refused (first-person
-# wording, "my" + noun, time words), at its threshold for precision 0.99 on held-out intents; hard rules
-# always decide (caching/guards/eligibility.py, docs/semantic-guards.md).
-ELIGIBILITY_MODEL = env.bool("ELIGIBILITY_MODEL", default=True)
-# Folder of the eligibility model's artefacts (built by `manage.py train_eligibility` / bootstrap, one folder a version).
-ELIGIBILITY_MODEL_DIR = env.path("ELIGIBILITY_MODEL_DIR", default=BASE_DIR / "var" / "eligibility")
 # Tenant rows, API keys and cited article versions are kept in each process under a revision
 # in Redis (core.localcache); no local copy is older than this, even if a bump was lost.
 LOCAL_CACHE_MAX_AGE_S = env.float("LOCAL_CACHE_MAX_AGE_S", default=30.0)

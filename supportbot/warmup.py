@@ -36,7 +36,6 @@ def warm_up() -> dict:
         generations.query_embedder(cached=True).model  # noqa: B018 - loads the weights
         loaded = True
         guards.learned_judge()  # the semantic judge's weights (None, logged, when not built)
-        guards.learned_eligibility()  # the eligibility model (None, logged, when off or not built)
     except (DatabaseError, OSError) as exc:  # not migrated yet, unreachable: expected at times
         log.warning("web warm-up: the query embedder loads on first use (%s)", exc)
     except Exception:  # noqa: BLE001 - a model that cannot load fails its lookups loudly later, not the worker

@@ -10,18 +10,15 @@ from near misses. The guards, one module a job:
   reliable enough to refuse a hit on their own (numbers, ids, money, dates, places, tiers,
   audiences, conditions, negation scope, comparatives next to a quantity, answer type);
 * ``eligibility``: personal, action and time-dependent questions bypass every shared cache (rules, hard
-  or soft; ``eligibility_model``, a learned P(general), may pass over a soft one; a question only soft
-  rules refuse may still read the semantic cache, ``soft_only``);
+  or soft; a question only soft rules refuse may still read the semantic cache, ``soft_only``);
 * ``judge``: the serve/no-serve decision: eligibility, a cosine floor, the vetoes, then the learned
   judge (trees over pair features and a fine-tuned MiniLM cross-encoder, ``caching.judge_train``) and its calibrated threshold.
 
 Everything but the learned judge is pure Python on strings (results memoised per question text).
 """
 from caching.guards.eligibility import (
-    CATEGORIES, INTENT_CLASSES, INTENT_FAMILIES, RULES, Eligibility, classify, classify_rules, set_eligibility_model,
-    soft_only,
+    CATEGORIES, INTENT_CLASSES, INTENT_FAMILIES, RULES, Eligibility, classify, classify_rules, soft_only,
 )
-from caching.guards.eligibility_model import learned_eligibility, model_version as eligibility_model_version
 from caching.guards.judge import (
     CANDIDATES, DEFAULT_THRESHOLDS, JUDGE_LOCALES, JUDGE_REASON, Judgement, LearnedJudge, contender, judge, judge_version, learned_judge, least_cosine,
     prefetch, same_question, score_pair,
@@ -33,8 +30,7 @@ from caching.guards.signature import (
 )
 
 __all__ = [
-    "CANDIDATES", "CATEGORIES", "DEFAULT_THRESHOLDS", "RULES", "classify_rules", "learned_eligibility", "eligibility_model_version",
-    "set_eligibility_model", "GUARDS_VERSION", "INTENT_CLASSES", "INTENT_FAMILIES", "JUDGE_LOCALES", "JUDGE_REASON",
+    "CANDIDATES", "CATEGORIES", "DEFAULT_THRESHOLDS", "RULES", "classify_rules", "GUARDS_VERSION", "INTENT_CLASSES", "INTENT_FAMILIES", "JUDGE_LOCALES", "JUDGE_REASON",
     "SIGNATURE_FIELDS", "VETO_FIELDS", "Eligibility", "Judgement", "LearnedJudge", "_OPERATIONS", "classify", "concept",
     "contender", "judge", "judge_version", "learned_judge", "least_cosine", "prefetch", "same_question", "score_pair", "set_learned_judge", "signature", "soft_only", "signature_difference", "veto", "vetoes",
 ]

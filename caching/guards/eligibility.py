@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 from caching.guards.lexicon import (
-    _ACTION_VERBS, _ID_HEADS, _IMPERATIVE_FOLLOWERS, _INFO_VERBS, _MY_PERSONAL_NOUN, _NOUN_FRAME_AFTER_VERB, _STOP,
-    _TIME_DEPENDENT, _TRANSACTIONAL_VERBS,
+    _ACTION_VERBS, _ASKS_ABOUT, _ID_HEADS, _IMPERATIVE_FOLLOWERS, _INFO_VERBS, _MY_PERSONAL_NOUN, _NOUN_FRAME_AFTER_VERB,
+    _REQUEST_VERBS, _STOP, _TIME_DEPENDENT, _TRANSACTIONAL_VERBS,
 )
-from caching.guards.eligibility_model import EligibilityModel, learned_eligibility, set_model
 from caching.guards.signature import parsed
 
 # Answer types. howto/policy/availability are one family: a "can I", a "how do I" and an
@@ -34,21 +33,19 @@ class Eligibility:
     category: str  # "general" | "personal" | "action" | "time"
     intent: str  # one of INTENT_CLASSES
     reason: str
-    rule: str = ""  # the rule that decided (a key of RULES), "" for general by the rules, "model" for an override
-    probability: float | None = None  # the eligibility model's P(general), when it was asked
-    model_version: str = ""  # the eligibility model asked ("elig-<hash>"), "" when none was
+    rule: str = ""  # the rule that decided (a key of RULES), "" for general
 
 
 # Every rule that makes a question ineligible, hard or soft. A hard rule always decides: the
 # question gives personal details, names a record, asks about its own state in so many words
-# ("where is my order", "my card is blocked", "tell me my balance"), asks us to act on something
-# of its own ("cancel my order", "can you close my account"), replies to the conversation, or is
-# caught by the language-independent nets. A soft rule reads wording that is often, not always,
-# personal, an action or about the present ("I ordered ...", "I need a new card", "my invoice",
-# "I want to open an account", "latest", "now"): the learned eligibility model
-# (``eligibility_model``) may pass over it when it is confident the question is general.
+# ("where is my order", "my card is blocked", "tell me my balance", "which plan am I on"), tells us
+# to act ("cancel my order", "rotate my key.", "can you close my account"), replies to the
+# conversation, or is caught by the language-independent nets. A soft rule reads wording that is
+# often, not always, personal, an action or about the present ("I ordered ...", "I need a new card",
+# "my invoice", "I want to open an account", "latest", "now"): such a question may still read the
+# semantic cache (``soft_only``), never write it.
 RULES: dict[str, str] = {
-    "action_imperative": "hard",  # "Cancel my order", "Upgrade to the pro plan", "can you refund it"
+    "action_imperative": "hard",  # "Cancel my order", "Upgrade to the pro plan", "can you refund it", "rotate my key."
     "action_declared": "soft",  # "I want to open an account" (no object of the customer's own)
     "action_want_mine": "hard",  # "I need my card replaced"
     "action_want": "soft",  # "I need a new card"
@@ -57,6 +54,7 @@ RULES: dict[str, str] = {
     "personal_record": "hard",  # "order 4471"
     "personal_state_question": "hard",  # "where is my order", "has my package shipped"
     "personal_own_account": "hard",  # "tell me my balance", "how many points do I have"
+    "personal_own_state": "hard",  # "which plan am I on", "am I verified", "do I still have access"
     "personal_own_tracking": "hard",  # "track where my parcel is"
     "personal_context_reply": "hard",  # "it's a savings account"
     "personal_status_event": "hard",  # "declined", "charged twice", "pending"
@@ -69,6 +67,8 @@ RULES: dict[str, str] = {
     "personal_narrative": "soft",  # "I ordered ...", "I was ..."
     "time_words": "soft",  # "now", "latest", "this year", "is the X down"
     "foreign_personal": "hard",  # a first-person possessive in another language
+    "foreign_own_state": "hard",  # "Welchen Plan habe ich?", "Bin ich im Pro-Plan?"
+    "foreign_request": "hard",  # "Rotiere bitte den Schlüssel."
     "record_id": "hard",  # an id-like token with four digits or more
     "foreign_time": "hard",  # "heute", "maintenant"
 }
@@ -121,6 +121,31 @@ _STATUS_EVENT = re.compile(r"\b(?:declined|pending|reverted|rejected|bounced|on 
 _HYPOTHETICAL = re.compile(r"\b(?:if|would|could|might|can a|can an|can the|mean|means|happens|usually|typically|normally|reasons?|why do|why does|why are|why is a|what causes|in case)\b")
 _ACTION_LEAD_QWORD = re.compile(r"^(?:how|what|where|when|why|which|who|can|could|is|are|do|does|will|would|should|may|am)\b")
 _REQUEST_FOR_ME = re.compile(r"\b(?:can|could|would|will) you (?:please |kindly |just )?(\w+) (?:me|my|our|us|it|this|that|them)\b|\bfor me\b")
+# "Which plan am I on", "am I verified", "are we still on the trial", "do I still have access": the
+# asker's own state in every wording, even where the words without "I" would be general ("which plan
+# am I on if I signed up through the app?"): a wrong bypass costs one fresh answer, a wrong serve
+# shows another customer's answer. "Am I allowed to ..." asks what is permitted: the policy.
+_OWN_STATE_Q = re.compile(
+    r"\bam i\b(?! (?:allowed|able|permitted|supposed|required|meant|expected) to\b)"
+    r"|\bare we (?:still |currently |already |now )?(?:on|in|subscribed|signed|enrolled|registered|verified|due|owed|"
+    r"being|using|eligible|entitled|over|under|a|an)\b"
+    r"|\b(?:do|did) (?:i|we) (?:still |already |currently |even |actually |now )?(?:have|own)\b(?! to\b)"
+    r"|\bhave (?:i|we) (?:still |already )?got\b|\b(?:is|are) (?:my|our)\b")
+# A message that starts with a verb and the customer as its object ("rotate my key.", "send me the
+# invoice", "can you regenerate my token") tells us to act, whatever the verb. Not imperatives: a
+# function word, a past tense or a gerund ("lost my card", "changing my email"), a verb that asks for
+# information ("tell me how", "show me where", "help me"), and "... me how/where/if/about".
+_IMPERATIVE_MINE = re.compile(
+    r"^(?:(?:hi|hello|hey|ok|okay|so|yes|hi there|thanks|thank you|great)[, ]+)?(?:(?:please|pls|kindly|just|now|also)[, ]+)?"
+    r"(?:(?:can|could|would|will) you (?:please |kindly |just )?)?([a-z]+) (my|me|our|us)\b(?: (\w+))?")
+_NOT_IMPERATIVE = _STOP | _INFO_VERBS | frozenset("""
+not regarding re per via without within near unlike except plus minus dear sorry
+find locate view access download print show help let explain guide walk teach advise suggest recommend describe
+clarify excuse pardon forgive bear mind thank
+forgot lost left got made sent paid bought took broke saw found gave received came went had told kept brought
+caught spent sold stole wore understood thought heard felt meant
+""".split())
+_NOT_PAST = frozenset("need feed embed speed shred seed proceed exceed succeed bleed breed heed".split())
 
 
 def _ineligible(norm: str, tokens: list[str], sig: dict, intent: str) -> Iterator[Eligibility]:
@@ -156,13 +181,15 @@ def _ineligible(norm: str, tokens: list[str], sig: dict, intent: str) -> Iterato
             declared = lead.startswith(("i ", "hi i ", "hello i ", "hey i ", "we ")) and after not in _PERSONAL_OBJECTS
             yield Eligibility(False, "action", intent, f"action: asks us to {verb} something ('{' '.join(tokens[:4])}...')",
                               rule="action_declared" if declared else "action_imperative")
+    if not howto:
+        yield from _imperative(norm, tokens, sig, intent)
     want = re.match(r"^(?:(?:hi|hello|hey|ok|okay|so|please)[, ]+)?(?:(?:i|we) )?(?:need|want|would like|require|demand) (?:a|an|the|some|my|our|another)\b", norm)
     if want and not howto:
         own_object = want.group(0).endswith((" my", " our"))
         yield Eligibility(False, "action", intent, f"action: asks us for something ('{want.group(0)}')",
                           rule="action_want_mine" if own_object else "action_want")
     for rq in _REQUEST_FOR_ME.finditer(norm):
-        if not howto and (rq.group(1) is None or rq.group(1) in _ACTION_VERBS):
+        if not howto and (rq.group(1) is None or rq.group(1) in _ACTION_VERBS or rq.group(1) in _REQUEST_VERBS):
             yield Eligibility(False, "action", intent, f"action: a request addressed to us ('{rq.group(0)}')", rule="action_request_for_me")
     # Personal details given in the question ("my name is ...", an email address) keep it out of
     # shared caches even when it then asks a how-to.
@@ -174,6 +201,9 @@ def _ineligible(norm: str, tokens: list[str], sig: dict, intent: str) -> Iterato
     st = _STATE_Q.search(norm)
     if st and not howto:
         yield Eligibility(False, "personal", intent, f"personal: about the customer's own situation ('{st.group(0)}')", rule="personal_state_question")
+    own_q = _OWN_STATE_Q.search(norm)
+    if own_q:
+        yield Eligibility(False, "personal", intent, f"personal: about the customer's own state ('{own_q.group(0)}')", rule="personal_own_state")
     own = _OWN_STATE.search(norm)
     if own:
         yield Eligibility(False, "personal", intent, f"personal: about the customer's own account ('{own.group(0)}')", rule="personal_own_account")
@@ -211,9 +241,28 @@ def _ineligible(norm: str, tokens: list[str], sig: dict, intent: str) -> Iterato
             yield Eligibility(False, "time", intent, "time: " + why.format(word), rule="time_words")
 
 
+def _imperative(norm: str, tokens: list[str], sig: dict, intent: str) -> Iterator[Eligibility]:
+    """A message that tells us to act, in the imperative: its mood (``signature._mood``: a verb that
+    asks us to act and its object, "rotate the key.") or a verb with the customer as its object
+    ("fix my account")."""
+    if sig.get("mood"):
+        yield Eligibility(False, "action", intent, f"action: tells us to act ('{' '.join(tokens[:4])}...')", rule="action_imperative")
+        return
+    m = _IMPERATIVE_MINE.match(norm)
+    if not m:
+        return
+    verb, obj, after = m.group(1), m.group(2), m.group(3) or ""
+    if verb in _NOT_IMPERATIVE or (verb.endswith("ed") and verb not in _NOT_PAST) or (verb.endswith("ing") and len(verb) > 5):
+        return
+    if obj in ("me", "us") and after in _ASKS_ABOUT:
+        return
+    yield Eligibility(False, "action", intent, f"action: tells us to {verb} something of the customer's ('{m.group(0)}')",
+                      rule="action_imperative")
+
 
 @dataclass(frozen=True)
 class _Analysis:
+    question: str
     norm: str
     tokens: tuple[str, ...]
     signature: dict
@@ -230,7 +279,7 @@ def _analyse(question: str) -> _Analysis:
     hard = first if first is not None and RULES[first.rule] == "hard" else None
     if first is not None and hard is None:
         hard = next((e for e in fired if RULES[e.rule] == "hard"), None)
-    return _Analysis(norm, tokens, sig, first or Eligibility(True, "general", intent, f"general {intent} question"), hard)
+    return _Analysis(question, norm, tokens, sig, first or Eligibility(True, "general", intent, f"general {intent} question"), hard)
 
 
 # A language-independent safety net under the English rules: the guards read English, so in any
@@ -252,14 +301,26 @@ _FOREIGN_HOWTO = re.compile(
     r"cómo (puedo|hago)|come (posso|faccio)|hoe (kan|moet) ik)\b", re.I)
 
 
+# The asker's own state, in the question's inverted word order ("Welchen Plan habe ich?", "Bin ich im
+# Pro-Plan?", "Habe ich noch Zugriff?"), as ``_OWN_STATE_Q`` in English.
+_FOREIGN_OWN_STATE = re.compile(r"\b(?:bin|habe|hab) ich\b|\b(?:sind|haben) wir\b|\b(?:suis|ai)-je\b|\b(?:ben|heb) ik\b", re.I)
+# "bitte" outside a question ("Rotiere bitte den Schlüssel.", "Rechnung bitte zuschicken"): a request.
+_FOREIGN_REQUEST = re.compile(r"\bbitte\b", re.I)
+
+
 def _id_like(question: str) -> bool:
     return any(sum(ch.isdigit() for ch in m.group(0)) >= 4 for m in _RECORD_ID.finditer(question))
 
 
 def _nets(question: str, intent: str) -> Eligibility | None:
     """The language-independent nets (all hard)."""
-    if (m := _FOREIGN_PERSONAL.search(question)) and not _FOREIGN_HOWTO.search(question):
+    howto = _FOREIGN_HOWTO.search(question)
+    if (m := _FOREIGN_PERSONAL.search(question)) and not howto:
         return Eligibility(False, "personal", intent, f"personal: first-person possessive ('{m.group(0)}')", rule="foreign_personal")
+    if (m := _FOREIGN_OWN_STATE.search(question)) and not howto:
+        return Eligibility(False, "personal", intent, f"personal: about the asker's own state ('{m.group(0)}')", rule="foreign_own_state")
+    if (m := _FOREIGN_REQUEST.search(question)) and not howto and "?" not in question:
+        return Eligibility(False, "action", intent, f"action: asks us to act ('{m.group(0)}')", rule="foreign_request")
     if _id_like(question):
         return Eligibility(False, "personal", intent, "personal: refers to a specific record (an id)", rule="record_id")
     if m := _FOREIGN_TIME.search(question):
@@ -281,7 +342,7 @@ def soft_only(question: str) -> bool:
     question, so serving it shows nobody's question or answer, and the judge and the vetoes still
     decide whether that general answer answers this question. It never writes a shared cache: its
     own answer, vector and search results stay its own, as for any ineligible question."""
-    found = classify_rules(question)
+    found = classify(question)
     if found.eligible or RULES[found.rule] != "soft":
         return False
     return _hard_anywhere(question, found.intent) is None
@@ -289,47 +350,19 @@ def soft_only(question: str) -> bool:
 
 def _hard_anywhere(question: str, intent: str) -> Eligibility | None:
     """The first hard rule that fires anywhere in the question, or a net: what no soft refusal's
-    exception (the eligibility model's override, a soft read) may pass over."""
+    exception (a soft read) may pass over."""
     return _analyse(question).hard or _nets(question, intent)
 
 
 @lru_cache(maxsize=8192)
-def classify_rules(question: str) -> Eligibility:
-    """The rules alone: the first rule that fires (``RULES``), or general. (The judge's training pairs
-    use this, so the judge's version does not depend on the eligibility model.)"""
+def classify(question: str) -> Eligibility:
+    """Is the question shareable across customers, and what kind of answer does it want? The first
+    rule that fires (``RULES``), else the language-independent nets, else general. (A pure function
+    of the text, remembered: a repeated question is what the caches serve.)"""
     found = _analyse(_checked(question)).eligibility
     return found if not found.eligible else (_nets(question, found.intent) or found)
 
 
-@lru_cache(maxsize=8192)
-def classify(question: str) -> Eligibility:
-    """Is the question shareable across customers, and what kind of answer does it want?
-
-    The rules decide, except that when the first rule to fire is *soft* the eligibility model
-    (``eligibility_model``) is asked, and a P(general) at or above its threshold lets the question
-    in, unless a hard rule fires too. The reason then says the model overrode which rule.
-    (A pure function of the text, remembered: a repeated question is what the caches serve.)"""
-    found = classify_rules(question)
-    if found.eligible or RULES[found.rule] != "soft":
-        return found
-    model = learned_eligibility()
-    if model is None:
-        return found
-    p = model.p_general(_analyse(question).norm)
-    if p < model.threshold:
-        return replace(found, reason=f"{found.reason}; model p(general)={p:.3f} < {model.threshold:.3f}",
-                       probability=p, model_version=model.version)
-    hard = _hard_anywhere(question, found.intent)
-    if hard is not None:
-        return replace(hard, probability=p, model_version=model.version)
-    return Eligibility(True, "general", found.intent,
-                       f"general {found.intent} question: eligibility model p(general)={p:.3f} >= {model.threshold:.3f} "
-                       f"overrides the soft rule {found.rule} ({found.reason})"[:300],
-                       rule="model", probability=p, model_version=model.version)
-
-
-def set_eligibility_model(model: EligibilityModel | None) -> None:
-    """Swap the process's eligibility model (None: load it again on next use, or stay off when
-    ``ELIGIBILITY_MODEL`` is off) and forget every remembered decision."""
-    set_model(model)
-    classify.cache_clear()
+# The rules alone, by the name the judge's training reads (the same decision as ``classify`` since
+# no learned model may pass over a rule).
+classify_rules = classify

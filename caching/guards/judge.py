@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from caching.guards.cross_encoder import CrossEncoderScorer
-from caching.guards.eligibility import INTENT_FAMILIES, _analyse, soft_only
+from caching.guards.eligibility import INTENT_FAMILIES, _analyse, classify, soft_only
 from caching.guards.lexicon import OPPOSITE_OF, concept
 from caching.guards.signature import GUARDS_VERSION, SIGNATURE_FIELDS, _CONTENT_FIELDS, signature_difference, vetoes
 
@@ -344,6 +344,8 @@ def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | Non
         return f"content words differ: cached {_surface(cached_a, sorted(a - b))}, new {_surface(new_a, sorted(b - a))}"
     if set(cached_sig.get("links", ())) != set(new_sig.get("links", ())):
         return "same words, different arrangement"
+    if set(cached_sig.get("mood", ())) != set(new_sig.get("mood", ())):  # also a veto; same_question has no vetoes
+        return "one asks us to act, the other asks about it"
     new_cost, cached_cost = new_a.eligibility.intent == _COST, cached_a.eligibility.intent == _COST
     if new_cost != cached_cost:  # "how much does it cost to top up by card" / "how do I top up my card"
         return (f"one asks what it costs, the other not (cached {cached_a.eligibility.intent}, "
@@ -373,7 +375,7 @@ def _gate(new_a, cached_a, new_sig: dict, cached_sig: dict, similarity: float, f
     refusal's reason, or None when the pair reaches the judge or the strict match. ``reads``: the
     new question only reads the cache (``_reads``: only soft rules refuse it), so that refusal does
     not stop the pair."""
-    new_e, cached_e = new_a.eligibility, cached_a.eligibility
+    new_e, cached_e = classify(new_a.question), classify(cached_a.question)  # the rules and the nets
     if not new_e.eligible and not reads:
         return f"new question ineligible: {new_e.reason}"
     if not cached_e.eligible:

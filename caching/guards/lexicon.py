@@ -429,6 +429,30 @@ sign put deliver track
 """.split())
 _INFO_VERBS = frozenset("know understand learn find see ask check read look compare confirm hear tell figure".split())
 _TRANSACTIONAL_VERBS = frozenset("cancel refund upgrade downgrade delete close reset unsubscribe book reschedule block freeze unfreeze unlock lock activate deactivate renew replace reverse waive resend rebook".split())
+# Verbs that tell us to do something but are not operations of the signature (``_ACTION_VERBS`` also
+# feeds the word links): with them, a message that starts with the verb ("Rotate the key.", "Regenerate
+# my API key") asks for an action, not for instructions.
+_REQUEST_VERBS = frozenset("""
+rotate regenerate revoke generate create invite rename restore reactivate restart archive unarchive migrate
+merge retry resubmit refresh reissue reopen undo expedite escalate grant assign reassign enrol enroll link
+unlink remove void reimburse credit recover install uninstall share sync backup export import set
+""".split())
+# Verbs of a keyword search for a place in the product ("download invoice", "find my invoice"): a how-to,
+# not a request for us to act.
+_NAVIGATION_VERBS = frozenset("find locate view see check access read download print look show".split())
+# The imperative mood: a message that starts (after a greeting or "please") with a verb that asks us to
+# act and its object ("cancel my order", "send me the invoice", "rotate the key."), or asks us to do it
+# to something of the customer's ("can you rotate my key?"; "can you export the data?" asks what the
+# product can do). The signature records it (``mood``) and the vetoes keep it apart from a question
+# about the same thing.
+_MOOD_VERBS = (_ACTION_VERBS | _REQUEST_VERBS | _OPERATIONS) - _NAVIGATION_VERBS
+_MOOD_OBJECTS = frozenset("my me our us the a an this that these those it them all some your".split())
+_MOOD_OWN_OBJECTS = frozenset("my me our us".split())
+_IMPERATIVE_MOOD = re.compile(
+    r"^(?:(?:hi|hello|hey|ok|okay|so|yes|hi there|thanks|thank you|great)[, ]+)?(?:(?:please|pls|kindly|just|now|also)[, ]+)?"
+    r"(?:((?:can|could|would|will) you) (?:please |kindly |just )?)?([a-z]+) ([a-z]+)\b(?: ([a-z]+))?")
+# After "... me" / "... us", words that ask for information ("send me how to ...", "email us about ..."), not an action.
+_ASKS_ABOUT = frozenset("how what where when why which who whether if about know".split())
 _MY_PERSONAL_NOUN = re.compile(r"\b(?:my|our) (?:\w+ ){0,2}?(" + "|".join(sorted(_PERSONAL_NOUNS, key=len, reverse=True)) + r")\b")
 _IMPERATIVE_FOLLOWERS = frozenset("my me our us the a an this that these those it them all to from for back up off out down in on some your his her".split())
 _NOUN_FRAME_AFTER_VERB = frozenset("policy policies details detail steps process procedure options option fee fees time times window period form label status rules rule limit limits info information request requests address number code method methods terms cost costs price prices charge charges deadline".split())

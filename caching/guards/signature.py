@@ -12,10 +12,11 @@ from caching.guards.lexicon import (
     _ACTION_VERBS, _AMBIGUOUS_TIERS, _AUDIENCE, _COMPARATIVE_WORDS, _CONDITIONS, _CURRENCY_SYMBOLS, _CURRENCY_WORDS,
     _FRAME, _FRAME_LEMMAS, _ID_HEADS, _IRREGULAR, _LIGHT, _LIGHT_LEMMAS, _MONTHS, _NEGATIONS, _NUMBER_WORDS,
     _OPERATIONS, _PLACE_BIGRAMS, _PLACES, _SIZE_WORDS, _STOP, _TIER_HEADS, _TIER_WORDS, _TIME_WORDS, _UNITS,
-    _WEEKDAYS, _lemma, _normalise, _tokens, concept,
+    _WEEKDAYS, _ASKS_ABOUT, _IMPERATIVE_MOOD, _MOOD_OBJECTS, _MOOD_OWN_OBJECTS, _MOOD_VERBS, _lemma, _normalise, _tokens, concept,
 )
 
-GUARDS_VERSION = "2"
+# 3: ``mood`` (a request for us to act, vetoed against a question about the same thing).
+GUARDS_VERSION = "3"
 
 
 # "one" as a pronoun ("this one", "which one", "can I get one?", "need one when I travel") or in "at
@@ -198,6 +199,16 @@ def _persons(tokens: list[str]) -> tuple[set[str], set[str]]:
     return persons, owned
 
 
+def _mood(norm: str) -> set[str]:
+    """``{"imperative"}`` when the message tells us to do something ("Cancel my order.", "send me the
+    invoice", "can you rotate the key"), else empty: a question about doing it ("how do I cancel my
+    order?") wants instructions, and an answer for one is wrong for the other."""
+    m = _IMPERATIVE_MOOD.match(norm)
+    if not m or m.group(2) not in _MOOD_VERBS or (m.group(3) in ("me", "us") and m.group(4) in _ASKS_ABOUT):
+        return set()
+    return {"imperative"} if m.group(3) in (_MOOD_OWN_OBJECTS if m.group(1) else _MOOD_OBJECTS) else set()
+
+
 def _signature(question: str, norm: str, tokens: list[str]) -> dict:
     numbers, money, ids, sizes, times = _numbers_and_money(tokens)
     tokset = set(tokens)
@@ -301,7 +312,7 @@ def _signature(question: str, norm: str, tokens: list[str]) -> dict:
         "verbs": {_VERB_CLASS.get(_IRREGULAR.get(t) or _lemma(t), _IRREGULAR.get(t) or _lemma(t)) for t in tokens if t in _MAIN_LIGHT_VERBS}
         | {"have" for i, t in enumerate(tokens) if t == "have" and i > 0 and tokens[i - 1] in ("can", "could", "may", "to", "someone", "i", "we")
            and i + 1 < len(tokens) and tokens[i + 1] in ("a", "an", "the", "my", "some", "more", "multiple", "two", "another")},
-        "terms": terms, "links": _links(tokens), "version": {GUARDS_VERSION},
+        "terms": terms, "links": _links(tokens), "mood": _mood(norm), "version": {GUARDS_VERSION},
     }
     return {k: sorted(v) for k, v in sig.items()}
 
@@ -380,6 +391,7 @@ def signature(question: str) -> dict[str, list[str]]:
 # "premium plan" / "basic plan", "for children" / "for adults", "opened" / "unopened" items.
 VETO_FIELDS: tuple[str, ...] = (
     "numbers", "money", "ids", "dates", "times", "time_words", "places", "sizes", "tiers", "audience", "conditions",
+    "mood",  # "cancel my order" asks us to act, "how do I cancel my order?" for instructions
 )
 # Comparatives are vetoes only when either question has a quantity to compare: "over 500",
 # "at least 2 bags", "after 6pm"; not "the minimum order for free shipping" or "after placing it".

@@ -144,6 +144,94 @@ def _refused_only_by(question: str, eligible: bool, rule: str):
     return e
 
 
+# A question about the asker's own state is personal in every wording, even where the same words
+# without "I" would be general; a wrong bypass costs one fresh answer, a wrong serve another
+# customer's answer.
+@pytest.mark.parametrize("question", [
+    "Which plan am I on?",
+    "which plan am i on if i signed up through the app?",
+    "What version am I on",
+    "Am I on the free plan?",
+    "Am I verified?",
+    "Do I still have access to the beta?",  # was only a soft rule: it read the semantic cache
+    "Welchen Plan habe ich?",
+    "Bin ich im Pro-Plan?",
+])
+def test_a_question_about_the_askers_own_state_is_personal_and_never_reads(question):
+    e = guards.classify(question)
+    assert not e.eligible and e.category == "personal", e.reason
+    assert guards.RULES[e.rule] == "hard" and not guards.soft_only(question), e.rule
+    refused = guards.judge(question, question, 1.0, learned=None, soft_reads=True)
+    assert not refused.serve and refused.reason.startswith("new question ineligible"), refused.reason
+
+
+@pytest.mark.parametrize("question", [
+    "Am I allowed to bring my dog on board?",  # what is permitted: the policy, the same for everyone
+    "How do I check which plan I am on?",  # a how-to
+    "Wie kann ich meinen Schlüssel rotieren?",
+])
+def test_policy_and_how_to_questions_in_the_first_person_stay_general(question):
+    assert guards.classify(question).eligible, guards.classify(question).reason
+
+
+# A message that tells us to act is an action whatever the verb, with or without "please" or a
+# trailing period; the how-to question about the same thing stays general.
+@pytest.mark.parametrize("question", [
+    "Rotate my key.",
+    "rotate my key",
+    "Please rotate my API key",
+    "Regenerate my API key please.",
+    "Rotate the key.",
+    "Can you rotate my key?",
+    "Fix my account.",
+    "Rotiere bitte den Schlüssel.",
+])
+def test_an_imperative_is_an_action_and_never_reads(question):
+    e = guards.classify(question)
+    assert not e.eligible and e.category == "action", e.reason
+    assert guards.RULES[e.rule] == "hard" and not guards.soft_only(question), e.rule
+
+
+@pytest.mark.parametrize("question", [
+    "Send me the invoice", "Send me the invoice please.", "Cancel my order.", "Please cancel my order",
+])
+def test_the_issues_imperatives_are_actions(question):
+    e = guards.classify(question)
+    assert not e.eligible and e.category == "action", e.reason
+
+
+@pytest.mark.parametrize("question", [
+    "How do I rotate my key?",
+    "How do I cancel my order?",
+    "how can I get the invoice sent to me?",
+    "Tell me how to rotate my key",
+    "Download my invoice.",  # where to find it in the product: a how-to
+    "Can you export the data to CSV?",  # what the product can do, nothing of the customer's
+])
+def test_a_how_to_about_an_action_stays_general(question):
+    e = guards.classify(question)
+    assert e.eligible or e.category != "action", e.reason
+    assert not guards.signature(question)["mood"]
+
+
+@pytest.mark.parametrize("imperative,howto", [
+    ("Rotate the key.", "How do I rotate the key?"),
+    ("Cancel my order.", "How do I cancel my order?"),
+    ("send me the invoice", "How do you send me the invoice?"),
+    ("Can you rotate my key?", "How can I rotate my key?"),
+])
+def test_an_imperative_and_a_how_to_never_share_an_entry(imperative, howto):
+    assert guards.signature(imperative)["mood"] == ["imperative"]
+    # the mood is a veto, both ways: not even a strict match or a soft read serves across it
+    veto = guards.vetoes(guards.signature(howto), guards.signature(imperative))
+    assert veto and "mood" in veto
+    assert guards.vetoes(guards.signature(imperative), guards.signature(howto))
+    for new, cached in ((imperative, howto), (howto, imperative)):
+        j = guards.judge(new, cached, 0.99, learned=None, soft_reads=True)
+        assert not j.serve, j.reason
+        assert not guards.same_question(new, cached)
+
+
 @pytest.mark.parametrize("question,intent_family", [
     ("How do I cancel my order?", "procedure"),
     ("What is your refund policy?", "procedure"),
