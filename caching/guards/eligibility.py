@@ -124,9 +124,9 @@ _REQUEST_FOR_ME = re.compile(r"\b(?:can|could|would|will) you (?:please |kindly 
 # "Which plan am I on", "am I verified", "are we still on the trial", "do I still have access": the
 # asker's own state in every wording, even where the words without "I" would be general ("which plan
 # am I on if I signed up through the app?"): a wrong bypass costs one fresh answer, a wrong serve
-# shows another customer's answer. "Am I allowed to ..." asks what is permitted: the policy.
+# shows another customer's answer. "Am I allowed (to) ..." asks what is permitted: the policy.
 _OWN_STATE_Q = re.compile(
-    r"\bam i\b(?! (?:allowed|able|permitted|supposed|required|meant|expected) to\b)"
+    r"\bam i\b(?! (?:allowed|able|permitted|supposed|required|meant|expected)\b)"
     r"|\bare we (?:still |currently |already |now )?(?:on|in|subscribed|signed|enrolled|registered|verified|due|owed|"
     r"being|using|eligible|entitled|over|under|a|an)\b"
     r"|\b(?:do|did) (?:i|we) (?:still |already |currently |even |actually |now )?(?:have|own)\b(?! to\b)"

@@ -167,6 +167,7 @@ def test_a_question_about_the_askers_own_state_is_personal_and_never_reads(quest
 
 @pytest.mark.parametrize("question", [
     "Am I allowed to bring my dog on board?",  # what is permitted: the policy, the same for everyone
+    "Am I allowed a carry-on bag?",
     "How do I check which plan I am on?",  # a how-to
     "Wie kann ich meinen Schlüssel rotieren?",
 ])
