@@ -47,7 +47,6 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
 from bench.common import ROOT, RESULTS_DIR, Stopwatch, bench_result, ensure_schema, fmt_ms, percentiles, setup
@@ -58,11 +57,12 @@ import numpy as np  # noqa: E402
 import psycopg  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models import Q  # noqa: E402
-from django.utils import timezone  # noqa: E402
 from pgvector import Vector  # noqa: E402
 from pgvector.django import HnswIndex  # noqa: E402
 from pgvector.psycopg import register_vector  # noqa: E402
 
+from caching.layers import semantic_layer  # noqa: E402
+from caching.layers.base import CachedAnswer  # noqa: E402
 from caching.layers.semantic import CANDIDATES, SemanticScope, candidates_query  # noqa: E402
 from caching.models import SemanticEntry  # noqa: E402
 
@@ -249,26 +249,29 @@ def load_rows(table: str, rows: Rows, entry_vectors: np.ndarray, entry_texts: li
                 if (end // batch) % 10 == 0 or end == len(rows.tenant):
                     print(f"  copied {end}/{len(rows.tenant)} rows ({watch.ms / 1000:.0f} s)", flush=True)
         raw.commit()
-    now = timezone.now()
-    constants = {
-        "embedding_model": embedder.name, "embedding_version": embedder.version, "answer": ANSWER,
-        "citations": json.dumps(CITATIONS), "intent": "howto", "signature": json.dumps({"numbers": [], "negated": False}),
-        "exact_key": "", "model": "bench-model", "model_revision": "bench", "policy_version": 1,
-        "retrieval_version": "bench", "source": "generated", "created_at": now,
-        "expires_at": now + timedelta(days=30), "hit_count": 0,
-    }
     copied = ["id", "tenant_id", "locale", "prompt_version", "status", "question", "embedding"]
-    columns = [f.column for f in SemanticEntry._meta.concrete_fields]
-    unknown = [c for c in columns if c not in copied and c not in constants and c not in ("normalized_question",)]
+    constants = entry_columns(embedder, entry_vectors[0], set(copied) | {"normalized_question"})
     select = copied + ["lower(question) || ' #' || id"] + ["%s"] * len(constants)
     with connection.cursor() as cursor:
         cursor.execute(f'INSERT INTO "{table}" ({", ".join(copied + ["normalized_question", *constants])}) '
                        f'SELECT {", ".join(select)} FROM "{staging}"', list(constants.values()))
         cursor.execute(f'DROP TABLE "{staging}"')
         cursor.execute(f'ANALYZE "{table}"')
-    if unknown:  # columns added since this bench was written keep their defaults
-        print(f"  columns left to their defaults: {', '.join(unknown)}")
     return watch.ms / 1000
+
+
+def entry_columns(embedder, vector: np.ndarray, per_row: set[str]) -> dict[str, object]:
+    """``{column: database value}`` of every column but ``per_row``, from the entry the semantic layer
+    itself would store (``SemanticLayer.entry_new``) for a scratch scope, prepared as Django's insert
+    prepares it (``pre_save``, then ``get_db_prep_save``): a column a migration adds reaches the bench
+    with the layer's own value or the model's default."""
+    answer = CachedAnswer(answer=ANSWER, citations=CITATIONS, intent="howto", created=time.time(), model="bench-model",
+                          prompt_version=PROMPT_VERSION, source_request="bench")
+    entry = semantic_layer.entry_new(scope_for(0, "en", embedder), question="How do I change my password?",
+                                     normalized_question="how do i change my password", vector=vector,
+                                     answer=answer, exact_key="")
+    return {f.column: f.get_db_prep_save(f.pre_save(entry, add=True), connection)
+            for f in SemanticEntry._meta.concrete_fields if f.column not in per_row and not f.primary_key}
 
 
 def index_sql(index, table: str, name: str) -> str:

@@ -227,14 +227,12 @@ class SemanticLayer:
         for n, pks in by_count.items():
             SemanticEntry.objects.filter(pk__in=pks).update(hit_count=F("hit_count") + n, last_hit_at=now)
 
-    @transaction.atomic
-    def store(self, scope: SemanticScope, *, question: str, normalized_question: str, vector: np.ndarray,
-              answer: CachedAnswer, exact_key: str, source=SemanticEntry.Source.GENERATED,
-              source_ask=None) -> SemanticEntry:
-        # One live entry per normalised question in a scope: the newest verified answer wins.
-        SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE, normalized_question=normalized_question,
-                                     **scope.filters()).update(status=SemanticEntry.Status.RETIRED)
-        entry = SemanticEntry.objects.create(
+    def entry_new(self, scope: SemanticScope, *, question: str, normalized_question: str, vector: np.ndarray,
+                  answer: CachedAnswer, exact_key: str, source=SemanticEntry.Source.GENERATED,
+                  source_ask=None) -> SemanticEntry:
+        """The entry ``store`` writes, not yet saved (``bench.semantic_scale`` builds its rows from it,
+        so a new column reaches the bench by itself)."""
+        return SemanticEntry(
             tenant_id=scope.tenant_id, locale=scope.locale, question=question,
             normalized_question=normalized_question, embedding=vector, embedding_model=scope.embedding_model,
             embedding_version=scope.embedding_version, answer=answer.answer, citations=answer.citations,
@@ -244,6 +242,17 @@ class SemanticLayer:
             policy_version=scope.policy_version, retrieval_version=scope.retrieval_version, source=source,
             source_ask=source_ask, expires_at=timezone.now() + timedelta(seconds=settings.SEMANTIC_CACHE_TTL_S),
         )
+
+    @transaction.atomic
+    def store(self, scope: SemanticScope, *, question: str, normalized_question: str, vector: np.ndarray,
+              answer: CachedAnswer, exact_key: str, source=SemanticEntry.Source.GENERATED,
+              source_ask=None) -> SemanticEntry:
+        # One live entry per normalised question in a scope: the newest verified answer wins.
+        SemanticEntry.objects.filter(status=SemanticEntry.Status.ACTIVE, normalized_question=normalized_question,
+                                     **scope.filters()).update(status=SemanticEntry.Status.RETIRED)
+        entry = self.entry_new(scope, question=question, normalized_question=normalized_question, vector=vector,
+                               answer=answer, exact_key=exact_key, source=source, source_ask=source_ask)
+        entry.save(force_insert=True)
         EntryCitation.objects.bulk_create([
             EntryCitation(entry=entry, article_id=c["article_pk"], version=c["version"]) for c in answer.citations
         ])
