@@ -1,7 +1,7 @@
 """The semantic cache at hosted scale: a million entries over a thousand tenants, three index designs.
 
     .venv/bin/python -m bench.semantic_scale [--entries 1000000] [--tenants 1000] [--data ../shared/data]
-        [--queries 200] [--designs global,partial,partitioned] [--partitions 16] [--partial-min-rows 2000]
+        [--queries 200] [--designs global,partial,partitioned] [--partitions 16] [--partial-min-rows 2000] [--pool N]
 
 Entries are spread over the tenants with a Zipf skew (tenant of rank r holds a share proportional to
 1/r: at 1M over 1,000 tenants the largest holds ~134,000 entries and the smallest ~134), in two
@@ -529,6 +529,8 @@ def main(argv=None) -> int:
     parser.add_argument("--query-noise", type=float, default=0.2, help="norm of the noise added to query vectors")
     parser.add_argument("--maintenance-work-mem", default="", help="for index builds (default: enough for the graph)")
     parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--pool", type=int, default=0,
+                        help="use only the first N questions of each pool (0: all; a small N for a smoke run)")
     args = parser.parse_args(argv)
     designs = [d for d in args.designs.split(",") if d]
     try:
@@ -549,6 +551,8 @@ def main(argv=None) -> int:
     ensure_schema()
     embedder = get_embedder()
     entry_texts, query_texts = question_pools(args.data)
+    if args.pool:  # a smoke run: the first questions of each pool, embedded in seconds
+        entry_texts, query_texts = entry_texts[: args.pool], query_texts[: args.pool]
     print(f"questions: {len(entry_texts)} for entries, {len(query_texts)} held out for queries (from {args.data})",
           flush=True)
     vectors = embeddings(entry_texts + query_texts)
