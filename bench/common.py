@@ -22,7 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = ROOT / "var" / "bench"
+# BENCH_RESULTS_DIR: elsewhere (the smoke tests run every benchmark tiny, and must not overwrite real results)
+RESULTS_DIR = Path(os.environ.get("BENCH_RESULTS_DIR") or ROOT / "var" / "bench")
 SCRATCH_PREFIX = "bench-"  # every scratch tenant's slug starts with this, then a run id
 
 

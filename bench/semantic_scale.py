@@ -139,7 +139,7 @@ def embeddings(texts: list[str]) -> np.ndarray:
     out = np.concatenate(parts)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     np.save(path, out)
-    print(f"  kept in {path.relative_to(ROOT)}", flush=True)
+    print(f"  kept in {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}", flush=True)
     return out
 
 
