@@ -27,6 +27,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
                        ["entries", "tenants", "design", "p50_ms_large", "p50_ms_small", "recall_at_1_small", "build_s"]),
     "hit_path_overhead": (["--iterations", "200"], [
         "exact_hit_us", "metrics_us", "tracing_off_us", "tracing_on_us", "cachetools_us", "localcache_us", "dict_us"]),
+    "reembed": (["--articles", "20", "--sections", "3", "--changed-sections", "1", "--changed-share", "0.1",
+                 "--trials", "2"], ["chunks", "changed_chunks", "embed_calls", "incremental_over_full", "purge_p50_s"]),
 }
 
 # Benchmarks without a tiny size yet (the run is minutes at its smallest, or needs a model server or a
@@ -37,14 +39,13 @@ NOT_YET_TINY: dict[str, str] = {
     "cache_latency": "starts gunicorn and a 100k-entry table; needs a tiny --entries/--parts run verified",
     "cluster_failover": "starts a three-primary Redis Cluster and kills a node; --duration below 120 s not verified",
     "fleet": "starts web processes, Celery and the model; no tiny size verified",
-    "guards_eval": "--quick still embeds every pair set; not timed",
+    "guards_eval": "reads the shared eval folder beside the checkout (ASK_SHARED_DIR elsewhere); --quick not timed",
     "judge_eval": "trains folds of the judge (minutes)",
     "judge_replay": "needs the built judge artefact",
     "judge_verifier": "needs the model server",
     "knowledge_change": "no size flag for the question set",
     "load_faults": "minutes of load by design (--duration >= 180 s for the record)",
     "prefix_reuse": "needs the embedded model",
-    "reembed": "--articles/--trials tiny run not verified",
     "retrieval_recall": "no size flag for the question files",
 }
 
