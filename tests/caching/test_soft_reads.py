@@ -100,3 +100,17 @@ def test_the_judge_alone_never_serves_a_read_only_question(learned):
     assert not refused.serve and refused.reason.startswith("new question ineligible: action")
     strict = guards.judge(SOFT, cached, 0.9, judge_serves=True, soft_reads=True)
     assert strict.serve and strict.reason.startswith("strict match, no veto")
+
+
+@pytest.mark.parametrize("question", ["Rotate my API key.", "Which plan am I on?", "Do I still have access to the beta?"])
+def test_an_imperative_or_a_state_question_neither_reads_the_how_to_nor_is_stored(acme, question):
+    """"Rotate my API key." asks us to act, "which plan am I on?" depends on who asks: neither reads the
+    general answer to a question about the same thing, and neither is stored for the next asker."""
+    asker = pipeline.Asker(acme, "en", None)
+    assert offer(asker, "How do I rotate my API key?").admitted
+    assert offer(asker, "Which plans are there?").admitted
+    state, served = cached_lookup(asker, question)
+    assert served is None and decision(state, "semantic").disposition == "bypass"
+    refused = offer(asker, question, "Done [1].")
+    assert not refused.admitted and decided(refused, "admission").reason.startswith("ineligible:")
+    assert not SemanticEntry.objects.filter(tenant=acme, question=question).exists()
