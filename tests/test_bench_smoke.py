@@ -76,11 +76,13 @@ def test_summary_keys_reads_only_the_last_line():
 def test_a_benchmark_runs_tiny_and_ends_with_its_documented_keys(name, tmp_path):
     args, keys = SMOKE[name]
     env = {**os.environ, "BENCH_RESULTS_DIR": str(tmp_path)}
+    real = ROOT / "var" / "bench" / f"{name}.json"
+    before = real.stat().st_mtime_ns if real.exists() else None
     started = time.perf_counter()
     run = subprocess.run([sys.executable, "-m", f"bench.{name}", *args], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=TIMEOUT_S)
     assert run.returncode == 0, f"bench.{name} exited {run.returncode}:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     missing = set(keys) - summary_keys(run.stdout)
     assert not missing, f"bench.{name}'s last line lacks {sorted(missing)}:\n{run.stdout[-1000:]}"
-    assert (tmp_path / f"{name}.json").exists()  # its figures went to the scratch folder, not var/bench
+    assert (real.stat().st_mtime_ns if real.exists() else None) == before  # the real results are untouched
     print(f"bench.{name} smoke run: {time.perf_counter() - started:.0f} s")
