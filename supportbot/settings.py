@@ -213,6 +213,15 @@ ASK_EXTRACT_MAX_CHARS = env.int("ASK_EXTRACT_MAX_CHARS", default=600)
 # Below this score (cosine similarity to the question, plus its words found and the answer-type bonus)
 # no sentence of the passages answers the question: "not covered".
 ASK_EXTRACT_MIN_SIMILARITY = env.float("ASK_EXTRACT_MIN_SIMILARITY", default=0.35)
+# Answerability (supportbot/answerability/): decide before answering whether a passage answers the question;
+# off, every question with an evidence passage is answered as before.
+ANSWERABILITY_CHECK = env.bool("ANSWERABILITY_CHECK", default=True)
+# The answerability model's artefact (logistic regression and per-locale thresholds), rebuilt by
+# `manage.py train_answerability`; re-read when the file changes.
+ANSWERABILITY_MODEL = env.str("ANSWERABILITY_MODEL", default=str(BASE_DIR / "supportbot" / "answerability" / "model.json"))
+# Content gaps staff page: handed-off questions this similar (cosine) are one group; at most this many asks are read.
+CONTENT_GAP_SIMILARITY = env.float("CONTENT_GAP_SIMILARITY", default=0.75)
+CONTENT_GAP_MAX_ASKS = env.int("CONTENT_GAP_MAX_ASKS", default=500)
 # Admission: below this cosine similarity between question and answer, the answer is to another question.
 ADMISSION_MIN_RELEVANCE = env.float("ADMISSION_MIN_RELEVANCE", default=0.25)
 # Trust in the generator at admission: "low" caches only answers whose every sentence restates one passage
