@@ -31,9 +31,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from sklearn.linear_model import LogisticRegression
 
+from caching.layers import exact_layer, search_layer
+from core.cachelayer import CacheScope
+from core.models import Tenant
+from ingestion.services import ingest_directory
+from retrieval.embeddings import embed_texts
+from retrieval.generations import query_embedder
+from retrieval.services import active_generation_cached, index_sync
+from retrieval.subject import subject_of
+from supportbot import pipeline
 from supportbot.answerability import data
 from supportbot.answerability.features import NAMES, pair_features, unit_similarities
+from supportbot.services import TENANT_FIELDS
 
 TARGET_ANSWERABLE_REFUSED = 0.02
 PASSAGES_PER_NEGATIVE = 2
@@ -80,12 +91,6 @@ def swap_subject(question: str, locale: str, rng: random.Random) -> str | None:
 
 def ask(tenant, question: data.Question) -> Asked:
     """Retrieve as the pipeline does and compute each passage's features."""
-    from retrieval.embeddings import embed_texts
-    from retrieval.generations import query_embedder
-    from retrieval.services import active_generation_cached
-    from retrieval.subject import subject_of
-    from supportbot import pipeline
-
     state = pipeline.start(pipeline.Asker(tenant, question.locale), question.question, streamed=False)
     pipeline.check_eligibility(state)
     pipeline.retrieve(state)
@@ -122,8 +127,6 @@ def examples(asked: list[Asked]) -> tuple[np.ndarray, np.ndarray, list[str]]:
 
 
 def fit_rows(X: np.ndarray, y: np.ndarray):
-    from sklearn.linear_model import LogisticRegression
-
     mean, scale = X.mean(axis=0), X.std(axis=0)
     scale[scale == 0] = 1.0
     clf = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit((X - mean) / scale, y)
@@ -224,11 +227,6 @@ class scratch_knowledge_base:
         self.root, self.run, self.tenants = root, f"{label}-{format(random.getrandbits(24), '06x')}", {}
 
     def __enter__(self) -> dict:
-        from core.models import Tenant
-        from ingestion.services import ingest_directory
-        from retrieval.services import index_sync
-        from supportbot.services import TENANT_FIELDS
-
         for row in json.loads((self.root / "tenants.json").read_text()):
             tenant = Tenant.objects.create(slug=f"{self.run}-{row['slug']}"[:50],
                                            **{k: row[k] for k in TENANT_FIELDS})
@@ -240,10 +238,6 @@ class scratch_knowledge_base:
         return self.tenants
 
     def __exit__(self, *exc) -> None:
-        from caching.layers import exact_layer, search_layer
-        from core.cachelayer import CacheScope
-        from core.models import Tenant
-
         for tenant in self.tenants.values():
             for layer in (exact_layer, search_layer):
                 layer.purge_scope(CacheScope(tenant.pk, tenant.slug))
