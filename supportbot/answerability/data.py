@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.conf import settings
@@ -65,7 +65,8 @@ def kb_questions(root: Path) -> list[Question]:
                 q = json.loads(line)
                 out.append(Question(q["tenant"], q["locale"], q["question"], False, (), UNANSWERABLE_FILE, q["class"],
                                     q["split"] != "dev"))
-    return out
+    held = {q.question for q in out if q.held_out}  # a question in two files (or of two tenants) is held out in both
+    return [replace(q, held_out=True) if q.question in held and not q.held_out else q for q in out]
 
 
 def clinc_oos(scopes: list[tuple[str, str]], *, train_limit: int | None = None,

@@ -40,7 +40,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         return Verdict(True, 1.0, 0.0, passages[0].chunk_id, f"not checked: {exc}"[:300],
                        passing=frozenset(p.chunk_id for p in passages))
     subject = subject_of(generation, tenant_id, locale, question, [p.chunk_id for p in passages])
-    rows = pair_features(passages, subject, unit_similarities(passages, vector, embed), locale)
+    rows = pair_features(passages, subject, unit_similarities(passages, vector, embed), locale, question)
     probabilities = model.probabilities(rows)
     best = int(np.argmax(probabilities))
     p, threshold = float(probabilities[best]), model.threshold(locale)

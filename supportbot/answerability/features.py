@@ -7,6 +7,7 @@ embedded as the extractive answerer embeds them, so they are read back, not comp
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -15,8 +16,23 @@ from retrieval.subject import Subject
 from supportbot.answerers.extractive import section_of, split_units
 
 NAMES = ("similarity", "best_unit", "coverage", "unseen", "missing", "terms", "rank", "gap",
-         "de", "de_best_unit", "de_coverage")
+         "named_unseen", "named_missing", "de", "de_best_unit", "de_coverage")
 MAX_TERMS = 8
+_WORD = re.compile(r"[^\W\d_][\w-]*", re.U)
+_FOLD = str.maketrans({"ä": "a", "ö": "o", "ü": "u", "ß": "ss"})
+
+
+def named_terms(question: str, terms) -> set[str]:
+    """The terms of the question's capitalised words after its first: names in English ("Chicago",
+    "Android"), and nouns too in German ("Studentenrabatt", "Hochzeit"). A term is a word's stem, so it
+    is matched as a prefix of the word (umlauts folded)."""
+    named = set()
+    for word in _WORD.findall(question)[1:]:
+        if not word[:1].isupper():
+            continue
+        folded = word.casefold().translate(_FOLD)
+        named.update(t for t in terms if folded.startswith(t.translate(_FOLD)))
+    return named
 
 
 def unit_similarities(passages: Sequence, vector: np.ndarray, embed: Callable[[list[str]], np.ndarray]) -> list[float]:
@@ -36,17 +52,22 @@ def unit_similarities(passages: Sequence, vector: np.ndarray, embed: Callable[[l
     return best
 
 
-def pair_features(passages: Sequence, subject: Subject, units: list[float], locale: str) -> np.ndarray:
+def pair_features(passages: Sequence, subject: Subject, units: list[float], locale: str, question: str) -> np.ndarray:
     """One row of ``NAMES`` per passage."""
     if not passages:
         return np.zeros((0, len(NAMES)), dtype=np.float32)
     best = max(float(p.similarity) for p in passages)
     unseen = subject.unseen_share()
+    total = subject.total or 1.0
+    named = named_terms(question, subject.terms)
+    named_unseen = sum(subject.weights[t] for t in named & set(subject.unseen())) / total
     de = 1.0 if locale == "de" else 0.0
     rows = []
     for rank, (p, unit) in enumerate(zip(passages, units)):
         coverage = subject.coverage(p.chunk_id)
+        have = subject.present.get(p.chunk_id, frozenset())
+        named_missing = sum(subject.weights[t] for t in named - have) / total
         rows.append([float(p.similarity), unit, coverage, unseen, subject.uncovered_weight(p.chunk_id),
                      min(len(subject.terms), MAX_TERMS) / MAX_TERMS, rank / max(1, len(passages)),
-                     best - float(p.similarity), de, de * unit, de * coverage])
+                     best - float(p.similarity), named_unseen, named_missing, de, de * unit, de * coverage])
     return np.asarray(rows, dtype=np.float32)
