@@ -15,7 +15,7 @@ import numpy as np
 from retrieval.subject import Subject
 from supportbot.answerers.extractive import section_of, split_units
 
-NAMES = ("similarity", "best_unit", "coverage", "unseen", "missing", "terms", "rank", "gap",
+NAMES = ("similarity", "best_unit", "coverage", "unseen", "missing", "terms", "gap",
          "named_unseen", "named_missing", "de", "de_best_unit", "de_coverage")
 MAX_TERMS = 8
 _WORD = re.compile(r"[^\W\d_][\w-]*", re.U)
@@ -63,11 +63,12 @@ def pair_features(passages: Sequence, subject: Subject, units: list[float], loca
     named_unseen = sum(subject.weights[t] for t in named & set(subject.unseen())) / total
     de = 1.0 if locale == "de" else 0.0
     rows = []
-    for rank, (p, unit) in enumerate(zip(passages, units)):
+    for p, unit in zip(passages, units):
         coverage = subject.coverage(p.chunk_id)
         have = subject.present.get(p.chunk_id, frozenset())
-        named_missing = sum(subject.weights[t] for t in named - have) / total
+        exact = subject.present_exact.get(p.chunk_id, have)
+        # a name the passage has only through a compound part ("Rabatt" of "Studentenrabatt") is half missing
+        named_missing = sum(subject.weights[t] * (1.0 if t not in have else 0.5) for t in named - exact) / total
         rows.append([float(p.similarity), unit, coverage, unseen, subject.uncovered_weight(p.chunk_id),
-                     min(len(subject.terms), MAX_TERMS) / MAX_TERMS, rank / max(1, len(passages)),
-                     best - float(p.similarity), named_unseen, named_missing, de, de * unit, de * coverage])
+                     min(len(subject.terms), MAX_TERMS) / MAX_TERMS, best - float(p.similarity), named_unseen, named_missing, de, de * unit, de * coverage])
     return np.asarray(rows, dtype=np.float32)

@@ -8,7 +8,7 @@ question goes through the pipeline's own retrieval, and each retrieved passage b
 
 - positives: the knowledge base's answerable questions (``data.kb_questions``, not held out) with the
   passage of their article that is most like them;
-- negatives: the same questions with the best passage of another article; the same questions with their
+- negatives: the same questions with the passages of other articles; the same questions with their
   subject swapped for one the knowledge base never mentions ("How long does shipping to Canada take?"
   -> "How long does karaoke to Canada take?") or narrowed by a modifier it never mentions ("Do you offer
   a karaoke discount?", "Saunarabatt"), with all their passages; the ``dev`` classes of
@@ -48,7 +48,6 @@ from supportbot.answerability.features import NAMES, pair_features, unit_similar
 from supportbot.services import TENANT_FIELDS
 
 TARGET_ANSWERABLE_REFUSED = 0.025
-PASSAGES_PER_NEGATIVE = 2
 FOLDS = 5
 SEED = 7
 # Subjects no demo article mentions, and none of unanswerable.jsonl's held-out classes asks about.
@@ -137,10 +136,10 @@ def examples(asked: list[Asked]) -> tuple[np.ndarray, np.ndarray, list[str]]:
             if own:
                 best = max(own, key=lambda i: a.rows[i, NAMES.index("best_unit")])
                 X.append(a.rows[best]), y.append(1), groups.append(a.group)
-            if other:
-                X.append(a.rows[other[0]]), y.append(0), groups.append(a.group)
+            for i in other:  # every passage is scored when a question is asked: every one is an example
+                X.append(a.rows[i]), y.append(0), groups.append(a.group)
         else:
-            for row in a.rows[:PASSAGES_PER_NEGATIVE]:
+            for row in a.rows:
                 X.append(row), y.append(0), groups.append(a.group)
     return np.asarray(X, dtype=np.float64), np.asarray(y), groups
 
