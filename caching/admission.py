@@ -65,7 +65,16 @@ def evidence_of(state) -> Evidence:
     return Evidence(question=state.question, answer=state.answer, locale=state.asker.locale,
                     passages_text="\n".join(f"{p.title}\n{p.heading}\n{p.text}" for p in passages),
                     known_names=state.asker.tenant.name, tenant_slug=state.asker.tenant.slug,
-                    trust=generation_trust())
+                    trust=generation_trust(), answerable=cites_answering_passage(state))
+
+
+def cites_answering_passage(state) -> bool | None:
+    """Whether an article the answer cites has a passage that passed the answerability check (None: not checked)."""
+    verdict = getattr(state, "answerability", None)
+    if verdict is None:
+        return None
+    answering = {state.article_pks.get(chunk) for chunk in verdict.passing}
+    return verdict.answerable and any(c["article_pk"] in answering for c in state.citations)
 
 
 def generation_trust() -> str:

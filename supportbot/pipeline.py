@@ -17,7 +17,7 @@ import logging
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from django.conf import settings
@@ -43,7 +43,7 @@ from retrieval.embeddings import EmbedStats, embed_texts, question_scope
 from retrieval.generations import GenerationMismatch, query_embedder
 from retrieval.search import SearchHit, index_version, search_hybrid, search_version
 from retrieval.services import active_generation_cached
-from supportbot import tracing
+from supportbot import answerability, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
 from supportbot.hit_sampling import DecisionRef
 from supportbot.questions import AskRejected, clean_question, normalize_question
@@ -79,6 +79,7 @@ class AskOutcome:
     handoff: str = ""
     decisions: list[dict] = field(default_factory=list)
     answerer: str = ""  # "extractive" (quoted help-centre text) | "model"
+    related: list[dict] = field(default_factory=list)  # a hand-off's related articles: links, not the answer
 
     def to_api(self, *, timing_breakdown: bool = False) -> dict:
         """What the caller sees: the served layer only, never a decision's reason (a guard's reason
@@ -93,6 +94,7 @@ class AskOutcome:
             "model": self.model,
             "answerer": self.answerer,
             "handoff": self.handoff,
+            "related": [{k: r[k] for k in ("article_id", "title", "url")} for r in self.related],
             "timings_ms": self.timings_ms if timing_breakdown else {"total": self.timings_ms.get("total")},
         }
 
@@ -129,6 +131,8 @@ class AskState:
     error: str = ""
     admitted: bool = False
     covered: bool = True
+    answerability: answerability.Verdict | None = None  # whether a passage answers the question
+    related: list[dict] = field(default_factory=list)
     trace: object = None  # the Ask's span while tracing is on (supportbot.tracing)
 
     def lap(self, name: str, since: float) -> None:
@@ -389,8 +393,13 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
     if state.vector is None:  # a search-cache hit with the semantic cache off: the answerer may need it
         state.vector = embed_question(state)
     embedder = query_embedder(cached=True)
+    passages = check_answerable(state)
+    if not passages:
+        not_covered(state, state.answerability.reason)
+        yield "delta", state.answer
+        return
     request = AnswerRequest(
-        tenant_slug=tenant.slug, tenant_prompt=tenant_prompt(tenant), passages=state.passages,
+        tenant_slug=tenant.slug, tenant_prompt=tenant_prompt(tenant), passages=passages,
         question=state.question, question_vector=state.vector,
         embed=lambda texts: embed_texts(texts, embedder=embedder),
         assist_answer=state.assist.answer if state.assist else None,
@@ -427,6 +436,26 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
     state.answer = answer.text
     state.citations = unique_citations(citation(p, state.article_pks[p.chunk_id]) for p in answer.citations)
     state.cited_explicitly = answer.cited_explicitly
+
+
+@tracing.step("answerability")
+def check_answerable(state: AskState) -> list[Passage]:
+    """Whether a passage answers the question, before any answer is written (``supportbot.answerability``):
+    the passages the answerer may use (those of the articles whose passage answers it), or none."""
+    if not settings.ANSWERABILITY_CHECK:
+        return state.passages
+    t = time.perf_counter()
+    embedder = query_embedder(cached=True)
+    state.answerability = verdict = answerability.assess(
+        generation=active_generation_cached(), tenant_id=state.asker.tenant.pk, locale=state.asker.locale,
+        question=state.question, vector=state.vector, passages=state.passages,
+        embed=lambda texts: embed_texts(texts, embedder=embedder))
+    state.lap("answerability", t)
+    if not verdict.answerable:
+        return []
+    articles = {p.article_id for p in state.passages if p.chunk_id in verdict.passing}
+    kept = [p for p in state.passages if p.article_id in articles]
+    return [replace(p, number=i) for i, p in enumerate(kept, start=1)]  # numbered [1]..[n] as the answerer shows them
 
 
 @tracing.step("admission")
@@ -560,7 +589,7 @@ def outcome(state: AskState) -> AskOutcome:
         layer=state.layer, reason=state.reason or cache_reason(state),
         model=(state.served.model if state.served else state.spec.model) if state.spec else "",
         answerer=state.spec.answerer if state.spec else "",
-        timings_ms=state.timings, handoff=handoff(state),
+        timings_ms=state.timings, handoff=handoff(state), related=state.related,
         decisions=[{"layer": d.layer, "disposition": d.disposition, "reason": d.reason} for d in state.layers],
     )
 
@@ -580,6 +609,7 @@ def not_covered(state: AskState, why: str) -> None:
     state.status, state.reason = AskEvent.Status.NOT_COVERED, why
     state.answer, state.citations = NOT_COVERED, []
     state.covered = False
+    state.related = answerability.related_articles(state.passages)
 
 
 def handoff(state: AskState) -> str:

@@ -213,6 +213,16 @@ ASK_EXTRACT_MAX_CHARS = env.int("ASK_EXTRACT_MAX_CHARS", default=600)
 # Below this score (cosine similarity to the question, plus its words found and the answer-type bonus)
 # no sentence of the passages answers the question: "not covered".
 ASK_EXTRACT_MIN_SIMILARITY = env.float("ASK_EXTRACT_MIN_SIMILARITY", default=0.35)
+# Answerability (supportbot/answerability/): decide before answering whether a passage answers the question;
+# off, every question with an evidence passage is answered as before.
+ANSWERABILITY_CHECK = env.bool("ANSWERABILITY_CHECK", default=True)
+# The answerability model's artefact (logistic regression and per-locale thresholds), rebuilt by
+# `manage.py train_answerability`; re-read when the file changes.
+ANSWERABILITY_MODEL = env.path("ANSWERABILITY_MODEL", default=BASE_DIR / "supportbot" / "answerability" / "model.json")
+# Content gaps staff page: handed-off questions at least this similar (embedding cosine) are one group.
+CONTENT_GAP_SIMILARITY = env.float("CONTENT_GAP_SIMILARITY", default=0.75)
+# Content gaps staff page: at most this many of the latest handed-off Asks of a tenant and locale are read.
+CONTENT_GAP_MAX_ASKS = env.int("CONTENT_GAP_MAX_ASKS", default=500)
 # Admission: below this cosine similarity between question and answer, the answer is to another question.
 ADMISSION_MIN_RELEVANCE = env.float("ADMISSION_MIN_RELEVANCE", default=0.25)
 # Trust in the generator at admission: "low" caches only answers whose every sentence restates one passage

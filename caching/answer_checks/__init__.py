@@ -5,9 +5,11 @@ code and a detail, or passing: ``facts`` (every number, duration, amount, percen
 is in the cited passages), ``context`` (each is where the passages say it of the same thing, and a
 range is a range of the passages), ``polarity`` (a yes or no agrees with the passages), ``degenerate``
 (loops, repeated sentences, prompt scaffolding, an answer stating nothing), ``grounding`` (from a generator
-of low trust, every sentence restates one passage sentence near-verbatim) and ``relevance`` (the answer is to this
-question). ``text`` holds the word and sentence helpers they share with the extractive answerer.
+of low trust, every sentence restates one passage sentence near-verbatim), ``relevance`` (the answer is to this
+question) and ``answerable`` (a cited passage passed the answerability check: ``not_answerable``). ``text``
+holds the word and sentence helpers they share with the extractive answerer.
 """
+from caching.answer_checks.answerable import AnswerableCheck
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import FactContextCheck
 from caching.answer_checks.degenerate import DegenerateCheck
@@ -17,7 +19,7 @@ from caching.answer_checks.polarity import PolarityCheck
 from caching.answer_checks.relevance import RelevanceCheck
 
 # Cheapest first: the relevance check embeds the answer.
-CHECKS: tuple[AnswerCheck, ...] = (DegenerateCheck(), FactsCheck(), FactContextCheck(), LowTrustGroundingCheck(),
-                                   PolarityCheck(), RelevanceCheck())
+CHECKS: tuple[AnswerCheck, ...] = (AnswerableCheck(), DegenerateCheck(), FactsCheck(), FactContextCheck(),
+                                   LowTrustGroundingCheck(), PolarityCheck(), RelevanceCheck())
 
 __all__ = ["AnswerCheck", "CHECKS", "Evidence", "Refusal"]

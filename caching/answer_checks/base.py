@@ -14,6 +14,9 @@ class Evidence:
     known_names: str = ""  # names the answer may use without a passage: the tenant's own name
     tenant_slug: str = ""
     trust: str = "standard"  # of the generator that wrote the answer: "low" | "standard" (grounding)
+    # whether a passage the answer cites passed the answerability check before the answer was written
+    # (supportbot.answerability); None when no check ran
+    answerable: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -13,4 +13,5 @@ urlpatterns = [
     path("calibration/", views.calibration_page, name="calibration"),
     path("calibration/apply", views.threshold_apply, name="threshold-apply"),
     path("calibration/judge/<slug:tenant>", views.judge_recalibrate, name="judge-recalibrate"),
+    path("gaps/", views.content_gaps_page, name="gaps"),
 ]

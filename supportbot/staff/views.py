@@ -30,7 +30,7 @@ from supportbot.review import REASON_KEYS, ReviewError, label_sample, next_sampl
 from caching.rollups import floor_hour
 from caching.thresholds import judge_threshold
 from core.models import Tenant
-from supportbot.staff import charts, selectors
+from supportbot.staff import charts, gaps, selectors
 from supportbot.staff.services import semantic_mode_set
 from core.tenancy import scoped_object_or_404, tenant_scope
 
@@ -394,3 +394,21 @@ def threshold_apply(request):
     else:
         messages.success(request, f"{intent}: threshold {row.value:.2f} in force as version {row.version}.")
     return redirect(reverse("staff:calibration"))
+
+
+# --------------------------------------------------------------------------- content gaps
+
+@staff_view("caching.view_askevent")
+def content_gaps_page(request):
+    """The questions handed off as not covered, per tenant and locale, grouped and ranked (``gaps``)."""
+    period = _period(request)
+    tenants = list(tenant_scope(request.user).tenants())
+    tenant = next((t for t in tenants if t.slug == request.GET.get("tenant")), tenants[0] if tenants else None)
+    locale = request.GET.get("locale") or (tenant.default_locale if tenant else "")
+    if tenant is not None and locale not in tenant.locales:
+        return HttpResponseBadRequest(f"locale must be one of {sorted(tenant.locales)}")
+    found = gaps.content_gaps(tenant.pk, locale, period["start"], period["end"]) if tenant else []
+    return _page(request, "admin/ask/gaps.html", {
+        **period, "tenants": tenants, "tenant": tenant, "locale": locale, "gaps": found,
+        "asked": sum(g.asked for g in found), "ranges": list(RANGES) + ["custom"],
+    }, "Content gaps")

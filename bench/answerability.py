@@ -1,0 +1,135 @@
+"""Answerability on held-out data: questions the help centre does not answer handed off, answerable ones not.
+
+    .venv/bin/python -m bench.answerability [--oos N] [--split holdout|dev] [--json out.json]
+
+The knowledge base is loaded into scratch tenants of the run's own (deleted at the end) with a Redis of
+its own. Every question goes through the pipeline's own steps up to the answerer (``start``,
+``check_eligibility``, ``retrieve``, ``check_answerable``): it is *refused* (handed off as not covered)
+when no passage is evidence or when the answerability check passes none (``supportbot.answerability``
+with the committed artefact, ``ANSWERABILITY_MODEL``). The answerer itself never runs: the extractive
+answerer's own "not covered" is left out, so the figures are the check's alone.
+
+The held-out data (``supportbot.answerability.data``), never trained or calibrated on:
+
+- ``unanswerable``: the ``holdout`` classes of ``kb/unanswerable.jsonl`` (service, platform,
+  specification, company) and the retrieval set's off-topic ``test`` questions;
+- ``answerable``: the German holdout files, the retrieval set's ``test`` split and the questions of
+  ``kb/questions.jsonl`` whose article is in the held-out fold;
+- ``oos``: CLINC150's ``oos_test`` queries (the first ``--oos`` of them; 1,000 at most) asked of each
+  demo tenant and locale (English queries of the German help centre too).
+
+``--split dev`` reports the training side instead (in-sample: the model was fitted and calibrated there).
+
+Ends with one line: ``questions=… unanswerable_refused_en=… answerable_refused_en=… oos_refused_en=…
+unanswerable_refused_de=… answerable_refused_de=… oos_refused_de=… unanswerable_refused=… answerable_refused=…
+oos_refused=…``
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+
+from bench.common import bench_result, ensure_schema, scratch_tenants, setup
+
+
+def refused(tenant, question: str, locale: str) -> tuple[bool, str]:
+    """Whether the pipeline hands the question off before any answer is written, and why."""
+    from supportbot import pipeline
+
+    state = pipeline.start(pipeline.Asker(tenant, locale), question, streamed=False)
+    pipeline.check_eligibility(state)
+    pipeline.retrieve(state)
+    if not state.passages:
+        return True, "no passage similar enough"
+    if state.vector is None:
+        state.vector = pipeline.embed_question(state)
+    if not pipeline.check_answerable(state):
+        return True, state.answerability.reason
+    return False, state.answerability.reason if state.answerability else "not checked"
+
+
+def rate(rows: list[dict], kind: str, locale: str | None = None) -> float | None:
+    rs = [r for r in rows if r["kind"] == kind and (locale is None or r["locale"] == locale)]
+    return sum(r["refused"] for r in rs) / len(rs) if rs else None
+
+
+def fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--oos", type=int, default=200, help="CLINC150 oos_test queries per tenant and locale")
+    parser.add_argument("--split", choices=("holdout", "dev"), default="holdout")
+    parser.add_argument("--json", help="write every question's outcome here")
+    args = parser.parse_args()
+    setup(private_redis=True)
+    ensure_schema()
+    from supportbot.answerability import data
+    from supportbot.answerability.model import current_model
+    from bench.answer_quality import demo_copy
+    from supportbot.services import demo_dir
+
+    held = args.split == "holdout"
+    root = demo_dir()
+    print(f"answerability model {current_model().version}, thresholds {current_model().thresholds}", flush=True)
+    with scratch_tenants("answerability") as scratch:
+        t = time.perf_counter()
+        tenants = demo_copy(scratch)
+        print(f"knowledge base loaded into scratch tenants in {time.perf_counter() - t:.1f}s", flush=True)
+        scopes = [(slug, locale) for slug, tenant in tenants.items() for locale in tenant.locales]
+        questions = [q for q in data.kb_questions(root) if q.held_out == held]
+        oos = [q for q in data.clinc_oos(scopes, train_limit=0 if held else args.oos, test_limit=args.oos if held else 0)
+               if q.held_out == held]
+        rows = []
+        t = time.perf_counter()
+        for q in questions + oos:
+            no, why = refused(tenants[q.tenant], q.question, q.locale)
+            kind = "oos" if q.source == "clinc150" else ("answerable" if q.answerable else "unanswerable")
+            rows.append({"tenant": q.tenant, "locale": q.locale, "kind": kind, "class": q.kind, "source": q.source,
+                         "question": q.question, "refused": no, "reason": why})
+        seconds = time.perf_counter() - t
+    by_scope = defaultdict(list)
+    for r in rows:
+        by_scope[f"{r['tenant']}/{r['locale']}"].append(r)
+    print(f"\n{len(rows)} questions in {seconds:.0f}s ({args.split}); refused = handed off as not covered")
+    print(f"{'scope':<12} {'unanswerable_refused':>22} {'answerable_refused':>20} {'oos_refused':>13}")
+    for scope, rs in sorted(by_scope.items()):
+        n = {k: sum(r["kind"] == k for r in rs) for k in ("unanswerable", "answerable", "oos")}
+        print(f"{scope:<12} {fmt(rate(rs, 'unanswerable')):>14} (n={n['unanswerable']:>3}) "
+              f"{fmt(rate(rs, 'answerable')):>12} (n={n['answerable']:>3}) {fmt(rate(rs, 'oos')):>6} (n={n['oos']:>4})")
+    classes = defaultdict(list)
+    for r in rows:
+        if r["kind"] == "unanswerable":
+            classes[r["class"]].append(r["refused"])
+    print("unanswerable by class: " + ", ".join(f"{c} {sum(v)}/{len(v)}" for c, v in sorted(classes.items())))
+    print("\nanswerable questions handed off:")
+    for r in rows:
+        if r["kind"] == "answerable" and r["refused"]:
+            print(f"  {r['tenant']}/{r['locale']}  {r['question']}  ({r['reason']})")
+    print("unanswerable questions answered:")
+    for r in rows:
+        if r["kind"] == "unanswerable" and not r["refused"]:
+            print(f"  {r['tenant']}/{r['locale']} [{r['class']}]  {r['question']}  ({r['reason']})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1, ensure_ascii=False)
+    figures = {"split": args.split, "questions": len(rows), "oos_per_scope": args.oos, "seconds": round(seconds, 1),
+               "model": current_model().version}
+    parts = [f"questions={len(rows)}"]
+    for locale in ("en", "de"):
+        for kind in ("unanswerable", "answerable", "oos"):
+            figures[f"{kind}_refused_{locale}"] = rate(rows, kind, locale)
+            parts.append(f"{kind}_refused_{locale}={fmt(rate(rows, kind, locale))}")
+    for kind in ("unanswerable", "answerable", "oos"):
+        figures[f"{kind}_refused"] = rate(rows, kind)
+        parts.append(f"{kind}_refused={fmt(rate(rows, kind))}")
+    bench_result("answerability", figures, " ".join(parts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

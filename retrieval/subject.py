@@ -1,0 +1,103 @@
+"""What a question is about, as the tenant's help centre sees it: its search terms, how much each says
+(inverse document frequency among the tenant's passages in the locale), which of them no passage
+contains at all, and which of them each retrieved passage contains.
+
+The terms are the question's words as the locale's text-search configuration stems them, stop words
+out (``retrieval.search.query_terms``); in a compounding language a term no passage has counts as
+present where a passage has a compound part of it (``compound_alternatives``: "Standardversand" ~
+"Versand"). A term in every passage ("order", the tenant's name) weighs little; a term in none
+("student", "Chicago", "Android") weighs most: it is what the question asks about that the help
+centre never mentions. ``supportbot.answerability`` reads these to decide whether a passage
+answers the question.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db.models import Case, IntegerField, Value, When
+
+from ingestion.textsearch import text_search_config
+from retrieval.models import ChunkEmbedding, IndexGeneration
+from retrieval.search import _AnyTerm, compound_alternatives, query_terms, term_weights
+
+
+@dataclass(frozen=True)
+class Subject:
+    terms: tuple[str, ...]  # the question's search terms
+    weights: dict[str, float] = field(default_factory=dict)  # term -> ln((N + 1) / (df + 0.5))
+    df: dict[str, int] = field(default_factory=dict)  # term -> passages of the scope containing it
+    passages: int = 0  # N: passages in the scope
+    present: dict[int, frozenset[str]] = field(default_factory=dict)  # chunk id -> the terms it contains
+    # the terms found only through a compound part ("Studentenrabatt" ~ "Rabatt"): the part is what is
+    # shared, the rest of the word ("Studenten") is not stated, so such a term counts half
+    partial: frozenset[str] = frozenset()
+    # chunk id -> the terms it contains as they are (not through a part)
+    present_exact: dict[int, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        return sum(self.weights.values())
+
+    def unseen(self) -> list[str]:
+        """The terms no passage of the scope contains (but for a compound part, see ``partial``)."""
+        return [t for t in self.terms if not self.df.get(t) or t in self.partial]
+
+    def unseen_share(self) -> float:
+        """The weighted share of the question's terms that no passage states (a compound matched through a
+        part counts half)."""
+        total = self.total
+        if not total:
+            return 0.0
+        return sum(w * (0.5 if t in self.partial and self.df.get(t) else 1.0)
+                   for t, w in self.weights.items() if t in self.unseen()) / total
+
+    def coverage(self, chunk_id: int) -> float:
+        """The weighted share of the question's terms that the passage contains (0 with no terms); a term
+        it contains only through a compound part counts half."""
+        total = self.total
+        if not total:
+            return 0.0
+        have = self.present.get(chunk_id, frozenset())
+        exact = self.present_exact.get(chunk_id, have)
+        return sum(w * (1.0 if t in exact else 0.5) for t, w in self.weights.items() if t in have) / total
+
+    def uncovered_weight(self, chunk_id: int) -> float:
+        """The weight of the most telling term the passage lacks, relative to an unseen term's (0..1)."""
+        have = self.present.get(chunk_id, frozenset())
+        missing = [w for t, w in self.weights.items() if t not in have]
+        return max(missing) / math.log((self.passages + 1) / 0.5) if missing and self.passages else 0.0
+
+
+def subject_of(generation: IndexGeneration, tenant_id: int, locale: str, question: str,
+               chunk_ids: list[int]) -> Subject:
+    """The question's subject terms in the tenant's scope, and which of them each chunk contains."""
+    config = text_search_config(locale)
+    terms = tuple(dict.fromkeys(query_terms(config, question)))
+    if not terms:
+        return Subject(terms=())
+    scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
+    groups = {t: [t] for t in terms}
+    weights, df = term_weights(scope, groups)
+    partial: set[str] = set()
+    if config in settings.TEXT_SEARCH_COMPOUNDS:
+        expanded = compound_alternatives(generation.pk, tenant_id, locale, [t for t in terms if not df[t]])
+        if expanded:
+            groups.update({t: [t, *parts] for t, parts in expanded.items()})
+            weights, df = term_weights(scope, groups)
+            partial = set(expanded)
+    passages = scope.count()
+    present: dict[int, frozenset[str]] = {}
+    exact: dict[int, frozenset[str]] = {}
+    if chunk_ids:
+        flags = {f"t{i}": Case(When(chunk__search_vector=_AnyTerm(groups[t]), then=Value(1)), default=Value(0),
+                               output_field=IntegerField()) for i, t in enumerate(terms)}
+        flags.update({f"e{i}": Case(When(chunk__search_vector=_AnyTerm([t]), then=Value(1)), default=Value(0),
+                                    output_field=IntegerField()) for i, t in enumerate(terms) if t in partial})
+        for row in scope.filter(chunk_id__in=chunk_ids).annotate(**flags).values("chunk_id", *flags):
+            present[row["chunk_id"]] = frozenset(t for i, t in enumerate(terms) if row[f"t{i}"])
+            exact[row["chunk_id"]] = frozenset(t for i, t in enumerate(terms)
+                                               if row.get(f"e{i}", row[f"t{i}"]))
+    return Subject(terms=terms, weights=weights, df=df, passages=passages, present=present,
+                   partial=frozenset(partial), present_exact=exact)

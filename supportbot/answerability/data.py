@@ -1,0 +1,80 @@
+"""The answerability data: which questions of the knowledge base folder are answerable (with their
+articles) and which are not, and which of them are held out from training.
+
+Held out, never trained or calibrated on (``held_out``): the German holdout files, the ``test`` split of
+``retrieval_questions.jsonl``, the questions of ``questions.jsonl`` whose article falls in fold 0 of 3
+(a hash of tenant, locale and article: whole articles are held out), the ``holdout`` classes of
+``unanswerable.jsonl`` and CLINC150's ``oos_test`` queries. ``bench.answerability`` reports on these.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from django.conf import settings
+
+ANSWERABLE_FILES = ("questions.jsonl", "retrieval_questions.jsonl", "questions_de_dev.jsonl",
+                    "questions_de_holdout.jsonl", "questions_de_holdout2.jsonl")
+UNANSWERABLE_FILE = "unanswerable.jsonl"
+CLINC = Path(settings.BASE_DIR) / "data" / "clinc150" / "data_full.json.gz"
+ARTICLE_FOLDS = 3
+
+
+@dataclass(frozen=True)
+class Question:
+    tenant: str
+    locale: str
+    question: str
+    answerable: bool
+    articles: tuple[str, ...]  # the articles that answer it (answerable questions)
+    source: str  # file name, or "clinc150"
+    kind: str  # answerable: the file's kind; unanswerable: its class ("oos" for CLINC150)
+    held_out: bool
+
+
+def article_fold(tenant: str, locale: str, article: str) -> int:
+    return zlib.crc32(f"{tenant}/{locale}/{article}".encode()) % ARTICLE_FOLDS
+
+
+def kb_questions(root: Path) -> list[Question]:
+    out = []
+    for name in ANSWERABLE_FILES:
+        path = root / name
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            q = json.loads(line)
+            articles = tuple(q.get("articles") or ([q["article"]] if q.get("article") else []))
+            kind = q.get("kind") or ",".join(q.get("kinds", []))
+            if not articles:  # an off-topic question of the retrieval set
+                out.append(Question(q["tenant"], q["locale"], q["question"], False, (), name, "off_topic",
+                                    q.get("split") == "test"))
+                continue
+            held = ("holdout" in name or q.get("split") == "test"
+                    or (name == "questions.jsonl" and article_fold(q["tenant"], q["locale"], articles[0]) == 0))
+            out.append(Question(q["tenant"], q["locale"], q["question"], True, articles, name, kind, held))
+    path = root / UNANSWERABLE_FILE
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                q = json.loads(line)
+                out.append(Question(q["tenant"], q["locale"], q["question"], False, (), UNANSWERABLE_FILE, q["class"],
+                                    q["split"] != "dev"))
+    held = {q.question for q in out if q.held_out}  # a question in two files (or of two tenants) is held out in both
+    return [replace(q, held_out=True) if q.question in held and not q.held_out else q for q in out]
+
+
+def clinc_oos(scopes: list[tuple[str, str]], *, train_limit: int | None = None,
+              test_limit: int | None = None) -> list[Question]:
+    """CLINC150's out-of-scope queries asked of each (tenant, locale): ``oos_train`` and ``oos_val``
+    for training, ``oos_test`` held out."""
+    data = json.loads(gzip.decompress(CLINC.read_bytes()))
+    train = [t for t, _ in data["oos_train"] + data["oos_val"]][:train_limit]
+    test = [t for t, _ in data["oos_test"]][:test_limit]
+    return [Question(tenant, locale, text, False, (), "clinc150", "oos", held)
+            for tenant, locale in scopes for texts, held in ((train, False), (test, True)) for text in texts]

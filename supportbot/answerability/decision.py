@@ -1,0 +1,69 @@
+"""The decision: answerable when the passage most likely to answer reaches the locale's threshold."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.models import IndexGeneration
+from retrieval.subject import subject_of
+from supportbot.answerability.features import pair_features, unit_similarities
+from supportbot.answerability.model import ModelUnavailable, current_model
+
+log = logging.getLogger(__name__)
+MAX_RELATED = 3
+
+
+@dataclass(frozen=True)
+class Verdict:
+    answerable: bool
+    probability: float  # P(the best passage answers the question)
+    threshold: float
+    chunk_id: int | None  # the best passage
+    reason: str
+    model_version: str = ""
+    unseen_terms: tuple[str, ...] = ()  # subject terms the help centre never states
+    passing: frozenset[int] = frozenset()  # the passages (chunk ids) that reach the threshold
+
+
+def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
+           passages: Sequence, embed: Callable[[list[str]], np.ndarray]) -> Verdict:
+    """Whether any of ``passages`` (retrieved for ``question`` in the tenant's scope) answers it."""
+    if not passages:
+        return Verdict(False, 0.0, 1.0, None, "no passage similar enough")
+    try:
+        model = current_model()
+    except ModelUnavailable as exc:  # an outage of the check is no reason to stop answering
+        log.warning("answerability not checked: %s", exc)
+        return Verdict(True, 1.0, 0.0, passages[0].chunk_id, f"not checked: {exc}"[:300],
+                       passing=frozenset(p.chunk_id for p in passages))
+    subject = subject_of(generation, tenant_id, locale, question, [p.chunk_id for p in passages])
+    rows = pair_features(passages, subject, unit_similarities(passages, vector, embed), locale, question)
+    probabilities = model.probabilities(rows)
+    best = int(np.argmax(probabilities))
+    p, threshold = float(probabilities[best]), model.threshold(locale)
+    unseen = tuple(subject.unseen())
+    chunk_id = passages[best].chunk_id
+    passing = frozenset(q.chunk_id for q, pq in zip(passages, probabilities) if pq >= threshold)
+    if p >= threshold:
+        return Verdict(True, p, threshold, chunk_id, f"answerable: P={p:.3f} >= {threshold:.3f} "
+                       f"({passages[best].article_id})", model.version, unseen, passing)
+    detail = f"; the help centre never states {', '.join(unseen[:4])}" if unseen else ""
+    return Verdict(False, p, threshold, chunk_id, f"not answerable: P={p:.3f} < {threshold:.3f}{detail}"[:300],
+                   model.version, unseen)
+
+
+def related_articles(passages: Sequence, limit: int = MAX_RELATED) -> list[dict]:
+    """Up to ``limit`` distinct articles of the passages, in retrieval order: links offered beside a
+    hand-off, never as its answer."""
+    out, seen = [], set()
+    for p in passages:
+        if p.article_id in seen:
+            continue
+        seen.add(p.article_id)
+        out.append({"article_id": p.article_id, "title": p.title, "url": p.url})
+        if len(out) == limit:
+            break
+    return out

@@ -1,0 +1,68 @@
+"""The answerability model's artefact: a logistic regression over ``features.NAMES`` with
+per-locale thresholds, stored as JSON (``ANSWERABILITY_MODEL``) and read once per file version."""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+from supportbot.answerability.features import NAMES
+
+
+class ModelUnavailable(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class AnswerabilityModel:
+    version: str
+    coef: np.ndarray
+    intercept: float
+    mean: np.ndarray
+    scale: np.ndarray
+    thresholds: dict[str, float]  # locale -> least P(answers) of an answerable question; "default" too
+
+    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+        if not len(rows):
+            return np.zeros(0, dtype=np.float32)
+        z = ((rows - self.mean) / self.scale) @ self.coef + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def threshold(self, locale: str) -> float:
+        return float(self.thresholds.get(locale, self.thresholds["default"]))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "AnswerabilityModel":
+        if list(data.get("features", [])) != list(NAMES):
+            raise ModelUnavailable(f"the artefact's features {data.get('features')} are not {list(NAMES)}")
+        return cls(version=data["version"], coef=np.asarray(data["coef"], dtype=np.float64),
+                   intercept=float(data["intercept"]), mean=np.asarray(data["mean"], dtype=np.float64),
+                   scale=np.asarray(data["scale"], dtype=np.float64),
+                   thresholds={k: float(v) for k, v in data["thresholds"].items()})
+
+
+_lock = threading.Lock()
+_loaded: dict[tuple[str, float], AnswerabilityModel] = {}
+
+
+def current_model() -> AnswerabilityModel:
+    """The artefact at ``ANSWERABILITY_MODEL``, loaded again when the file changes."""
+    path = Path(settings.ANSWERABILITY_MODEL)
+    try:
+        stamp = (str(path), path.stat().st_mtime)
+    except OSError as exc:
+        raise ModelUnavailable(f"no answerability model at {path.name}: {exc.strerror}") from exc
+    model = _loaded.get(stamp)
+    if model is None:
+        with _lock:
+            try:
+                model = AnswerabilityModel.from_dict(json.loads(path.read_text()))
+            except (OSError, ValueError, KeyError) as exc:
+                raise ModelUnavailable(f"unreadable answerability model {path.name}: {exc}") from exc
+            _loaded.clear()
+            _loaded[stamp] = model
+    return model

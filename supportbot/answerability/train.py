@@ -1,0 +1,272 @@
+"""Building the answerability model (off the request path): data, training and calibration.
+
+    manage.py train_answerability [--out PATH] [--clinc N]
+
+The knowledge base folder is loaded into scratch tenants of the run's own (deleted at the end); each
+question goes through the pipeline's own retrieval, and each retrieved passage becomes a
+(question, passage) example:
+
+- positives: the knowledge base's answerable questions (``data.kb_questions``, not held out) with the
+  passage of their article that is most like them;
+- negatives: the same questions with the passages of other articles; the same questions with their
+  subject swapped for one the knowledge base never mentions ("How long does shipping to Canada take?"
+  -> "How long does karaoke to Canada take?") or narrowed by a modifier it never mentions ("Do you offer
+  a karaoke discount?", "Saunarabatt"), with all their passages; the ``dev`` classes of
+  ``unanswerable.jsonl`` and the retrieval set's off-topic ``dev`` questions; CLINC150's ``oos_train``
+  and ``oos_val`` queries asked of each tenant and locale.
+
+A logistic regression (class-balanced, standardised features) is fitted on them. Each locale's threshold
+is calibrated on out-of-fold probabilities (5 folds grouped by article or question): the highest
+threshold under which at most ``TARGET_ANSWERABLE_REFUSED`` (2.5%) of the locale's answerable training
+questions fall (would be handed off). Held-out data is never read here.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import random
+import re
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+from caching.layers import exact_layer, search_layer
+from core.cachelayer import CacheScope
+from core.models import Tenant
+from ingestion.services import ingest_directory
+from retrieval.embeddings import embed_texts
+from retrieval.generations import query_embedder
+from retrieval.services import active_generation_cached, index_sync
+from retrieval.subject import subject_of
+from supportbot import pipeline
+from supportbot.answerability import data
+from supportbot.answerability.features import NAMES, pair_features, unit_similarities
+from supportbot.services import TENANT_FIELDS
+
+TARGET_ANSWERABLE_REFUSED = 0.025
+FOLDS = 5
+SEED = 7
+# Subjects no demo article mentions, and none of unanswerable.jsonl's held-out classes asks about.
+SWAP_SUBJECTS = {
+    "en": ["karaoke", "franchise", "horoscope", "mortgage", "vaccine", "tattoo", "lottery", "sauna", "helicopter",
+           "violin", "aquarium", "wedding", "scholarship", "yacht", "casino", "dentist", "parrot", "fireworks", "chess"],
+    "de": ["Karaoke", "Franchise", "Horoskop", "Hypothek", "Impfung", "Tattoo", "Lotterie", "Sauna", "Hubschrauber",
+           "Geige", "Aquarium", "Hochzeit", "Stipendium", "Jacht", "Kasino", "Zahnarzt", "Papagei", "Feuerwerk", "Schach"],
+}
+_WORD = re.compile(r"[^\W\d_]{5,}", re.U)
+
+
+@dataclass
+class Asked:
+    """One question asked of a tenant and locale: what its features are computed from."""
+
+    question: data.Question
+    passages: list  # the retrieved passages (generation.base.Passage)
+    subject: object  # retrieval.subject.Subject
+    units: list[float]  # per passage, the best unit's cosine to the question
+    group: str  # examples of one group share a fold (an article, or the question)
+
+    @property
+    def articles(self) -> list[str]:
+        return [p.article_id for p in self.passages]
+
+    @functools.cached_property
+    def rows(self) -> np.ndarray:
+        return pair_features(self.passages, self.subject, self.units, self.question.locale, self.question.question)
+
+
+def swap_subject(question: str, locale: str, rng: random.Random) -> str | None:
+    """The question with its longest word of five letters or more (after the first such word) replaced by
+    a subject the knowledge base never mentions, or None when it has no such word."""
+    words = _WORD.findall(question)[1:]
+    if not words:
+        return None
+    longest = max(words, key=len)
+    return question.replace(longest, rng.choice(SWAP_SUBJECTS.get(locale, SWAP_SUBJECTS["en"])), 1)
+
+
+def add_modifier(question: str, locale: str, rng: random.Random) -> str | None:
+    """The question about a kind of its subject the knowledge base never mentions: a foreign modifier
+    before its longest word ("Do you offer a discount?" -> "Do you offer a karaoke discount?"), in German
+    glued to its longest noun ("Rabatt" -> "Saunarabatt"); None when it has no such word."""
+    words = _WORD.findall(question)[1:]
+    subject = rng.choice(SWAP_SUBJECTS.get(locale, SWAP_SUBJECTS["en"]))
+    if locale == "de":
+        nouns = [w for w in words if w[:1].isupper()]
+        if not nouns:
+            return None
+        noun = max(nouns, key=len)
+        return question.replace(noun, subject + noun.lower(), 1)
+    if not words:
+        return None
+    longest = max(words, key=len)
+    return question.replace(longest, f"{subject} {longest}", 1)
+
+
+def ask(tenant, question: data.Question) -> Asked:
+    """Retrieve as the pipeline does and compute each passage's features."""
+    state = pipeline.start(pipeline.Asker(tenant, question.locale), question.question, streamed=False)
+    pipeline.check_eligibility(state)
+    pipeline.retrieve(state)
+    passages = state.passages
+    if passages and state.vector is None:
+        state.vector = pipeline.embed_question(state)
+    embedder = query_embedder(cached=True)
+    subject = subject_of(active_generation_cached(), tenant.pk, question.locale, question.question,
+                         [p.chunk_id for p in passages])
+    units = unit_similarities(passages, state.vector, lambda texts: embed_texts(texts, embedder=embedder)) if passages else []
+    group = (f"{question.tenant}/{question.locale}/{question.articles[0]}" if question.answerable
+             else f"q/{zlib.crc32(question.question.encode())}")
+    return Asked(question, list(passages), subject, units, group)
+
+
+def examples(asked: list[Asked]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(question, passage) rows, their labels and their groups."""
+    X, y, groups = [], [], []
+    for a in asked:
+        if not len(a.rows):
+            continue
+        if a.question.answerable:
+            own = [i for i, art in enumerate(a.articles) if art in a.question.articles]
+            other = [i for i, art in enumerate(a.articles) if art not in a.question.articles]
+            if own:
+                best = max(own, key=lambda i: a.rows[i, NAMES.index("best_unit")])
+                X.append(a.rows[best]), y.append(1), groups.append(a.group)
+            for i in other:  # every passage is scored when a question is asked: every one is an example
+                X.append(a.rows[i]), y.append(0), groups.append(a.group)
+        else:
+            for row in a.rows:
+                X.append(row), y.append(0), groups.append(a.group)
+    return np.asarray(X, dtype=np.float64), np.asarray(y), groups
+
+
+def fit_rows(X: np.ndarray, y: np.ndarray):
+    mean, scale = X.mean(axis=0), X.std(axis=0)
+    scale[scale == 0] = 1.0
+    clf = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit((X - mean) / scale, y)
+    return clf.coef_[0], float(clf.intercept_[0]), mean, scale
+
+
+def probabilities(coef, intercept, mean, scale, rows: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-(((rows - mean) / scale) @ coef + intercept)))
+
+
+def out_of_fold(asked: list[Asked]) -> list[float]:
+    """Each question's best-passage probability from a model that never saw its group."""
+    groups = sorted({a.group for a in asked})
+    fold_of = {g: zlib.crc32(g.encode()) % FOLDS for g in groups}
+    scores = [0.0] * len(asked)
+    for fold in range(FOLDS):
+        train = [a for a in asked if fold_of[a.group] != fold]
+        X, y, _ = examples(train)
+        coef, intercept, mean, scale = fit_rows(X, y)
+        for i, a in enumerate(asked):
+            if fold_of[a.group] == fold and len(a.rows):
+                scores[i] = float(probabilities(coef, intercept, mean, scale, a.rows).max())
+    return scores
+
+
+def calibrate(asked: list[Asked], scores: list[float]) -> tuple[dict[str, float], dict]:
+    """Per locale, the threshold under which at most ``TARGET_ANSWERABLE_REFUSED`` of the answerable
+    training questions fall (out of fold), and what it does to the unanswerable ones there."""
+    thresholds, report = {}, {}
+    for locale in sorted({a.question.locale for a in asked}):
+        pos = sorted(s for a, s in zip(asked, scores) if a.question.locale == locale and a.question.answerable)
+        neg = [s for a, s in zip(asked, scores) if a.question.locale == locale and not a.question.answerable]
+        if not pos:
+            continue
+        k = int(np.floor(TARGET_ANSWERABLE_REFUSED * len(pos)))
+        t = pos[k] - 1e-6 if k < len(pos) else pos[-1]
+        thresholds[locale] = round(float(t), 6)
+        report[locale] = {"answerable": len(pos), "unanswerable": len(neg),
+                          "answerable_refused": round(sum(s < t for s in pos) / len(pos), 4),
+                          "unanswerable_refused": round(sum(s < t for s in neg) / max(1, len(neg)), 4)}
+    thresholds["default"] = min(thresholds.values())
+    return thresholds, report
+
+
+def training_questions(questions: list[data.Question]) -> list[data.Question]:
+    """The questions the model may learn from (nothing held out), with subject-swapped copies."""
+    rng = random.Random(SEED)
+    train = [q for q in questions if not q.held_out]
+    swapped = []
+    for q in train:
+        if q.answerable and q.source != "clinc150":
+            for kind, change in (("swapped", swap_subject), ("modified", add_modifier)):
+                text = change(q.question, q.locale, rng)
+                if text:
+                    swapped.append(data.Question(q.tenant, q.locale, text, False, (), q.source, kind, False))
+    return train + swapped
+
+
+def build(tenants: dict, questions: list[data.Question], log=print) -> dict:
+    """The artefact (a JSON-able dict) from the training questions asked of ``tenants`` ({slug: tenant})."""
+    started = time.perf_counter()
+    asked = []
+    for i, q in enumerate(training_questions(questions), start=1):
+        asked.append(ask(tenants[q.tenant], q))
+        if i % 200 == 0:
+            log(f"  {i} questions asked ({time.perf_counter() - started:.0f}s)")
+    out = fit(asked)
+    out["training"]["seconds"] = round(time.perf_counter() - started, 1)
+    return out
+
+
+def fit(asked: list[Asked]) -> dict:
+    """The artefact from asked training questions: the model, and each locale's threshold."""
+    if any(a.question.held_out for a in asked):
+        raise ValueError("held-out questions are never trained on")
+    X, y, _ = examples(asked)
+    coef, intercept, mean, scale = fit_rows(X, y)
+    thresholds, report = calibrate(asked, out_of_fold(asked))
+    body = {"features": list(NAMES), "coef": [round(float(c), 6) for c in coef], "intercept": round(intercept, 6),
+            "mean": [round(float(m), 6) for m in mean], "scale": [round(float(s), 6) for s in scale],
+            "thresholds": thresholds}
+    version = "answerability-" + format(zlib.crc32(json.dumps(body, sort_keys=True).encode()), "08x")
+    return {"version": version, **body,
+            "training": {"examples": int(len(y)), "positives": int(y.sum()),
+                         "questions": len(asked), "by_source": _counts(asked),
+                         "calibration_out_of_fold": report}}
+
+
+def _counts(asked: list[Asked]) -> dict:
+    out: dict[str, int] = {}
+    for a in asked:
+        key = f"{a.question.source}:{a.question.kind if not a.question.answerable else 'answerable'}"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def write(artefact: dict, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(artefact, indent=1) + "\n")
+    tmp.replace(path)
+
+
+class scratch_knowledge_base:
+    """``with scratch_knowledge_base(root) as tenants:`` the folder's tenants (``tenants.json``) as scratch
+    tenants of this run's own, ingested and indexed; deleted with their cache entries afterwards."""
+
+    def __init__(self, root: Path, label: str = "answerability"):
+        self.root, self.run, self.tenants = root, f"{label}-{format(random.getrandbits(24), '06x')}", {}
+
+    def __enter__(self) -> dict:
+        for row in json.loads((self.root / "tenants.json").read_text()):
+            tenant = Tenant.objects.create(slug=f"{self.run}-{row['slug']}"[:50],
+                                           **{k: row[k] for k in TENANT_FIELDS})
+            self.tenants[row["slug"]] = tenant
+            report = ingest_directory(self.root / row["slug"], tenant)
+            if report.errors:
+                raise RuntimeError(f"could not ingest {row['slug']}: {report.errors[:3]}")
+        index_sync()
+        return self.tenants
+
+    def __exit__(self, *exc) -> None:
+        for tenant in self.tenants.values():
+            for layer in (exact_layer, search_layer):
+                layer.purge_scope(CacheScope(tenant.pk, tenant.slug))
+        Tenant.objects.filter(pk__in=[t.pk for t in self.tenants.values()]).delete()

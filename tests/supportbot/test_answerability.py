@@ -1,0 +1,143 @@
+"""Questions the help centre does not answer (issue 34): an answerability decision before any answer is
+written, an honest hand-off with related links, nothing of it cached, and a new article that covers the
+question makes it answerable at once. The real pipeline, the real embedding model and the committed
+answerability artefact."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import override_settings
+
+from caching import admission
+from caching.answer_checks import Evidence
+from caching.answer_checks.answerable import AnswerableCheck
+from caching.layers import exact_layer
+from caching.models import AskEvent, CacheDecision, SemanticEntry
+from core.models import Tenant
+from generation.prompt import NOT_COVERED
+from retrieval.services import index_sync
+from supportbot import pipeline
+from supportbot.answerability import Verdict
+from tests import factories
+from tests.caching.helpers import scripted_model
+from tests.supportbot.test_chat import parse_sse
+
+pytestmark = pytest.mark.django_db
+
+
+def ask(tenant, question, locale="en"):
+    return pipeline.ask(pipeline.Asker(Tenant.objects.get(pk=tenant.pk), locale), question)
+
+
+def assert_handed_off(outcome, tenant):
+    assert outcome.status == AskEvent.Status.NOT_COVERED, (outcome.answer, outcome.reason)
+    assert outcome.answer == NOT_COVERED and outcome.citations == []
+    assert outcome.handoff == tenant.handoff_text
+    assert len(outcome.related) <= 3
+    api = outcome.to_api()
+    assert api["status"] == "not_covered" and api["citations"] == []
+    assert api["related"] == [{k: r[k] for k in ("article_id", "title", "url")} for r in outcome.related]
+
+
+@pytest.mark.parametrize("question", [
+    "Do you offer a student discount?",  # the price-match article's "discount code"
+    "Is there an Acme app for Android tablets?",  # the articles that mention "the Acme app"
+])
+def test_a_shared_incidental_word_does_not_make_a_passage_an_answer(acme, question):
+    outcome = ask(acme, question)
+    assert_handed_off(outcome, acme)
+    assert "not answerable" in outcome.reason
+
+
+@pytest.mark.parametrize("question", [
+    "Can I rent a tent for a weekend?",  # nearest: weekend delivery
+    "Who is the CEO of Acme Outfitters?",  # nearest: contact support
+])
+def test_the_nearest_article_is_not_quoted_when_it_does_not_answer(acme, question):
+    assert_handed_off(ask(acme, question), acme)
+
+
+@pytest.mark.parametrize("question", ["Gibt es einen Studentenrabatt?", "Kann ich ein Zelt für ein Wochenende mieten?"])
+def test_german_questions_the_help_centre_does_not_answer_are_handed_off(acme, question):
+    assert_handed_off(ask(acme, question, "de"), acme)
+
+
+@pytest.mark.parametrize("tenant, locale, question, article", [
+    ("acme", "en", "How long do I have to return an item?", "return-policy"),
+    ("initech", "en", "How much does the Pro plan cost?", "subscription-plans"),
+    ("acme", "de", "Wie lange habe ich Zeit, einen Artikel zurückzugeben?", "return-policy"),
+])
+def test_questions_the_help_centre_answers_are_still_answered(demo, tenant, locale, question, article):
+    outcome = ask(demo[tenant], question, locale)
+    assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
+    assert article in [c["article_id"] for c in outcome.citations]
+    assert outcome.related == [] and outcome.to_api()["related"] == []
+
+
+def test_a_hand_off_is_never_stored_in_a_cache_and_asked_again_it_is_decided_again(acme):
+    question = "Do you offer a student discount?"
+    first = ask(acme, question)
+    second = ask(acme, question)
+    assert_handed_off(first, acme)
+    assert_handed_off(second, acme)
+    assert second.layer == AskEvent.ServingLayer.NONE  # neither the exact nor the semantic cache served it
+    state = pipeline.prepare(pipeline.Asker(acme, "en"), question)
+    assert exact_layer.lookup(state.key, acme.pk).disposition == "miss"
+    assert not SemanticEntry.objects.filter(tenant=acme, normalized_question=state.normalized).exists()
+    admissions = CacheDecision.objects.filter(ask__request_id__in=[first.request_id, second.request_id],
+                                              layer="admission")
+    assert [d.disposition for d in admissions] == ["refused", "refused"]
+    assert not CacheDecision.objects.filter(ask__request_id__in=[first.request_id, second.request_id],
+                                            disposition="stored").exists()
+
+
+def test_a_new_article_covering_the_question_makes_it_answerable_without_a_restart(acme):
+    question = "Do you offer gift wrapping?"
+    assert_handed_off(ask(acme, question), acme)
+    factories.article(acme, "gift-wrapping", "# Gift wrapping\n\nWe gift wrap any order for $4.95 an item: choose "
+                      "Gift wrapping at checkout and add a message for the card.", title="Gift wrapping")
+    index_sync(tenant_id=acme.pk)
+    after = ask(acme, question)
+    assert after.status == AskEvent.Status.ANSWERED, after.reason
+    assert [c["article_id"] for c in after.citations] == ["gift-wrapping"] and "$4.95" in after.answer
+
+
+def test_admission_refuses_an_answer_citing_no_passage_that_passed_the_check(acme):
+    state = pipeline.prepare(pipeline.Asker(acme, "en"), "Do you offer a student discount?")
+    pipeline.retrieve(state)
+    first = state.passages[0]
+    state.answer = first.text[:200] + " [1]"
+    state.citations = [pipeline.citation(first, state.article_pks[first.chunk_id])]
+    state.result = pipeline.GenerationResult(text=state.answer, finish_reason="stop", model="extractive",
+                                             prompt_tokens=0, completion_tokens=0, cached_tokens=None,
+                                             ttft_ms=None, total_ms=0.0)
+    state.answerability = Verdict(False, 0.1, 0.5, first.chunk_id, "not answerable")
+    decision = admission.check(state)
+    assert decision.disposition == "refused" and decision.reason.startswith("not_answerable"), decision.reason
+    assert AnswerableCheck().refusal(Evidence("q", "a", "p", "en", answerable=None)) is None  # not checked: no say
+
+
+def test_with_the_model_answerer_an_unanswerable_question_never_reaches_the_model(acme):
+    with scripted_model("Students get 10% off with the code STUDENT10 [1].") as model, \
+            override_settings(ASK_ANSWERER="model"):
+        outcome = ask(acme, "Do you offer a student discount?")
+    assert_handed_off(outcome, acme)
+    assert model.requests == []  # no GPU time for a question the knowledge base cannot answer
+
+
+def test_the_chat_page_and_the_api_show_the_hand_off_with_related_links_not_as_the_answer(client, acme):
+    response = client.post("/api/t/acme/ask", data=json.dumps({"question": "Do you offer a student discount?"}),
+                           content_type="application/json")
+    body = response.json()
+    assert response.status_code == 200 and body["status"] == "not_covered" and body["citations"] == []
+    assert body["handoff"] == acme.handoff_text and 1 <= len(body["related"]) <= 3
+    page = client.post("/t/acme/ask", {"question": "Do you offer a student discount?", "locale": "en"})
+    html = page.content.decode()
+    assert "Not an answer to your question, but perhaps related" in html
+    assert body["related"][0]["url"] in html
+    streamed = client.post("/api/t/acme/ask", data=json.dumps({"question": "Do you offer a student discount?",
+                                                               "stream": True}), content_type="application/json")
+    events = parse_sse(b"".join(streamed.streaming_content).decode())
+    done = json.loads(events[-1][1])
+    assert events[-1][0] == "done" and done["status"] == "not_covered" and done["related"] == body["related"]

@@ -1,0 +1,43 @@
+"""The answerability model's data: what is held out stays out of training, whole articles and whole
+classes at a time; the synthetic negatives change the question's subject. No database, no model."""
+from __future__ import annotations
+
+import random
+
+from supportbot.answerability import data, train
+from supportbot.answerability.features import named_terms
+from supportbot.services import demo_dir
+
+
+def test_held_out_questions_are_whole_articles_and_classes_and_never_reach_training():
+    questions = data.kb_questions(demo_dir())
+    fact_questions = [q for q in questions if q.source == "questions.jsonl"]
+    held_articles = [q for q in fact_questions if data.article_fold(q.tenant, q.locale, q.articles[0]) == 0]
+    assert held_articles and all(q.held_out for q in held_articles)  # every question of a held-out article
+    assert any(not q.held_out for q in fact_questions)
+    unanswerable = [q for q in questions if q.source == data.UNANSWERABLE_FILE]
+    assert len(unanswerable) >= 120
+    for scope in {(q.tenant, q.locale) for q in unanswerable}:
+        assert sum(q.tenant == scope[0] and q.locale == scope[1] for q in unanswerable) >= 40
+    assert {q.kind for q in unanswerable if q.held_out} == {"service", "platform", "specification", "company"}
+    assert all(q.held_out for q in questions if q.source.startswith("questions_de_holdout"))
+    training = train.training_questions(questions)
+    assert not any(q.held_out for q in training)
+    assert not {q.question for q in questions if q.held_out} & {q.question for q in training}
+
+
+def test_synthetic_negatives_swap_or_narrow_the_subject():
+    rng = random.Random(1)
+    swapped = train.swap_subject("How long does shipping to the United Kingdom take?", "en", rng)
+    assert swapped.startswith("How long does shipping to the United ") and "Kingdom" not in swapped
+    narrowed = train.add_modifier("Do you offer a discount for orders?", "en", rng)
+    assert narrowed.endswith("discount for orders?") and narrowed != "Do you offer a discount for orders?"
+    german = train.add_modifier("Gibt es einen Rabatt auf Jacken?", "de", rng)
+    assert german.startswith("Gibt es einen ") and ("rabatt auf" in german or "jacken?" in german)
+    assert train.add_modifier("Hallo", "de", rng) is None
+
+
+def test_named_terms_are_the_capitalised_words_after_the_first():
+    assert named_terms("Is there an Acme store in Chicago?", ("acm", "store", "chicago")) == {"acm", "chicago"}
+    assert named_terms("Gibt es einen Studentenrabatt für Größen?", ("studentenrabatt", "gross")) == {
+        "studentenrabatt", "gross"}
