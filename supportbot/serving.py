@@ -76,12 +76,40 @@ async def blocking(fn: Callable, *args, **kwargs):
     return await loop.run_in_executor(executor(), functools.partial(context.run, _run_in_request, fn, args, kwargs))
 
 
-async def stream_guard(chunks: AsyncIterator[str]) -> AsyncIterator[str]:
+class GuardedStream:
+    """A streamed response's content (``stream_guard``). Django calls ``close`` once the response
+    is over, from a thread; when the response ended early (its task cancelled inside the server's
+    write: a reader cut off) the generators below are still suspended, and ``close`` has them
+    closed on the loop at once, which records the Ask and closes the model's stream, rather than
+    whenever the garbage collector finds them."""
+
+    def __init__(self, chunks: AsyncIterator[str]):
+        self._loop = asyncio.get_running_loop()
+        self._chunks = _guarded(chunks)
+        self._closing: set[asyncio.Task] = set()
+
+    def __aiter__(self):
+        return self._chunks
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._aclose)
+
+    def _aclose(self) -> None:
+        task = self._loop.create_task(self._chunks.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+
+def stream_guard(chunks: AsyncIterator[str]) -> GuardedStream:
     """Forward ``chunks`` to the server, cutting the connection of a reader that has not taken one
-    within ``STREAM_WRITE_TIMEOUT_S``. Django resumes this generator only once the server has
+    within ``STREAM_WRITE_TIMEOUT_S``. Django resumes the generator only once the server has
     written the previous chunk, so a timer from each yield to the next resume measures the write;
     when it fires, the response's task is cancelled inside the server's write, the server closes
     the connection, and closing ``chunks`` marks the Ask interrupted and frees its slot."""
+    return GuardedStream(chunks)
+
+
+async def _guarded(chunks: AsyncIterator[str]) -> AsyncIterator[str]:
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     cut: list[str] = []

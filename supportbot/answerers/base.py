@@ -68,14 +68,14 @@ class Answerer(ABC):
     def stream(self, request: AnswerRequest) -> Iterator[str | Answer]:
         """Yield text deltas, then exactly one :class:`Answer` last."""
 
-
-def answerer_name() -> str:
-    """``ASK_ANSWERER``, or by default ``model`` with a vLLM server configured and ``extractive`` without."""
-    return settings.ASK_ANSWERER or ("model" if settings.VLLM_BASE_URL else "extractive")
-
     async def astream(self, request: AnswerRequest) -> AsyncIterator[str | Answer]:
         """``stream`` for the event loop (the async server). By default the sync stream runs in the
         pool of blocking steps (``supportbot.serving``): an answerer that writes from memory, as the
         extractive one does, is done in milliseconds. One that waits on a model overrides it."""
         for item in await blocking(lambda: list(self.stream(request))):
             yield item
+
+
+def answerer_name() -> str:
+    """``ASK_ANSWERER``, or by default ``model`` with a vLLM server configured and ``extractive`` without."""
+    return settings.ASK_ANSWERER or ("model" if settings.VLLM_BASE_URL else "extractive")
