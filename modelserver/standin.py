@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 ANSWER_WORDS = ("Returns are free within 30 days of delivery for unused items [1]. " * 40).split(" ")
+UNCITED_WORDS = ("Returns are free within 30 days of delivery for unused items. " * 40).split(" ")
 
 
 @dataclass
@@ -44,8 +45,9 @@ async def _stopped(watcher: asyncio.Task) -> bytes:
 
 class StandInModel:
     def __init__(self, *, interval_s: float = 0.1, tokens: int = 100, model: str = "standin-model",
-                 token_bytes: int = 0):
+                 token_bytes: int = 0, cite: bool = True):
         self.interval_s, self.tokens, self.model = interval_s, tokens, model
+        self.words = ANSWER_WORDS if cite else UNCITED_WORDS  # uncited: the answer is never admitted to a cache
         self.token_bytes = token_bytes  # > 0: every token is this many letters (to fill a slow reader's buffers)
         self.streams: list[Stream] = []
         self.open = 0
@@ -141,7 +143,7 @@ class StandInModel:
                 except TimeoutError:
                     pass
                 stream.token_times.append(time.monotonic())
-                word = "x" * self.token_bytes if self.token_bytes else ANSWER_WORDS[i % len(ANSWER_WORDS)] + " "
+                word = "x" * self.token_bytes if self.token_bytes else self.words[i % len(self.words)] + " "
                 writer.write(event({**base, "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}))
                 await writer.drain()
             writer.write(event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"
@@ -187,8 +189,9 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=8790)
     parser.add_argument("--interval-ms", type=float, default=100.0, help="time between two tokens")
     parser.add_argument("--tokens", type=int, default=100, help="tokens an answer has")
+    parser.add_argument("--no-cite", action="store_true", help="answers cite no passage (never cached)")
     args = parser.parse_args(argv)
-    model = StandInModel(interval_s=args.interval_ms / 1000, tokens=args.tokens)
+    model = StandInModel(interval_s=args.interval_ms / 1000, tokens=args.tokens, cite=not args.no_cite)
 
     async def run():
         await model.serve(args.host, args.port)
