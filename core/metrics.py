@@ -83,7 +83,7 @@ INFLIGHT_REFUSED = Counter("ask_inflight_refused", "Asks refused with a 429 beca
 STREAMS_OPEN = Gauge("ask_streams_open", "Streamed answers open right now (async server).",
                      multiprocess_mode="livesum")
 STREAMS_CUT = Counter("ask_streams_cut", "Streams ended by the server or the client before their last event, by "
-                      "cause (disconnect | write_timeout | max_duration | shutdown).", ["cause"])
+                      "cause (disconnect | write_timeout | max_duration).", ["cause"])
 
 # ----------------------------------------------------------------------------- deploys
 WEB_STARTED = Gauge("ask_web_worker_start_time_seconds", "Unix time the newest live web worker started (a deploy "

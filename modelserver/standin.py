@@ -178,9 +178,17 @@ class StandInModel:
         return self.port
 
     def stop(self) -> None:
-        if self.loop is not None and self.server is not None:
-            self.loop.call_soon_threadsafe(self.server.close)
-            self.loop.call_soon_threadsafe(self.loop.stop)
+        if self.loop is None or self.server is None:
+            return
+
+        async def shut():
+            self.server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+            self.loop.stop()
+
+        asyncio.run_coroutine_threadsafe(shut(), self.loop)
 
 
 def main(argv=None) -> int:

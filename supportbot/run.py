@@ -71,7 +71,7 @@ def web_command(settings, py: str = sys.executable) -> list[str]:
     if settings.WEB_SERVER != "async":
         raise SystemExit(f"WEB_SERVER must be async or threads, not {settings.WEB_SERVER!r}")
     return [py, "-m", "gunicorn", "supportbot.asgi:application", *common,
-            "--worker-class", "uvicorn_worker.UvicornWorker"]
+            "--worker-class", "supportbot.uvicorn_worker.UvicornWorker"]
 
 
 def main() -> int:

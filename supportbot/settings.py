@@ -68,15 +68,16 @@ INSTALLED_APPS = [
     "caching",
 ]
 
+# Django's own middleware, with hooks that run on the event loop under ASGI (supportbot/middleware.py).
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
+    "supportbot.middleware.SecurityMiddleware",
     "supportbot.middleware.StaticFilesMiddleware",  # WhiteNoise, async capable
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "supportbot.middleware.SessionMiddleware",
+    "supportbot.middleware.CommonMiddleware",
+    "supportbot.middleware.CsrfViewMiddleware",
+    "supportbot.middleware.AuthenticationMiddleware",
+    "supportbot.middleware.MessageMiddleware",
+    "supportbot.middleware.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "supportbot.middleware.DatabaseUnavailableMiddleware",
 ]
