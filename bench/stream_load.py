@@ -123,6 +123,7 @@ def web_server(kind: str, model_port: int):
     proc = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
     try:
         wait_http(port, "/healthz", 120)
+        wait_quiet(proc)
         yield port, proc
     finally:
         proc.terminate()
@@ -132,6 +133,27 @@ def web_server(kind: str, model_port: int):
             proc.kill()
             proc.wait()
         shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def wait_quiet(proc: subprocess.Popen, timeout_s: float = 240.0) -> None:
+    """Wait until the web processes have finished starting (every worker loads the embedding model
+    at start, seconds of CPU each): their CPU time grows by less than a tenth of a second a second."""
+    deadline = time.monotonic() + timeout_s
+
+    def cpu() -> float:
+        try:
+            root = psutil.Process(proc.pid)
+            return sum(sum(p.cpu_times()[:2]) for p in [root, *root.children(recursive=True)])
+        except psutil.Error:
+            return 0.0
+
+    before = cpu()
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = cpu()
+        if now - before < 0.1:
+            return
+        before = now
 
 
 def rss_mb(proc: subprocess.Popen) -> float:
@@ -273,7 +295,7 @@ def main(argv=None) -> int:
     from supportbot.pipeline import Asker
 
     figures: dict = {"ramp": ramp, "interval_ms": args.interval_ms, "tokens": args.tokens,
-                     "workers": settings.WEB_WORKERS, "threads": settings.WEB_THREADS}
+                     "web_workers": settings.WEB_WORKERS, "web_threads": settings.WEB_THREADS}
     with scratch_tenants("streams") as scratch:
         tenant = scratch.tenant("load")
         article = scratch.article(tenant, "returns", "Returns and opening hours", SOURCE)
