@@ -379,8 +379,11 @@ WEB_KEEPALIVE_S = env.int("WEB_KEEPALIVE_S", default=5)
 # In-flight caps (supportbot/inflight.py): fresh answers (retrieval and generation) a client (API
 # key, signed-in customer, else address) and a tenant may have running at once, held in Redis.
 INFLIGHT_ENABLED = env.bool("INFLIGHT_ENABLED", default=True)
+# Fresh answers one signed-in customer or one address (anonymous) may have in flight at once.
 INFLIGHT_CLIENT_MAX = env.int("INFLIGHT_CLIENT_MAX", default=4)
+# Fresh answers one API key (a tenant's backend, speaking for many customers) may have in flight at once.
 INFLIGHT_API_KEY_MAX = env.int("INFLIGHT_API_KEY_MAX", default=64)
+# Fresh answers all public clients (customers and addresses) of one tenant may have in flight at once.
 INFLIGHT_TENANT_MAX = env.int("INFLIGHT_TENANT_MAX", default=200)
 # A slot of a process that died without releasing it frees itself after this many seconds.
 INFLIGHT_SLOT_TTL_S = env.int("INFLIGHT_SLOT_TTL_S", default=180)
