@@ -380,7 +380,7 @@ WEB_KEEPALIVE_S = env.int("WEB_KEEPALIVE_S", default=5)
 # key, signed-in customer, else address) and a tenant may have running at once, held in Redis.
 INFLIGHT_ENABLED = env.bool("INFLIGHT_ENABLED", default=True)
 # Fresh answers one signed-in customer or one address (anonymous) may have in flight at once.
-INFLIGHT_CLIENT_MAX = env.int("INFLIGHT_CLIENT_MAX", default=4)
+INFLIGHT_CLIENT_MAX = env.int("INFLIGHT_CLIENT_MAX", default=8)
 # Fresh answers one API key (a tenant's backend, speaking for many customers) may have in flight at once.
 INFLIGHT_API_KEY_MAX = env.int("INFLIGHT_API_KEY_MAX", default=64)
 # Fresh answers all public clients (customers and addresses) of one tenant may have in flight at once.

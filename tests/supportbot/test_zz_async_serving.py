@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
 import time
 
 import httpx
 import pytest
-import uvicorn
 
 from caching.models import AskEvent
 from core import metrics
@@ -31,25 +29,8 @@ HOST = "127.0.0.1"
 
 
 @pytest.fixture
-def asgi_server():
-    """The project's ASGI application under uvicorn on a free loopback port, in a thread."""
-    from django.core.asgi import get_asgi_application
-
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((HOST, 0))
-    config = uvicorn.Config(get_asgi_application(), log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://{HOST}:{sock.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
+def asgi_server(asgi_live_server):
+    return asgi_live_server.url
 
 
 @pytest.fixture
