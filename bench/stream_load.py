@@ -9,9 +9,10 @@ ask. Each server is started as ``make run`` starts it (``supportbot.run.web_comm
 workers; rate limits and in-flight caps raised past the load sent), then for each step of the ramp
 that many streamed API asks are opened (within ``--ramp-in-s``) and read to their last event,
 while ``--hit-clients`` processes send exact-hit asks back to back on keep-alive connections and
-time them. A step is held when every stream reached its ``done`` event in time (the stream's length
-plus ``--slack-s``) with no HTTP error, and the exact hits' p99 stayed within 50 ms; a server's ramp
-stops at its first step not held.
+time them (a first step of no streams gives the machine's floor). A step is held when every stream
+reached its ``done`` event in time (the stream's length plus ``--slack-s``) with no HTTP error, and
+the exact hits' p99 stayed within ``--p99-ms`` (50); a server's ramp stops at its first step with
+errors (a step that only misses the p99 goes on, so the figures show the shape on a busy machine).
 
 The stream's answers cite nothing, so none is admitted and every ask of the step is a fresh stream
 (a miss of the exact and semantic caches, a hit of the search cache). Memory per stream is the
@@ -267,8 +268,10 @@ def run_step(port: int, url: str, hit_url: str, n: int, args, proc) -> dict:
     open_at_peak = max((o for o, _ in rss), default=0)
     step.update(n=n, exact=percentiles(ms), exact_hits=len(ms), exact_errors=hit_errors, idle_mb=idle_mb,
                 peak_mb=peak_mb, mb_per_stream=(peak_mb - idle_mb) / open_at_peak if open_at_peak else float("nan"))
+    step.setdefault("outcomes", {})
     ok = step["outcomes"].get("ok", 0)
-    step["held"] = ok == n and hit_errors == 0 and step["exact"].get("p99", 1e9) <= P99_TARGET_MS
+    step["errors"] = (n - ok) + hit_errors
+    step["held"] = step["errors"] == 0 and step["exact"].get("p99", 1e9) <= args.p99_ms
     print(f"  {n:5d} streams: {ok} done ({step['outcomes']}), {step['peak_open']} open at once; exact hits "
           f"p50={step['exact'].get('p50', float('nan')):.1f} ms p99={step['exact'].get('p99', float('nan')):.1f} ms "
           f"({len(ms)} hits, {hit_errors} failed); web RSS {idle_mb:.0f} -> {peak_mb:.0f} MB "
@@ -285,6 +288,7 @@ def main(argv=None) -> int:
     parser.add_argument("--ramp-in-s", type=float, default=5.0, help="a step's streams open over this long")
     parser.add_argument("--slack-s", type=float, default=20.0, help="a stream's time allowed beyond its length")
     parser.add_argument("--hit-clients", type=int, default=4, help="processes sending exact hits beside the streams")
+    parser.add_argument("--p99-ms", type=float, default=P99_TARGET_MS, help="the exact hits' p99 a held step stays within")
     args = parser.parse_args(argv)
     ramp = [int(n) for n in args.ramp.split(",")]
     fds = raise_fd_limit()
@@ -324,14 +328,18 @@ def main(argv=None) -> int:
                     conn.request("POST", url, body=json.dumps({"question": HIT_QUESTION}),
                                  headers={"Content-Type": "application/json"})
                     assert json.loads(conn.getresponse().read())["cache"]["layer"] == "exact"
-                    for n in ramp:
+                    for n in [0, *ramp]:  # 0: the exact hits alone, the machine's floor
                         step = run_step(port, url, url, n, args, proc)
                         steps.append(step)
-                        if not step["held"]:
+                        if step["errors"]:  # a step that only misses the p99 goes on: the figures show the shape
                             break
-                held = [s for s in steps if s["held"]]
+                held = [s for s in steps if s["held"] and s["n"]]
+                clean = [s for s in steps if not s["errors"] and s["n"]]
                 figures[kind] = {"steps": steps, "held": max((s["n"] for s in held), default=0),
+                                 "no_errors": max((s["n"] for s in clean), default=0),
                                  "peak": held[-1] if held else None}
+                print(f"  {kind}: held {figures[kind]['held']} streams (0 errors, exact p99 <= {args.p99_ms:.0f} ms); "
+                      f"{figures[kind]['no_errors']} with 0 errors", flush=True)
     nan = float("nan")
     peak = (figures.get("async") or {}).get("peak") or {}
     results = {
