@@ -205,13 +205,18 @@ async def one_stream(port: int, url: str, deadline_s: float, started_at: float, 
                 return f"http {status[1].decode() if len(status) > 1 else '?'}"
             live[0] += 1
             live[1] = max(live[1], live[0])
+            deltas = 0
             try:
                 while True:
                     line = await reader.readline()
                     if not line:
                         return "closed before done"
+                    deltas += line.startswith(b"event: delta")
                     if line.startswith(b"event: done"):
-                        return "ok"
+                        done = json.loads((await reader.readline()).split(b"data: ", 1)[1])
+                        if done.get("status") in ("unavailable", "interrupted"):
+                            return f"answer {done['status']}"  # the model failed (a timeout, the breaker)
+                        return "ok" if deltas > 1 else "not streamed"
             finally:
                 live[0] -= 1
     except TimeoutError:
