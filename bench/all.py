@@ -32,7 +32,8 @@ RUNS_DIR = RESULTS_DIR / "runs"  # the last run of each benchmark, so a partial 
 NOT_BENCHMARKS = {"__init__", "common", "all"}
 OUTPUT_LINES = 80  # the tail of a benchmark's output kept in the report
 # Routine sizes of benchmarks whose own default takes too long for ``make bench`` (``--full`` lifts them).
-ROUTINE_ARGS = {"semantic_scale": ["--entries", "100000", "--tenants", "200"]}
+ROUTINE_ARGS = {"semantic_scale": ["--entries", "100000", "--tenants", "200"],
+                "stream_load": ["--ramp", "16,32,100,300,1000"]}
 FULL_BEGIN, FULL_END = "<!-- full-size runs -->", "<!-- end of full-size runs -->"
 
 

@@ -4,7 +4,7 @@
                                             [--parts exact,semantic,100k] [--tracing off|on]
 
 1. Exact hit: ``POST /api/t/<tenant>/ask`` answered from the exact cache, over real HTTP to a
-   gunicorn (gthread, as ``make run`` serves) on loopback, against a bare Django JSON view (same
+   gunicorn (the async server with uvicorn workers, as ``make run`` serves, or ``--server threads``, gthread) on loopback, against a bare Django JSON view (same
    server, same middleware, JSON in and out, nothing else) measured in the same run: sequential
    p50, and throughput with a threaded keep-alive client. Prometheus metrics are on as under
    ``make run`` (multiprocess mode, ``supportbot/gunicorn_conf.py``); ``--tracing on`` also
@@ -93,6 +93,19 @@ def wsgi_application():
     return application
 
 
+def asgi_application():
+    """The same site under ASGI (the async server, ``make run``'s default)."""
+    from django.core.asgi import get_asgi_application
+    from django.test.utils import override_settings
+
+    from supportbot.warmup import warm_up
+
+    override_settings(ROOT_URLCONF=__name__).enable()
+    application = get_asgi_application()
+    warm_up()
+    return application
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
@@ -100,7 +113,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def web_server(workers: int, threads: int, tracing: bool = False):
+def web_server(workers: int, threads: int, tracing: bool = False, server: str = "async"):
     """A gunicorn of this run's own on a free loopback port, set up as ``make run`` sets it up
     (Prometheus multiprocess metrics, the gunicorn hooks), rate limits raised past the load we
     send; with ``tracing``, every Ask is traced and exported over OTLP/HTTP to a local sink."""
@@ -116,10 +129,12 @@ def web_server(workers: int, threads: int, tracing: bool = False):
     else:
         env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
         env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
+    kind = (["bench.cache_latency:asgi_application()", "--worker-class", "supportbot.uvicorn_worker.UvicornWorker"]
+            if server == "async" else
+            ["bench.cache_latency:wsgi_application()", "--worker-class", "gthread", "--threads", str(threads)])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "bench.cache_latency:wsgi_application()",
-         "-c", "python:supportbot.gunicorn_conf",
-         "--bind", f"{HOST}:{port}", "--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads),
+        [sys.executable, "-m", "gunicorn", kind[0], "-c", "python:supportbot.gunicorn_conf",
+         "--bind", f"{HOST}:{port}", *kind[1:], "--workers", str(workers),
          "--timeout", "180", "--log-level", "warning"],
         cwd=ROOT, env=env, start_new_session=True)
     try:
@@ -270,7 +285,7 @@ def exact_and_semantic(scratch, args) -> dict:
     body = {"question": question}
     figures: dict = {}
 
-    with web_server(args.workers, args.web_threads, tracing=args.tracing == "on") as port:
+    with web_server(args.workers, args.web_threads, tracing=args.tracing == "on", server=args.server) as port:
         # warm every worker thread: model revision, connections, the embedding model (a semantic hit)
         warm = {"question": "how can i reset my password"}
         scratch.will_embed([warm["question"]])
@@ -483,6 +498,8 @@ def main(argv=None) -> int:
     parser.add_argument("--web-threads", type=int, default=settings.WEB_THREADS, help="threads per gunicorn worker")
     parser.add_argument("--entries", type=int, default=100_000, help="semantic entries for the filtered lookup")
     parser.add_argument("--parts", default="exact,semantic,100k", help="comma-separated subset to run")
+    parser.add_argument("--server", choices=("async", "threads"), default=settings.WEB_SERVER,
+                        help="the async server (ASGI, uvicorn workers) or the gthread server (WSGI), as make run")
     parser.add_argument("--tracing", choices=("off", "on"), default="off",
                         help="trace every Ask (OTLP/HTTP to a local sink); metrics are always on, as in make run")
     args = parser.parse_args(argv)
@@ -506,7 +523,7 @@ def main(argv=None) -> int:
         ok = value >= TARGETS[name] if name == "exact_vs_bare_throughput" else value <= TARGETS[name]
         print(f"  {name}: {value:.3f} (target {'>=' if 'throughput' in name else '<='} {TARGETS[name]}) "
               f"{'ok' if ok else 'MISSED'}")
-    figures.update(results, tracing=args.tracing, metrics="prometheus multiprocess")
+    figures.update(results, tracing=args.tracing, metrics="prometheus multiprocess", server=args.server)
     last = " ".join(f"{k}={v:.2f}" for k, v in results.items())
     bench_result("cache_latency", figures, last)
     return 0

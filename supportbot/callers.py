@@ -124,7 +124,8 @@ def api_asker(request, tenant_slug: str, body: Callable[[], dict], *,
     try:
         fields = body()
         caller = auth.api_caller(request, admitted.tenant, admitted.key, fields.get("customer"))
-        asker = Asker(admitted.tenant, locale_for(admitted.tenant, fields.get("locale")), caller.customer)
+        asker = Asker(admitted.tenant, locale_for(admitted.tenant, fields.get("locale")), caller.customer,
+                      ratelimit.client_key(request, admitted.key, customer=caller.customer))
     except (AskRejected, auth.AuthError) as exc:
         return Refusal(exc.code, exc.message, exc.status)
     return Admitted(admitted.tenant, admitted.key, admitted.read, asker)
@@ -146,7 +147,8 @@ def chat_asker(request, tenant_slug: str, locale=None, *, action: str = "ask") -
         return UNKNOWN_TENANT
     tenant = entry.tenant
     customer = auth.session_customer(request, tenant)
-    verdict = ratelimit.check(tenant.pk, ratelimit.client_key(request, customer=customer), action=action)
+    client = ratelimit.client_key(request, customer=customer)
+    verdict = ratelimit.check(tenant.pk, client, action=action)
     refused = rate_limit_refusal(verdict, tenant)
     if refused is not None:
         return refused
@@ -154,7 +156,7 @@ def chat_asker(request, tenant_slug: str, locale=None, *, action: str = "ask") -
         locale = locale_for(tenant, locale)
     except AskRejected as exc:
         return Refusal(exc.code, exc.message, exc.status, tenant=tenant)
-    return Admitted(tenant, None, asker=Asker(tenant, locale, customer))
+    return Admitted(tenant, None, asker=Asker(tenant, locale, customer, client))
 
 
 def chat_sign_in(request, tenant: Tenant, token: str, locale=None) -> Admitted | Refusal:
@@ -197,7 +199,8 @@ def chat_pending_take(request, tenant_slug: str, ask_id: str) -> tuple[Asker, st
     if item is None or item["tenant"] != tenant.slug:
         return Refusal("unknown_question", "no such question", 404, tenant=tenant)
     request.session[PENDING_KEY] = pending
-    return Asker(tenant, item["locale"], item.get("customer")), item["question"]
+    customer = item.get("customer")
+    return Asker(tenant, item["locale"], customer, ratelimit.client_key(request, customer=customer)), item["question"]
 
 
 # --------------------------------------------------------------------------- helpers

@@ -10,6 +10,8 @@ the answer is recorded as interrupted and never admitted to a cache.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -18,7 +20,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Iterator
+from typing import AsyncIterator, Iterator
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
@@ -43,9 +45,10 @@ from retrieval.embeddings import EmbedStats, embed_texts, question_scope
 from retrieval.generations import GenerationMismatch, query_embedder
 from retrieval.search import SearchHit, index_version, search_hybrid, search_version
 from retrieval.services import active_generation_cached
-from supportbot import answerability, tracing
+from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
 from supportbot.hit_sampling import DecisionRef
+from supportbot.inflight import InFlightRefused
 from supportbot.questions import AskRejected, clean_question, normalize_question
 from supportbot.records import HitRecordWriter, commit_asynchronously, copy_insert, pks_allocate
 from supportbot.signals import decisions_recorded
@@ -64,6 +67,7 @@ class Asker:
     tenant: Tenant
     locale: str
     customer: str | None = None
+    client: str = ""  # who the in-flight caps count (``ratelimit.client_key``); "" outside a web request
 
 
 @dataclass
@@ -134,6 +138,8 @@ class AskState:
     answerability: answerability.Verdict | None = None  # whether a passage answers the question
     related: list[dict] = field(default_factory=list)
     trace: object = None  # the Ask's span while tracing is on (supportbot.tracing)
+    slot: inflight.Slot | None = None  # the in-flight slot of a fresh answer (``hold_slot``)
+    finished: bool = False  # ``ask_begin`` served and recorded it (a cache hit)
 
     def lap(self, name: str, since: float) -> None:
         self.timings[name] = round((time.perf_counter() - since) * 1000, 2)
@@ -151,13 +157,18 @@ def ask_events(asker: Asker, raw_question, *, streamed: bool = False, prepared: 
         state.asker = asker  # the same tenant and locale; now with the authenticated customer
     else:
         state = start(asker, raw_question, streamed)
-    finished = False
+    finished = refused = False
     try:
         served = lookup(state, prefetched)
         if served is not None:
             serve_cached(state, served)
             yield "delta", state.answer
         else:
+            try:
+                hold_slot(state)
+            except InFlightRefused:
+                refused = True  # a 429, like a rate limit: nothing was answered, nothing is recorded
+                raise
             yield from answer_fresh(state)
             admit(state)
         finished = True
@@ -165,9 +176,11 @@ def ask_events(asker: Asker, raw_question, *, streamed: bool = False, prepared: 
         state.status, state.error = AskEvent.Status.INTERRUPTED, "client disconnected"
         raise
     finally:
+        inflight.release(state.slot)
         if not finished and state.status == AskEvent.Status.ANSWERED:
             state.status, state.error = AskEvent.Status.INTERRUPTED, state.error or "aborted"
-        record(state)
+        if not refused:
+            record(state)
     yield "done", outcome(state)
 
 
@@ -175,6 +188,87 @@ def ask(asker: Asker, raw_question, *, prepared: AskState | None = None, prefetc
     for kind, value in ask_events(asker, raw_question, prepared=prepared, prefetched=prefetched):
         if kind == "done":
             return value
+    raise RuntimeError("the pipeline ended without an outcome")
+
+
+# --------------------------------------------------------------------------- the async entry (ASGI)
+
+def ask_begin(asker: Asker, raw_question, *, streamed: bool = False, prepared: AskState | None = None,
+              prefetched: dict | None = None) -> AskState:
+    """The async server's blocking first part, in one hop to a pool thread: ``start`` (or the
+    ``prepared`` state), the lookups, then for a hit the whole Ask (served and recorded:
+    ``state.finished``), for a miss its in-flight slot (``InFlightRefused`` over a cap, nothing
+    recorded). ``ask_events_async(begun=state)`` goes on from here."""
+    if (prepared is not None and prepared.asker.tenant is asker.tenant and prepared.asker.locale == asker.locale
+            and prepared.streamed == streamed):
+        state = prepared
+        state.asker = asker
+    else:
+        state = start(asker, raw_question, streamed)
+    try:
+        served = lookup(state, prefetched)
+    except BaseException:
+        state.status, state.error = AskEvent.Status.INTERRUPTED, "aborted"
+        record(state)
+        raise
+    if served is not None:
+        serve_cached(state, served)
+        record(state)
+        state.finished = True
+    else:
+        hold_slot(state)
+    return state
+
+
+async def ask_events_async(asker: Asker, raw_question, *, streamed: bool = False, prepared: AskState | None = None,
+                           prefetched: dict | None = None,
+                           begun: AskState | None = None) -> AsyncIterator[tuple[str, object]]:
+    """``ask_events`` for the event loop: the same events and records. The blocking steps run in
+    the pool (``serving.blocking``), the answer streams from the answerer's ``astream``; closing
+    the iterator or cancelling its task (the customer left) closes the model's stream, records the
+    Ask as interrupted and caches nothing. No stream lasts past ``STREAM_MAX_DURATION_S``."""
+    if begun is None:
+        begun = await serving.blocking(ask_begin, asker, raw_question, streamed=streamed, prepared=prepared,
+                                       prefetched=prefetched)
+    state = begun
+    if state.finished:
+        yield "delta", state.answer
+        yield "done", outcome(state)
+        return
+    finished = False
+    try:
+        deadline = asyncio.get_running_loop().time() + settings.STREAM_MAX_DURATION_S
+        async with contextlib.aclosing(answer_fresh_async(state, deadline)) as events:
+            async for event in events:
+                yield event
+        await serving.blocking(admit, state)
+        finished = True
+    except (GeneratorExit, asyncio.CancelledError):
+        state.status, state.error = AskEvent.Status.INTERRUPTED, "client disconnected"
+        raise
+    finally:
+        if not finished and state.status == AskEvent.Status.ANSWERED:
+            state.status, state.error = AskEvent.Status.INTERRUPTED, state.error or "aborted"
+        # shielded: a second cancellation must not lose the record or keep the slot
+        await asyncio.shield(serving.blocking(_end_fresh, state))
+    yield "done", outcome(state)
+
+
+def _end_fresh(state: AskState) -> None:
+    try:
+        record(state)
+    finally:
+        inflight.release(state.slot)
+
+
+async def ask_async(asker: Asker, raw_question, *, prepared: AskState | None = None, prefetched: dict | None = None,
+                    begun: AskState | None = None) -> AskOutcome:
+    """``ask`` for the event loop."""
+    async with contextlib.aclosing(ask_events_async(asker, raw_question, prepared=prepared, prefetched=prefetched,
+                                                    begun=begun)) as events:
+        async for kind, value in events:
+            if kind == "done":
+                return value
     raise RuntimeError("the pipeline ended without an outcome")
 
 
@@ -208,6 +302,13 @@ def lookup(state: AskState, prefetched: dict | None = None) -> CachedAnswer | No
     if state.eligibility is None:
         check_eligibility(state)
     return exact_lookup(state, prefetched) or semantic_lookup(state)
+
+
+def hold_slot(state: AskState) -> None:
+    """A fresh answer takes an in-flight slot of its client and tenant (``supportbot.inflight``),
+    released when the Ask ends; InFlightRefused over a cap."""
+    tenant = state.asker.tenant
+    state.slot = inflight.acquire(tenant.pk, tenant.slug, state.asker.client, state.request_id)
 
 
 def offer_answer(asker: Asker, raw_question, answer: str, passages: list[Passage], article_pks: dict[int, int],
@@ -378,32 +479,10 @@ def retrieve(state: AskState) -> None:
 
 def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
     """Retrieval then generation, streaming the model's text as it comes."""
-    try:
-        retrieve(state)
-    except (RetrievalUnavailable, GenerationMismatch, DatabaseError) as exc:
-        log.warning("retrieval failed: %s", exc)
-        fail(state, f"retrieval: {exc}")
+    request = answer_request(state)
+    if request is None:
         yield "delta", state.answer
         return
-    if not state.passages:
-        not_covered(state, "no passage similar enough")
-        yield "delta", state.answer
-        return
-    tenant = state.asker.tenant
-    if state.vector is None:  # a search-cache hit with the semantic cache off: the answerer may need it
-        state.vector = embed_question(state)
-    embedder = query_embedder(cached=True)
-    passages = check_answerable(state)
-    if not passages:
-        not_covered(state, state.answerability.reason)
-        yield "delta", state.answer
-        return
-    request = AnswerRequest(
-        tenant_slug=tenant.slug, tenant_prompt=tenant_prompt(tenant), passages=passages,
-        question=state.question, question_vector=state.vector,
-        embed=lambda texts: embed_texts(texts, embedder=embedder),
-        assist_answer=state.assist.answer if state.assist else None,
-    )
     t = time.perf_counter()
     pieces: list[str] = []
     answer: Answer | None = None
@@ -417,18 +496,89 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
                     state.lap("ttft", t)
                 yield "delta", item
     except GenerationError as exc:
-        state.lap("generation", t)
-        if pieces:  # the model died mid-answer: what was shown is not an answer
-            state.status, state.error = AskEvent.Status.INTERRUPTED, f"generation: {exc.reason}"
-            state.answer = "".join(pieces)
-            handoff_text = "\n\n" + UNAVAILABLE_TEXT
-            state.answer += handoff_text
-            yield "delta", handoff_text
-        else:
-            fail(state, f"generation: {exc.reason}")
-            yield "delta", state.answer
+        yield "delta", generation_failed(state, pieces, exc, t)
         return
-    state.lap("generation", t)
+    answer_written(state, answer, t)
+
+
+async def answer_fresh_async(state: AskState, deadline: float) -> AsyncIterator[tuple[str, str]]:
+    """``answer_fresh`` on the event loop: retrieval in the pool, the answerer's ``astream``; past
+    ``deadline`` (the loop's clock) the answer stops as a timed-out generation."""
+    request = await serving.blocking(answer_request, state)
+    if request is None:
+        yield "delta", state.answer
+        return
+    t = time.perf_counter()
+    pieces: list[str] = []
+    answer: Answer | None = None
+    try:
+        async with contextlib.aclosing(get_answerer().astream(request)) as items:
+            while True:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        item = await anext(items)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    metrics.STREAMS_CUT.labels("max_duration").inc()
+                    raise GenerationError("timeout", f"the stream passed {settings.STREAM_MAX_DURATION_S:.0f}s") from None
+                if isinstance(item, Answer):
+                    answer = item
+                elif item:
+                    pieces.append(item)
+                    if "ttft" not in state.timings:
+                        state.lap("ttft", t)
+                    yield "delta", item
+    except GenerationError as exc:
+        yield "delta", generation_failed(state, pieces, exc, t)
+        return
+    answer_written(state, answer, t)
+
+
+def answer_request(state: AskState) -> AnswerRequest | None:
+    """Retrieval, then what the answerer gets; None when there is nothing to answer from (the
+    state then holds the failure or the not-covered text)."""
+    try:
+        retrieve(state)
+    except (RetrievalUnavailable, GenerationMismatch, DatabaseError) as exc:
+        log.warning("retrieval failed: %s", exc)
+        fail(state, f"retrieval: {exc}")
+        return None
+    if not state.passages:
+        not_covered(state, "no passage similar enough")
+        return None
+    tenant = state.asker.tenant
+    if state.vector is None:  # a search-cache hit with the semantic cache off: the answerer may need it
+        state.vector = embed_question(state)
+    embedder = query_embedder(cached=True)
+    passages = check_answerable(state)
+    if not passages:
+        not_covered(state, state.answerability.reason)
+        return None
+    return AnswerRequest(
+        tenant_slug=tenant.slug, tenant_prompt=tenant_prompt(tenant), passages=passages,
+        question=state.question, question_vector=state.vector,
+        embed=lambda texts: embed_texts(texts, embedder=embedder),
+        assist_answer=state.assist.answer if state.assist else None,
+    )
+
+
+def generation_failed(state: AskState, pieces: list[str], exc: GenerationError, since: float) -> str:
+    """The answerer failed after ``pieces`` were shown: the text still to show."""
+    state.lap("generation", since)
+    if pieces:  # the model died mid-answer: what was shown is not an answer
+        state.status, state.error = AskEvent.Status.INTERRUPTED, f"generation: {exc.reason}"
+        state.answer = "".join(pieces)
+        handoff_text = "\n\n" + UNAVAILABLE_TEXT
+        state.answer += handoff_text
+        return handoff_text
+    fail(state, f"generation: {exc.reason}")
+    return state.answer
+
+
+def answer_written(state: AskState, answer: Answer, since: float) -> None:
+    """The answerer's last item: the answer and its citations, or not covered."""
+    state.lap("generation", since)
     state.result = answer.result
     if answer.not_covered:
         not_covered(state, answer.reason)

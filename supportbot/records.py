@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import functools
 import json
 import logging
@@ -50,6 +51,18 @@ request_finished.connect(_request_finished, dispatch_uid="records.request_finish
 
 def in_web_request() -> bool:
     return getattr(_request, "active", False)
+
+
+@contextlib.contextmanager
+def web_request():
+    """A web request's code on a thread that is not the request's own (the async server's pool,
+    ``supportbot.serving``): its hit records go to the writer as the request thread's would."""
+    before = getattr(_request, "active", False)
+    _request.active = True
+    try:
+        yield
+    finally:
+        _request.active = before
 
 
 class HitRecordWriter:

@@ -1,7 +1,7 @@
 """``make run``: everything in the foreground, Ctrl-C stops all of it.
 
 Starts (or reuses) PostgreSQL and Redis unless DATABASE_URL / REDIS_URL are set,
-migrates, loads the demo knowledge base, then runs the web server (gunicorn),
+migrates, loads the demo knowledge base, then runs the web server (gunicorn: uvicorn workers under ASGI, ``web_command``),
 a Celery worker, Celery beat and, when the model answers (``ASK_ANSWERER=model``)
 and VLLM_BASE_URL is unset, the embedded model server. It prints which answerer runs. Children get the service URLs in their environment, so they
 reuse this process's services; when this process exits they are stopped."""
@@ -56,6 +56,24 @@ def metrics_access(settings) -> str:
     return "loopback clients only; set METRICS_TOKEN for others"
 
 
+def web_command(settings, py: str = sys.executable) -> list[str]:
+    """The web server: under ASGI (``WEB_SERVER=async``, the default) gunicorn with uvicorn workers,
+    each holding thousands of open streams on one event loop; ``WEB_SERVER=threads`` the older
+    gthread server under WSGI (a thread per open stream). Shutdown drains open streams for
+    ``WEB_DRAIN_GRACE_S`` (gunicorn's graceful timeout) before the workers stop."""
+    common = ["-c", "python:supportbot.gunicorn_conf", "--bind", f"{settings.WEB_HOST}:{settings.WEB_PORT}",
+              "--workers", str(settings.WEB_WORKERS), "--timeout", "180",
+              "--graceful-timeout", str(settings.WEB_DRAIN_GRACE_S), "--keep-alive", str(settings.WEB_KEEPALIVE_S),
+              "--access-logfile", "-"]
+    if settings.WEB_SERVER == "threads":
+        return [py, "-m", "gunicorn", "supportbot.wsgi", *common, "--worker-class", "gthread",
+                "--threads", str(settings.WEB_THREADS)]
+    if settings.WEB_SERVER != "async":
+        raise SystemExit(f"WEB_SERVER must be async or threads, not {settings.WEB_SERVER!r}")
+    return [py, "-m", "gunicorn", "supportbot.asgi:application", *common,
+            "--worker-class", "supportbot.uvicorn_worker.UvicornWorker"]
+
+
 def main() -> int:
     # deferred: django.setup() starts the embedded services first; the apps are imported after it
     import django
@@ -97,12 +115,7 @@ def main() -> int:
             py, "-m", "celery", "-A", "supportbot", "beat", "--loglevel", "INFO",
             "--scheduler", "django_celery_beat.schedulers:DatabaseScheduler",
             "--pidfile", str(settings.BASE_DIR / "var" / "run" / "celerybeat.pid")], env)
-        procs["web"] = _spawn("web", [
-            py, "-m", "gunicorn", "-c", "python:supportbot.gunicorn_conf", "supportbot.wsgi",
-            "--bind", f"{settings.WEB_HOST}:{settings.WEB_PORT}",
-            "--worker-class", "gthread", "--workers", str(settings.WEB_WORKERS),
-            "--threads", str(settings.WEB_THREADS), "--timeout", "180", "--graceful-timeout", "10",
-            "--access-logfile", "-"], env)
+        procs["web"] = _spawn("web", web_command(settings, py), env)
         base = f"http://{settings.WEB_HOST}:{settings.WEB_PORT}"
         if answerer == "extractive":
             writer = "extractive: quotes the help centre's own sentences (ASK_ANSWERER=model to generate answers)"

@@ -68,15 +68,16 @@ INSTALLED_APPS = [
     "caching",
 ]
 
+# Django's own middleware, with hooks that run on the event loop under ASGI (supportbot/middleware.py).
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "supportbot.middleware.SecurityMiddleware",
+    "supportbot.middleware.StaticFilesMiddleware",  # WhiteNoise, async capable
+    "supportbot.middleware.SessionMiddleware",
+    "supportbot.middleware.CommonMiddleware",
+    "supportbot.middleware.CsrfViewMiddleware",
+    "supportbot.middleware.AuthenticationMiddleware",
+    "supportbot.middleware.MessageMiddleware",
+    "supportbot.middleware.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "supportbot.middleware.DatabaseUnavailableMiddleware",
 ]
@@ -370,6 +371,32 @@ RATELIMIT_API_KEY_REQUESTS = env.int("RATELIMIT_API_KEY_REQUESTS", default=1200)
 RATELIMIT_FEEDBACK_REQUESTS = env.int("RATELIMIT_FEEDBACK_REQUESTS", default=10)
 # Reverse proxies in front of the web processes that append to X-Forwarded-For (0: use REMOTE_ADDR).
 RATELIMIT_TRUSTED_PROXY_HOPS = env.int("RATELIMIT_TRUSTED_PROXY_HOPS", default=0)
+# Serving (docs/serving.md): "async" runs the web server under ASGI (gunicorn with uvicorn workers:
+# a waiting stream holds a coroutine, not a thread); "threads" runs the old gthread server (WSGI).
+WEB_SERVER = env.str("WEB_SERVER", default="async")
+# Threads per web process for the Ask path's blocking steps (ORM, Redis, embedding) under ASGI.
+WEB_BLOCKING_THREADS = env.int("WEB_BLOCKING_THREADS", default=16)
+# Seconds an open stream may take to finish once shutdown starts (gunicorn's graceful timeout).
+WEB_DRAIN_GRACE_S = env.int("WEB_DRAIN_GRACE_S", default=30)
+# Seconds the server keeps an idle keep-alive connection open (behind a proxy: above the proxy's own).
+WEB_KEEPALIVE_S = env.int("WEB_KEEPALIVE_S", default=5)
+# In-flight caps (supportbot/inflight.py): fresh answers (retrieval and generation) a client (API
+# key, signed-in customer, else address) and a tenant may have running at once, held in Redis.
+INFLIGHT_ENABLED = env.bool("INFLIGHT_ENABLED", default=True)
+# Fresh answers one signed-in customer or one address (anonymous) may have in flight at once.
+INFLIGHT_CLIENT_MAX = env.int("INFLIGHT_CLIENT_MAX", default=8)
+# Fresh answers one API key (a tenant's backend, speaking for many customers) may have in flight at once.
+INFLIGHT_API_KEY_MAX = env.int("INFLIGHT_API_KEY_MAX", default=64)
+# Fresh answers all public clients (customers and addresses) of one tenant may have in flight at once.
+INFLIGHT_TENANT_MAX = env.int("INFLIGHT_TENANT_MAX", default=200)
+# A slot of a process that died without releasing it frees itself after this many seconds.
+INFLIGHT_SLOT_TTL_S = env.int("INFLIGHT_SLOT_TTL_S", default=180)
+# Retry-After (seconds) sent with a 429 for too many asks in flight.
+INFLIGHT_RETRY_AFTER_S = env.int("INFLIGHT_RETRY_AFTER_S", default=2)
+# A streamed answer's reader that takes longer than this to accept one event is cut off.
+STREAM_WRITE_TIMEOUT_S = env.float("STREAM_WRITE_TIMEOUT_S", default=10.0)
+# No stream lasts longer than this, start to end (the customer gets the hand-off text).
+STREAM_MAX_DURATION_S = env.float("STREAM_MAX_DURATION_S", default=150.0)
 # Retention (supportbot/retention.py): Ask and decision records older than this are purged nightly.
 RECORD_RETENTION_DAYS = env.int("RECORD_RETENTION_DAYS", default=90)
 RECORD_PURGE_BATCH_SIZE = env.int("RECORD_PURGE_BATCH_SIZE", default=2000)

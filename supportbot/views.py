@@ -4,12 +4,14 @@ Views parse and validate, resolve who is asking with one service call (``support
 an ``Admitted`` with its ``Asker``, or a ``Refusal``), call the pipeline, and render; nothing else."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
 import time
 import uuid
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect, JsonResponse, StreamingHttpResponse
@@ -22,8 +24,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from caching.models import AskEvent
 from core.models import Tenant
-from supportbot import auth, callers, pipeline
+from supportbot import auth, callers, pipeline, serving
 from supportbot.callers import Refusal, locale_for
+from supportbot.inflight import InFlightRefused
 from supportbot.questions import AskRejected, clean_question
 from supportbot.review import feedback_record
 from supportbot.selectors import tenant_directory_get
@@ -48,6 +51,12 @@ def _refused(refusal: Refusal) -> JsonResponse:
     if refusal.retry_after_s is not None:
         response["Retry-After"] = str(refusal.retry_after_s)
     return response
+
+
+def _inflight_refused(exc: InFlightRefused) -> JsonResponse:
+    """Too many asks in flight: a 429 with Retry-After, as a rate limit's."""
+    return _refused(Refusal(exc.code, exc.message, exc.status, {"scope": exc.scope, "retry_after_s": exc.retry_after_s},
+                            exc.retry_after_s))
 
 
 def _chat_refused(request, refusal: Refusal) -> HttpResponse:
@@ -147,8 +156,40 @@ def chat_submit(request, tenant: str):
 
 
 @require_GET
-def chat_stream(request, tenant: str, ask_id: str):
-    """Server-sent events for one pending question: ``delta`` pieces, then ``done`` with citations."""
+async def chat_stream(request, tenant: str, ask_id: str):
+    """Server-sent events for one pending question: ``delta`` pieces, then ``done`` with citations.
+    Under the async server the answer streams from the event loop (``serving``); a question over
+    its in-flight cap ends at once with the cap's message in the footer (an event stream that
+    answers 429 would only make the browser try again)."""
+    if not serving.is_async(request):
+        return await sync_to_async(_chat_stream_sync)(request, tenant, ask_id)
+    pending = await serving.blocking(callers.chat_pending_take, request, tenant, ask_id)
+    if isinstance(pending, Refusal):
+        raise Http404(pending.message)
+    asker, question = pending
+    return _sse_response(serving.stream_guard(_chat_events_async(asker, question)))
+
+
+async def _chat_events_async(asker, question: str):
+    t = asker.tenant
+    try:
+        async with contextlib.aclosing(pipeline.ask_events_async(asker, question, streamed=True)) as events:
+            async for kind, value in events:
+                if kind == "delta":
+                    yield _sse("delta", escape(value).replace("\n", "<br>"))
+                else:
+                    yield _sse("done", render_to_string("supportbot/partials/answer_footer.html",
+                                                        {"outcome": value, "tenant": t}))
+    except InFlightRefused as exc:
+        yield _sse("done", render_to_string("supportbot/partials/answer_footer.html", {"error": exc.message, "tenant": t}))
+    except (AskRejected, DatabaseError) as exc:
+        log.warning("stream failed: %s", exc)
+        yield _sse("done", render_to_string("supportbot/partials/answer_footer.html",
+                                            {"error": pipeline.UNAVAILABLE_TEXT, "tenant": t}))
+
+
+def _chat_stream_sync(request, tenant: str, ask_id: str):
+    """``chat_stream`` under WSGI: the sync pipeline, in the request's thread."""
     pending = callers.chat_pending_take(request, tenant, ask_id)
     if isinstance(pending, Refusal):
         raise Http404(pending.message)
@@ -163,6 +204,9 @@ def chat_stream(request, tenant: str, ask_id: str):
                 else:
                     html = render_to_string("supportbot/partials/answer_footer.html", {"outcome": value, "tenant": t})
                     yield _sse("done", html)
+        except InFlightRefused as exc:
+            yield _sse("done", render_to_string("supportbot/partials/answer_footer.html",
+                                                {"error": exc.message, "tenant": t}))
         except (AskRejected, DatabaseError) as exc:
             log.warning("stream failed: %s", exc)
             yield _sse("done", render_to_string("supportbot/partials/answer_footer.html",
@@ -208,7 +252,30 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
 
 @csrf_exempt
 @require_http_methods(["POST"])
-def api_ask(request, tenant: str):
+async def api_ask(request, tenant: str):
+    """The Ask API. Under the async server, one hop to the pool does everything up to the lookups
+    (and the whole of a cache hit); a fresh answer then streams from the event loop. Under WSGI,
+    the sync pipeline in the request's thread (``_api_ask_sync``)."""
+    if not serving.is_async(request):
+        return await sync_to_async(_api_ask_sync)(request, tenant)
+    try:
+        admitted, ahead, state = await serving.blocking(_api_ask_begin, request, tenant)
+    except AskRejected as exc:
+        return _api_error(exc.code, exc.message, exc.status)
+    except InFlightRefused as exc:
+        return _inflight_refused(exc)
+    if state is None:
+        return _refused(admitted)
+    breakdown = admitted.timing_breakdown
+    if ahead["body"].get("stream"):
+        events = pipeline.ask_events_async(admitted.asker, None, begun=state)
+        return _sse_response(serving.stream_guard(_api_events_async(events, breakdown)))
+    return _api_result(await pipeline.ask_async(admitted.asker, None, begun=state), breakdown)
+
+
+def _api_admit(request, tenant: str):
+    """Who asks (``callers.api_asker``), with the question prepared and the exact cache's keys read
+    along with the rate limits: (``Admitted`` or ``Refusal``, what was read ahead)."""
     ahead: dict = {}
 
     def read_along(entry) -> tuple:
@@ -227,7 +294,23 @@ def api_ask(request, tenant: str):
             ahead["body"] = _parse_ask_body(request)
         return ahead["body"]
 
-    admitted = callers.api_asker(request, tenant, body, read_along=read_along)
+    return callers.api_asker(request, tenant, body, read_along=read_along), ahead
+
+
+def _api_ask_begin(request, tenant: str):
+    """The async view's blocking part: (admitted, ahead, the begun Ask), or (refusal, ahead, None)."""
+    admitted, ahead = _api_admit(request, tenant)
+    if isinstance(admitted, Refusal):
+        return admitted, ahead, None
+    prefetched = admitted.read
+    prepared = ahead.get("state") if prefetched is not None else None
+    body = ahead["body"]
+    return admitted, ahead, pipeline.ask_begin(admitted.asker, body["question"], streamed=bool(body.get("stream")),
+                                               prepared=prepared, prefetched=prefetched)
+
+
+def _api_ask_sync(request, tenant: str):
+    admitted, ahead = _api_admit(request, tenant)
     if isinstance(admitted, Refusal):
         return _refused(admitted)
     question, stream, prefetched = ahead["body"]["question"], bool(ahead["body"].get("stream")), admitted.read
@@ -242,11 +325,26 @@ def api_ask(request, tenant: str):
         result = pipeline.ask(admitted.asker, question, prepared=prepared, prefetched=prefetched)
     except AskRejected as exc:
         return _api_error(exc.code, exc.message, exc.status)
+    except InFlightRefused as exc:
+        return _inflight_refused(exc)
+    return _api_result(result, breakdown)
+
+
+def _api_result(result, breakdown: bool) -> JsonResponse:
     payload = result.to_api(timing_breakdown=breakdown)
     if result.status == "unavailable":
         payload["error"] = {"code": "unavailable", "message": result.answer}
         return JsonResponse(payload, status=503)
     return JsonResponse(payload)
+
+
+async def _api_events_async(events, breakdown: bool):
+    async with contextlib.aclosing(events) as items:
+        async for kind, value in items:
+            if kind == "delta":
+                yield _sse("delta", json.dumps({"delta": value}))
+            else:
+                yield _sse("done", json.dumps(value.to_api(timing_breakdown=breakdown)))
 
 
 def _api_stream(first, rest, breakdown: bool) -> StreamingHttpResponse:

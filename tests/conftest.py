@@ -120,3 +120,33 @@ def _model_answerer_with_the_model_server(request):
     settings = request.getfixturevalue("settings")
     settings.ASK_ANSWERER = "model"
     yield
+
+
+@pytest.fixture
+def asgi_live_server(transactional_db):
+    """The project's ASGI application under uvicorn (the async server ``make run`` serves) on a free
+    loopback port, in a thread of this process: ``.url``. Its threads use their own database
+    connections, so the test's data must be committed (``transactional_db``)."""
+    import socket
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    import uvicorn
+    from django.core.asgi import get_asgi_application
+
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(get_asgi_application(), log_level="warning", lifespan="off",
+                                           timeout_graceful_shutdown=2))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield SimpleNamespace(url=f"http://127.0.0.1:{sock.getsockname()[1]}")
+    server.should_exit = True
+    thread.join(10)
+    sock.close()

@@ -11,7 +11,7 @@ answerer surfaces as ``GenerationError``, as from a generation backend.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +19,7 @@ from django.conf import settings
 
 from generation.base import GenerationResult, Passage
 from generation.prompt import TenantPrompt
+from supportbot.serving import blocking
 
 ANSWERERS = ("extractive", "model")
 
@@ -66,6 +67,13 @@ class Answerer(ABC):
     @abstractmethod
     def stream(self, request: AnswerRequest) -> Iterator[str | Answer]:
         """Yield text deltas, then exactly one :class:`Answer` last."""
+
+    async def astream(self, request: AnswerRequest) -> AsyncIterator[str | Answer]:
+        """``stream`` for the event loop (the async server). By default the sync stream runs in the
+        pool of blocking steps (``supportbot.serving``): an answerer that writes from memory, as the
+        extractive one does, is done in milliseconds. One that waits on a model overrides it."""
+        for item in await blocking(lambda: list(self.stream(request))):
+            yield item
 
 
 def answerer_name() -> str:

@@ -2,11 +2,12 @@
 embedded CPU model) and the citations read back from the model's text."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 
 from caching.answer_checks import Evidence, Refusal
 from generation import prompt, salt
-from generation.base import ChatRequest, GenerationError, GenerationResult
+from generation.base import ChatRequest, GenerationBackend, GenerationError, GenerationResult
 from generation.citations import parse_answer
 from generation.client import get_backend
 from supportbot.answerers.base import Answer, AnswerRequest, Answerer, AnswererSpec
@@ -31,14 +32,34 @@ class ModelAnswerer(Answerer):
                 result = item
             elif item:
                 yield item
+        yield self.answer(result, request)
+
+    async def astream(self, request: AnswerRequest) -> AsyncIterator[str | Answer]:
+        """The model's stream as a coroutine (``GenerationBackend.astream``): a waiting answer holds
+        no thread, and closing this iterator closes the HTTP stream to the model server."""
+        backend = get_backend()
+        if type(backend).astream is GenerationBackend.astream:  # no async client: the sync stream in a thread
+            async for item in super().astream(request):
+                yield item
+            return
+        result = None
+        async with contextlib.aclosing(backend.astream(self.chat_request(request))) as items:
+            async for item in items:
+                if isinstance(item, GenerationResult):
+                    result = item
+                elif item:
+                    yield item
+        yield self.answer(result, request)
+
+    def answer(self, result: GenerationResult, request: AnswerRequest) -> Answer:
+        """The model's whole text as an Answer: its citations, or not covered."""
         parsed = parse_answer(result.text, request.passages)
         if parsed.not_covered:
-            yield Answer(text="", result=result, not_covered=True, reason="the model found no answer in the passages")
-        elif not parsed.citations:  # nothing in the answer comes from a passage: it is not ours to give
-            yield Answer(text="", result=result, not_covered=True, reason="the answer cites no passage")
-        else:
-            yield Answer(text=parsed.text, citations=parsed.citations, result=result,
-                         cited_explicitly=parsed.cited_explicitly)
+            return Answer(text="", result=result, not_covered=True, reason="the model found no answer in the passages")
+        if not parsed.citations:  # nothing in the answer comes from a passage: it is not ours to give
+            return Answer(text="", result=result, not_covered=True, reason="the answer cites no passage")
+        return Answer(text=parsed.text, citations=parsed.citations, result=result,
+                      cited_explicitly=parsed.cited_explicitly)
 
     def verify(self, evidence: Evidence) -> Refusal | None:
         """Admission's model check (``ADMISSION_MODEL_CHECK``): the model reads the cited passages

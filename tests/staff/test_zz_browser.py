@@ -2,8 +2,8 @@
 on the chat page and says "no" to a cached answer; a support agent logs into the admin, labels
 the sampled hit with the keyboard and confirms it wrong in the review queue.
 
-Named to run last in this folder: ``live_server`` flushes the database afterwards, and the
-fixtures of later tests reload the demo knowledge base."""
+Named to run last in this folder: ``live_server`` (the async server, ``asgi_live_server``) flushes
+the database afterwards, and the fixtures of later tests reload the demo knowledge base."""
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,12 @@ pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing: run BOOTSTRAP_BROWSER=1 "
                                                            "bash scripts/bootstrap.sh to install Chromium"),
 ]
+
+
+@pytest.fixture
+def live_server(asgi_live_server):
+    """The browser talks to the async server (ASGI under uvicorn), as ``make run`` serves."""
+    return asgi_live_server
 
 
 @pytest.fixture

@@ -1,0 +1,364 @@
+"""Concurrent streaming asks on one machine: the async server (ASGI) against the gthread server.
+
+    .venv/bin/python -m bench.stream_load [--ramp 16,32,100,300,1000,2000] [--servers async,threads]
+                                          [--interval-ms 100] [--tokens 100] [--hit-clients 4]
+
+A stand-in model server (``modelserver.standin``: the OpenAI streaming protocol, a word every
+``--interval-ms`` for ``--tokens`` words, 10 s by default, as vLLM would stream) answers every fresh
+ask. Each server is started as ``make run`` starts it (``supportbot.run.web_command``: the same
+workers; rate limits and in-flight caps raised past the load sent), then for each step of the ramp
+that many streamed API asks are opened (within ``--ramp-in-s``) and read to their last event,
+while ``--hit-clients`` processes send exact-hit asks back to back on keep-alive connections and
+time them (a first step of no streams gives the machine's floor). A step is held when every stream
+reached its ``done`` event in time (the stream's length plus ``--slack-s``) with no HTTP error, and
+the exact hits' p99 stayed within ``--p99-ms`` (50); a server's ramp stops at its first step with
+errors (a step that only misses the p99 goes on, so the figures show the shape on a busy machine).
+
+The stream's answers cite nothing, so none is admitted and every ask of the step is a fresh stream
+(a miss of the exact and semantic caches, a hit of the search cache). Memory per stream is the
+growth of the web processes' resident memory (gunicorn's master and workers) from idle to the
+peak of the step, over the streams open. Everything lives in a scratch tenant deleted at the end.
+Ends with one line:
+``streams_held_async=… streams_held_threads=… exact_p99_ms_at_peak=… mb_per_stream=…``
+(the exact-hit p99 and the memory per stream of the async server's largest held step).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import http.client
+import json
+import multiprocessing
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from types import SimpleNamespace
+
+from bench.common import ROOT, bench_result, ensure_schema, percentiles, scratch_tenants, setup
+
+STANDIN_MODEL = "standin-model"
+os.environ["VLLM_MODEL"] = STANDIN_MODEL
+os.environ["VLLM_MODEL_REVISION"] = "standin"
+os.environ["ASK_ANSWERER"] = "model"
+os.environ.setdefault("VLLM_BASE_URL", "http://127.0.0.1:9")  # replaced by the stand-in's address below
+setup(private_redis=True)
+
+import psutil  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+HOST = "127.0.0.1"
+P99_TARGET_MS = 50.0
+SOURCE = ("Returns and refunds. You can return unused items within 30 days of delivery. Refunds go back to "
+          "the original payment method within 5 business days. Opening hours: Monday to Friday, 9:00 to 17:00.")
+STREAM_QUESTION = "What is the return policy?"
+HIT_QUESTION = "What are your opening hours?"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def raise_fd_limit() -> int:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+# --------------------------------------------------------------------------- processes
+
+@contextlib.contextmanager
+def standin_model(interval_ms: float, tokens: int):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "modelserver.standin", "--host", HOST, "--port", str(port),
+                             "--interval-ms", str(interval_ms), "--tokens", str(tokens), "--no-cite"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_http(port, "/health", 30)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def wait_http(port: int, path: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn = http.client.HTTPConnection(HOST, port, timeout=2)
+            conn.request("GET", path)
+            if conn.getresponse().status < 500:
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing answered on port {port} within {timeout_s:.0f} s")
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def web_server(kind: str, model_port: int):
+    """``make run``'s web server (``web_command``) on a free port against the stand-in model."""
+    from supportbot.run import web_command
+
+    port = free_port()
+    metrics_dir = tempfile.mkdtemp(prefix="bench-prometheus-")
+    env = dict(os.environ, VLLM_BASE_URL=f"http://{HOST}:{model_port}", PROMETHEUS_MULTIPROC_DIR=metrics_dir,
+               RATELIMIT_CLIENT_REQUESTS="1000000000", RATELIMIT_TENANT_REQUESTS="1000000000",
+               INFLIGHT_CLIENT_MAX="1000000", INFLIGHT_TENANT_MAX="1000000", GENERATION_MAX_RETRIES="0",
+               WEB_SERVER=kind)
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    config = SimpleNamespace(WEB_HOST=HOST, WEB_PORT=port, WEB_WORKERS=settings.WEB_WORKERS,
+                             WEB_THREADS=settings.WEB_THREADS, WEB_DRAIN_GRACE_S=5, WEB_KEEPALIVE_S=settings.WEB_KEEPALIVE_S,
+                             WEB_SERVER=kind)
+    command = [c for c in web_command(config) if c not in ("--access-logfile", "-")] + ["--log-level", "warning"]
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+    try:
+        wait_http(port, "/healthz", 120)
+        wait_quiet(proc)
+        yield port, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def wait_quiet(proc: subprocess.Popen, timeout_s: float = 240.0) -> None:
+    """Wait until the web processes have finished starting (every worker loads the embedding model
+    at start, seconds of CPU each): their CPU time grows by less than a tenth of a second a second."""
+    deadline = time.monotonic() + timeout_s
+
+    def cpu() -> float:
+        try:
+            root = psutil.Process(proc.pid)
+            return sum(sum(p.cpu_times()[:2]) for p in [root, *root.children(recursive=True)])
+        except psutil.Error:
+            return 0.0
+
+    before = cpu()
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = cpu()
+        if now - before < 0.1:
+            return
+        before = now
+
+
+def rss_mb(proc: subprocess.Popen) -> float:
+    try:
+        root = psutil.Process(proc.pid)
+        return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]) / 1e6
+    except psutil.Error:
+        return 0.0
+
+
+# --------------------------------------------------------------------------- exact-hit traffic (own processes)
+
+def hit_client(port: int, url: str, stop_at: float, out) -> None:
+    """Exact hits back to back on one keep-alive connection; sends back (start time, ms, ok) of each."""
+    body = json.dumps({"question": HIT_QUESTION}).encode()
+    headers = {"Content-Type": "application/json"}
+    conn, samples = http.client.HTTPConnection(HOST, port, timeout=30), []
+    while time.time() < stop_at:
+        started = time.perf_counter()
+        ok = False
+        try:
+            conn.request("POST", url, body=body, headers=headers)
+            response = conn.getresponse()
+            payload = json.loads(response.read())
+            ok = response.status == 200 and payload["cache"]["layer"] == "exact"
+        except (OSError, http.client.HTTPException, ValueError, KeyError):
+            conn.close()
+            conn = http.client.HTTPConnection(HOST, port, timeout=30)
+        samples.append((time.time(), (time.perf_counter() - started) * 1000, ok))
+        time.sleep(0.01)  # a steady trickle, not a flood: the figure is the latency under the streams
+    out.send(samples)
+
+
+# --------------------------------------------------------------------------- streams (this process, asyncio)
+
+async def one_stream(port: int, url: str, deadline_s: float, started_at: float, live: list) -> str:
+    """One streamed ask read to its ``done`` event: "ok", or what went wrong."""
+    body = json.dumps({"question": STREAM_QUESTION, "stream": True}).encode()
+    writer = None
+    try:
+        await asyncio.sleep(max(0.0, started_at - time.monotonic()))
+        async with asyncio.timeout(deadline_s):
+            reader, writer = await asyncio.open_connection(HOST, port)
+            writer.write(b"POST " + url.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            status = (await reader.readline()).split(b" ", 2)
+            if len(status) < 2 or status[1] != b"200":
+                return f"http {status[1].decode() if len(status) > 1 else '?'}"
+            live[0] += 1
+            live[1] = max(live[1], live[0])
+            deltas = 0
+            try:
+                while True:
+                    line = await reader.readline()
+                    if not line:
+                        return "closed before done"
+                    deltas += line.startswith(b"event: delta")
+                    if line.startswith(b"event: done"):
+                        done = json.loads((await reader.readline()).split(b"data: ", 1)[1])
+                        if done.get("status") in ("unavailable", "interrupted"):
+                            return f"answer {done['status']}"  # the model failed (a timeout, the breaker)
+                        return "ok" if deltas > 1 else "not streamed"
+            finally:
+                live[0] -= 1
+    except TimeoutError:
+        return "timeout"
+    except OSError as exc:
+        return type(exc).__name__
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+async def stream_step(port: int, url: str, n: int, ramp_in_s: float, deadline_s: float, proc, rss: list) -> dict:
+    live = [0, 0]
+    t0 = time.monotonic() + 0.2
+    tasks = [asyncio.create_task(one_stream(port, url, deadline_s, t0 + ramp_in_s * i / n, live)) for i in range(n)]
+
+    async def sample_memory():
+        while True:
+            rss.append((live[0], rss_mb(proc)))
+            await asyncio.sleep(0.5)
+
+    sampler = asyncio.create_task(sample_memory())
+    outcomes = await asyncio.gather(*tasks)
+    sampler.cancel()
+    counts: dict = {}
+    for outcome in outcomes:
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return {"outcomes": counts, "peak_open": live[1]}
+
+
+def run_step(port: int, url: str, hit_url: str, n: int, args, proc) -> dict:
+    stream_s = args.interval_ms * args.tokens / 1000
+    deadline_s = stream_s + args.slack_s
+    stop_at = time.time() + args.ramp_in_s + stream_s + 1.0
+    pipes, hitters = [], []
+    for _ in range(args.hit_clients):
+        parent, child = multiprocessing.Pipe(duplex=False)
+        p = multiprocessing.Process(target=hit_client, args=(port, hit_url, stop_at, child), daemon=True)
+        p.start()
+        pipes.append(parent)
+        hitters.append(p)
+    rss: list = []
+    idle_mb = rss_mb(proc)
+    begin = time.time()
+    step = asyncio.run(stream_step(port, url, n, args.ramp_in_s, deadline_s, proc, rss))
+    samples = [s for pipe in pipes for s in pipe.recv()]
+    for p in hitters:
+        p.join(10)
+    # the hits sent while the step's streams were all open (after the ramp-in, before the first ends)
+    window = [s for s in samples if begin + 0.2 + args.ramp_in_s <= s[0] <= begin + 0.2 + stream_s]
+    ms = [s[1] for s in (window or samples) if s[2]]
+    hit_errors = sum(1 for s in samples if not s[2])
+    peak_mb = max((mb for _, mb in rss), default=idle_mb)
+    open_at_peak = max((o for o, _ in rss), default=0)
+    step.update(n=n, exact=percentiles(ms), exact_hits=len(ms), exact_errors=hit_errors, idle_mb=idle_mb,
+                peak_mb=peak_mb, mb_per_stream=(peak_mb - idle_mb) / open_at_peak if open_at_peak else float("nan"))
+    step.setdefault("outcomes", {})
+    ok = step["outcomes"].get("ok", 0)
+    step["errors"] = (n - ok) + hit_errors
+    step["held"] = step["errors"] == 0 and step["exact"].get("p99", 1e9) <= args.p99_ms
+    print(f"  {n:5d} streams: {ok} done ({step['outcomes']}), {step['peak_open']} open at once; exact hits "
+          f"p50={step['exact'].get('p50', float('nan')):.1f} ms p99={step['exact'].get('p99', float('nan')):.1f} ms "
+          f"({len(ms)} hits, {hit_errors} failed); web RSS {idle_mb:.0f} -> {peak_mb:.0f} MB "
+          f"({step['mb_per_stream']:.3f} MB/stream) -> {'held' if step['held'] else 'NOT held'}", flush=True)
+    return step
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ramp", default="16,32,100,300,1000,2000", help="concurrent streams of each step")
+    parser.add_argument("--servers", default="async,threads", help="which servers, in order")
+    parser.add_argument("--interval-ms", type=float, default=100.0, help="the stand-in model's time between tokens")
+    parser.add_argument("--tokens", type=int, default=100, help="tokens a stand-in answer has")
+    parser.add_argument("--ramp-in-s", type=float, default=5.0, help="a step's streams open over this long")
+    parser.add_argument("--slack-s", type=float, default=20.0, help="a stream's time allowed beyond its length")
+    parser.add_argument("--hit-clients", type=int, default=4, help="processes sending exact hits beside the streams")
+    parser.add_argument("--p99-ms", type=float, default=P99_TARGET_MS, help="the exact hits' p99 a held step stays within")
+    args = parser.parse_args(argv)
+    ramp = [int(n) for n in args.ramp.split(",")]
+    fds = raise_fd_limit()
+    if fds < 4 * max(ramp) + 200:
+        print(f"  open-file limit {fds} is low for {max(ramp)} streams (each holds about four descriptors)")
+    ensure_schema()
+    from supportbot import pipeline
+    from supportbot.pipeline import Asker
+
+    figures: dict = {"ramp": ramp, "interval_ms": args.interval_ms, "tokens": args.tokens,
+                     "web_workers": settings.WEB_WORKERS, "web_threads": settings.WEB_THREADS}
+    with scratch_tenants("streams") as scratch:
+        tenant = scratch.tenant("load")
+        article = scratch.article(tenant, "returns", "Returns and opening hours", SOURCE)
+        from generation.base import Passage
+        from ingestion.models import Chunk
+
+        from retrieval.services import index_sync
+
+        index_sync(tenant_id=tenant.pk)  # the article searchable (the first index generation, if none is yet)
+        chunk = Chunk.objects.filter(article=article, is_current=True).first()
+        passage = Passage(1, chunk.pk, article.external_id, article.title, article.url, article.version, chunk.text, 1.0)
+        scratch.will_embed([HIT_QUESTION, STREAM_QUESTION])
+        with standin_model(args.interval_ms, args.tokens) as model_port:
+            os.environ["VLLM_BASE_URL"] = settings.VLLM_BASE_URL = f"http://{HOST}:{model_port}"
+            offered = pipeline.offer_answer(Asker(tenant, "en"), HIT_QUESTION,
+                                            "We are open Monday to Friday, 9:00 to 17:00 [1].", [passage],
+                                            {passage.chunk_id: article.pk}, checks=False)
+            assert offered.admitted, offered.layers
+            url = f"/api/t/{tenant.slug}/ask"
+            for kind in args.servers.split(","):
+                print(f"{kind} server ({settings.WEB_WORKERS} workers"
+                      + (f" x {settings.WEB_THREADS} threads" if kind == "threads" else "") + "):", flush=True)
+                steps = []
+                with web_server(kind, model_port) as (port, proc):
+                    conn = http.client.HTTPConnection(HOST, port, timeout=30)  # warm up: one hit, one stream
+                    conn.request("POST", url, body=json.dumps({"question": HIT_QUESTION}),
+                                 headers={"Content-Type": "application/json"})
+                    assert json.loads(conn.getresponse().read())["cache"]["layer"] == "exact"
+                    for n in [0, *ramp]:  # 0: the exact hits alone, the machine's floor
+                        step = run_step(port, url, url, n, args, proc)
+                        steps.append(step)
+                        if step["errors"]:  # a step that only misses the p99 goes on: the figures show the shape
+                            break
+                held = [s for s in steps if s["held"] and s["n"]]
+                clean = [s for s in steps if not s["errors"] and s["n"]]
+                figures[kind] = {"steps": steps, "held": max((s["n"] for s in held), default=0),
+                                 "no_errors": max((s["n"] for s in clean), default=0),
+                                 "peak": held[-1] if held else None}
+                print(f"  {kind}: held {figures[kind]['held']} streams (0 errors, exact p99 <= {args.p99_ms:.0f} ms); "
+                      f"{figures[kind]['no_errors']} with 0 errors", flush=True)
+    nan = float("nan")
+    peak = (figures.get("async") or {}).get("peak") or {}
+    results = {
+        "streams_held_async": (figures.get("async") or {}).get("held", 0),
+        "streams_held_threads": (figures.get("threads") or {}).get("held", 0),
+        "exact_p99_ms_at_peak": peak.get("exact", {}).get("p99", nan),
+        "mb_per_stream": peak.get("mb_per_stream", nan),
+    }
+    figures.update(results)
+    last = (f"streams_held_async={results['streams_held_async']} streams_held_threads={results['streams_held_threads']} "
+            f"exact_p99_ms_at_peak={results['exact_p99_ms_at_peak']:.2f} mb_per_stream={results['mb_per_stream']:.3f}")
+    bench_result("stream_load", figures, last)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
