@@ -152,6 +152,15 @@ LOGGING = {
 # --------------------------------------------------------------------------- Ask (foundation)
 ASK_MAX_QUESTION_CHARS = env.int("ASK_MAX_QUESTION_CHARS", default=2000)
 ASK_DEFAULT_LOCALE = env.str("ASK_DEFAULT_LOCALE", default="en")
+# Conversations (supportbot/conversation.py, docs/conversations.md): the most messages and characters one Ask may carry.
+CONVERSATION_MAX_MESSAGES = env.int("CONVERSATION_MAX_MESSAGES", default=60)
+CONVERSATION_MAX_CHARS = env.int("CONVERSATION_MAX_CHARS", default=40000)
+# A standalone message takes the conditions of earlier turns at least this close to it (embedding cosine).
+CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.35)
+# Let the trusted model (VLLM_BASE_URL) rewrite follow-ups; off: the rules rewrite them.
+CONVERSATION_MODEL_REWRITE = env.bool("CONVERSATION_MODEL_REWRITE", default=False)
+# The chat page keeps this many of its latest messages in the session (the thread sent with a follow-up).
+CHAT_THREAD_MAX_MESSAGES = env.int("CHAT_THREAD_MAX_MESSAGES", default=20)
 KB_DEMO_DIR = env.path("KB_DEMO_DIR", default=BASE_DIR / "kb")
 WEB_HOST = env.str("WEB_HOST", default="127.0.0.1")
 WEB_PORT = env.int("WEB_PORT", default=8000)

@@ -24,6 +24,7 @@ from caching.models import AskEvent
 from core.models import Tenant
 from supportbot import auth, callers, pipeline
 from supportbot.callers import Refusal, locale_for
+from supportbot.conversation import conversation_parse
 from supportbot.questions import AskRejected, clean_question
 from supportbot.review import feedback_record
 from supportbot.selectors import tenant_directory_get
@@ -174,9 +175,9 @@ def chat_stream(request, tenant: str, ask_id: str):
 # --------------------------------------------------------------------------- JSON API
 
 def _parse_ask_body(request) -> dict:
-    body = _parse_json_object(request, allowed={"question", "locale", "stream", "customer"})
-    if "question" not in body:
-        raise AskRejected("missing_question", "question is required")
+    """The body, with its ``question`` or ``messages`` validated as the ``conversation``."""
+    body = _parse_json_object(request, allowed={"question", "messages", "locale", "stream", "customer"})
+    body["conversation"] = conversation_parse(body)
     if "stream" in body and not isinstance(body["stream"], bool):
         raise AskRejected("invalid_stream", "stream must be true or false")
     return body
@@ -216,7 +217,7 @@ def api_ask(request, tenant: str):
         try:
             ahead["body"] = body = _parse_ask_body(request)
             ahead["state"] = state = pipeline.prepare(
-                pipeline.Asker(entry.tenant, locale_for(entry.tenant, body.get("locale"))), body["question"],
+                pipeline.Asker(entry.tenant, locale_for(entry.tenant, body.get("locale"))), body["conversation"],
                 streamed=bool(body.get("stream")))
         except AskRejected:
             return ()  # refused again below, once the caller is known
@@ -230,7 +231,7 @@ def api_ask(request, tenant: str):
     admitted = callers.api_asker(request, tenant, body, read_along=read_along)
     if isinstance(admitted, Refusal):
         return _refused(admitted)
-    question, stream, prefetched = ahead["body"]["question"], bool(ahead["body"].get("stream")), admitted.read
+    question, stream, prefetched = ahead["body"]["conversation"], bool(ahead["body"].get("stream")), admitted.read
     breakdown = admitted.timing_breakdown
     prepared = ahead.get("state") if prefetched is not None else None
     try:
