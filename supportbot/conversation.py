@@ -164,6 +164,22 @@ _REPLIES_DE = {
     "das erste", "das zweite", "die erste", "die zweite", "der erste", "der zweite", "beide", "keins", "genau",
     "richtig", "stimmt", "danke", "einverstanden",
 }
+# A message that starts like this replies to the assistant ("yes, go ahead with that").
+_REPLY_START = re.compile(r"^(?:yes|yeah|yep|yup|no|nope|nah|ok|okay|sure|alright|please|go ahead|sounds good|"
+                          r"ja|nein|gerne|okay)\b", re.IGNORECASE)
+# What a question asks about a thing, without the thing: "what's the price?", "is there a fee?".
+# A message made only of these (and function words) asks about whatever the conversation is about.
+_ATTRIBUTES = {
+    "price", "prices", "cost", "costs", "fee", "fees", "charge", "charges", "deadline", "deadlines", "limit", "limits",
+    "time", "times", "timeframe", "duration", "rate", "rates", "discount", "discounts", "minimum", "maximum", "catch",
+    "difference", "requirement", "requirements", "rules", "terms", "conditions", "penalty", "process", "option",
+    "options", "cheaper", "cheapest", "expensive", "free", "included", "include", "includes", "available",
+    "availability", "possible", "allowed", "eligible", "refundable", "worth", "extra", "additional", "total",
+    "quick", "quickly", "fast", "soon", "late", "later", "earliest", "latest", "next", "step", "steps", "cancel",
+    "cancelled", "change", "changed", "apply", "applies", "work", "works", "mean", "means", "pay", "paid", "cover",
+    "covered", "come", "take", "takes", "need", "needed", "required", "details", "info", "information", "exactly",
+    "preis", "kosten", "kostet", "gebühr", "gebühren", "frist", "dauer", "dauert", "lange", "kostenlos", "gratis",
+}
 # A bare question word is about whatever came before.
 _BARE_EN = {"why", "how", "when", "where", "who", "which", "what", "how much", "how long", "how come", "really",
             "how many", "which one", "what else", "and", "and then", "anything else", "so", "then what"}
@@ -214,6 +230,7 @@ _STOP_EN = {
     "very", "really", "still", "again", "one", "ones", "else", "same", "other", "want", "need", "like", "know",
     "tell", "as", "up", "out", "into", "than", "all", "more", "less", "only", "well", "now", "im", "i'm", "ive",
     "i've", "it's", "that's", "what's", "whats", "dont", "don't", "doesn't", "isn't", "can't", "cant", "there's",
+    "asking", "ask", "question", "questions", "wondering", "wonder", "curious", "quick", "about",
 }
 _STOP_DE = {
     "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "und", "oder", "aber",
@@ -331,9 +348,15 @@ def dependence(message: str, locale: str = "en") -> Dependence:
         return Dependence("bare", phrase)
     if (_ELLIPSIS_DE if german else _ELLIPSIS_EN).search(phrase):
         return Dependence("ellipsis", words[0] if words else "")
+    if _REPLY_START.match(phrase):
+        return Dependence("reply", words[0])
     word = _points_back_de(words, _words(message)) if german else _points_back_en(words, message)
     if word:
         return Dependence("anaphora", word)
+    stop = _STOP_DE if german else _STOP_EN
+    content = [w for w in words if w not in stop]
+    if content and all(w in _ATTRIBUTES for w in content) and not conditions(message):
+        return Dependence("attribute", content[0])  # "what's the price?": of what?
     return Dependence("")
 
 
@@ -480,6 +503,10 @@ def resolve(conversation: Conversation, locale: str = "en", rewriter=None) -> Re
     if dep.kind in ("reply", "bare"):
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           f"a {dep.kind} ({dep.word!r}) whose meaning is the conversation's", history=history)
+    last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
+    if _assistant_asked(last_assistant):  # "can you do it now?" after "shall I cancel it?" or "...renew it?"
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          f"{dep.kind} ({dep.word!r}) after the assistant's question", history=history)
     previous = _previous_resolution(conversation, locale)
     if previous is None or not previous.cacheable:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
@@ -501,6 +528,8 @@ def _previous_resolution(conversation: Conversation, locale: str) -> Resolution 
     users = [i for i, t in enumerate(turns[:-1]) if t.role == "user"]
     asking = [i for i in users if "?" in turns[i].content or _QUESTION_START.search(turns[i].content)]
     idx = max(asking, default=None)
+    if idx is None:  # "I'm asking about Acme Plus." states the subject without a question
+        idx = max((i for i in users if len(_topic(turns[i].content, False).split()) >= 2), default=None)
     if idx is None:
         return None
     return resolve(Conversation(turns[:idx + 1]), locale)
@@ -519,20 +548,26 @@ def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]
 
 def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str], locale: str,
                 german: bool) -> Resolution:
-    """A message that points nowhere: standalone, unless the conversation stated conditions on its
-    topic, which then travel with it (``CONVERSATION_RELATED_COSINE``)."""
-    if not running:
-        return Resolution(message, message, How.STANDALONE, "standalone; no conditions stated before",
-                          history=history)
+    """A message that points nowhere: standalone, unless it continues the conversation (an earlier
+    turn is on its topic, ``CONVERSATION_RELATED_COSINE``) or the customer stated their situation:
+    then the topic of the customer's related question and the conditions of those turns travel
+    with it, so "is there a fee?" about one thing is never the same question as about another."""
+    last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
+    if _answers_assistant(message, last_assistant):
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "a reply to the assistant's question", history=history)
     own = conditions(message)
     related = _related_turns(message, history)
-    if not related and not any(situation(t) for t in history):
-        return Resolution(message, message, How.STANDALONE,
-                          "standalone; the conversation's conditions are about something else", history=history)
+    situations = [t for t in history if situation(t)]
+    if not related and not situations:
+        return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
+                          history=history)
     bearing = {}
-    for turn in [t for t in history if situation(t)] + related:
+    for turn in situations + related:
         bearing.update({v: k for v, k in conditions(turn.content).items() if v in running})
-    question, carried = _with_conditions(message, bearing, own)
+    topic_turn = next((t for t in reversed(related) if t.role == "user"), None)
+    topic = _new_words(topic_turn.content, message, german) if topic_turn is not None else ""
+    question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})" if topic else message, bearing, own)
     if question == message:
         return Resolution(message, message, How.STANDALONE, "standalone; it states its own conditions",
                           conditions=carried, history=history)
@@ -547,12 +582,36 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
 def _related_turns(message: str, history: tuple[Turn, ...]) -> list[Turn]:
     """The earlier turns on the message's topic: sentence-embedding cosine at least
     ``CONVERSATION_RELATED_COSINE`` (the retrieval embedder, the same the semantic cache uses)."""
-    candidates = [t for t in history if conditions(t.content)]
+    candidates = [t for t in history if _topic(t.content, False)]
     if not candidates:
         return []
     vectors = embed_texts([message] + [t.content for t in candidates], embedder=query_embedder(cached=True))
     return [t for t, v in zip(candidates, vectors[1:])
             if float(vectors[0] @ v) >= settings.CONVERSATION_RELATED_COSINE]
+
+
+_CLOSERS = re.compile(r"\banything else\b|\bsomething else\b|\bhelp (?:you )?with\b.*\belse\b|"
+                      r"\bother questions?\b|\bsonst noch\b|\bweitere fragen\b", re.IGNORECASE)
+
+
+def _answers_assistant(message: str, last_assistant: Turn | None) -> bool:
+    """Whether the message answers the assistant's last question ("Would you like a refund or a
+    replacement?" / "The replacement would be better"): a statement after a question that is not
+    the customary "anything else?"."""
+    return _assistant_asked(last_assistant) and "?" not in message and not _QUESTION_START.search(message)
+
+
+def _assistant_asked(last_assistant: Turn | None) -> bool:
+    """Whether the assistant's last turn asked the customer something (an offer, a choice, a
+    detail), other than the customary "anything else?"."""
+    return (last_assistant is not None and "?" in last_assistant.content
+            and not _CLOSERS.search(last_assistant.content))
+
+
+def _new_words(text: str, message: str, german: bool) -> str:
+    """The content words of ``text`` the message does not already have."""
+    have = set(_lower_words(message))
+    return " ".join(w for w in _topic(text, german).split() if w not in have)
 
 
 def _ellipsis(message: str, previous: Resolution, running: dict[str, str],

@@ -186,14 +186,16 @@ def ask(asker: Asker, raw_question, *, prepared: AskState | None = None, prefetc
 def start(asker: Asker, raw_question, streamed: bool) -> AskState:
     """Validate before anything is looked up or stored, then resolve the conversation's last
     message into the question every later step reads (``supportbot.conversation``).
-    ``raw_question``: a question (a one-message conversation) or a validated ``Conversation``."""
+    ``raw_question``: a question (a one-message conversation), a validated ``Conversation``, or
+    a ``Resolution`` made earlier (staff acting on a recorded Ask's resolved question)."""
     if asker.locale not in asker.tenant.locales:
         raise AskRejected("unknown_locale", f"locale must be one of {sorted(asker.tenant.locales)}")
-    if isinstance(raw_question, Conversation):
-        conversation = raw_question
+    if isinstance(raw_question, Resolution):
+        resolution = raw_question
     else:
-        conversation = Conversation.single(clean_question(raw_question))
-    resolution = resolve(conversation, asker.locale, rewriter=model_rewriter(asker.tenant.slug))
+        conversation = raw_question if isinstance(raw_question, Conversation) else \
+            Conversation.single(clean_question(raw_question))
+        resolution = resolve(conversation, asker.locale, rewriter=model_rewriter(asker.tenant.slug))
     question = resolution.question
     return AskState(asker=asker, question=question, normalized=normalize_question(question), streamed=streamed,
                     resolution=resolution)

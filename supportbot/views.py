@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from caching.models import AskEvent
 from core.models import Tenant
-from supportbot import auth, callers, pipeline
+from supportbot import auth, callers, chat_thread, pipeline
 from supportbot.callers import Refusal, locale_for
 from supportbot.conversation import conversation_parse
 from supportbot.questions import AskRejected, clean_question
@@ -99,8 +99,20 @@ def chat_page(request, tenant: str):
             "Customer tokens are not accepted in the address; the shop's page posts them to sign you in.", 400)
         response["Referrer-Policy"] = "no-referrer"  # the token stays out of this page's requests
         return response
+    asker = pipeline.Asker(t, locale, auth.session_customer(request, t))
     return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale,
+                                                    "thread": chat_thread.thread_turns(request, asker),
                                                     "max_chars": settings.ASK_MAX_QUESTION_CHARS})
+
+
+@require_POST
+def chat_start_over(request, tenant: str):
+    """Forget the session's thread: the next question starts a new conversation."""
+    t = _tenant(tenant)
+    chat_thread.thread_clear(request)
+    locale = callers.locale_or_default(t, request.POST.get("locale"))
+    page = reverse("chat", args=[t.slug]) + (f"?locale={locale}" if locale != t.default_locale else "")
+    return HttpResponseRedirect(page, status=303)
 
 
 @csrf_exempt  # checked below: the tenant's own site (Origin) or our own form (CSRF token)
@@ -138,9 +150,11 @@ def chat_submit(request, tenant: str):
     except AskRejected as exc:
         return _chat_refused(request, Refusal(exc.code, exc.message, exc.status, tenant=asker.tenant))
     if not request.htmx:
-        result = pipeline.ask(asker, question)
+        thread = chat_thread.thread_turns(request, asker)
+        result = pipeline.ask(asker, chat_thread.conversation_with(request, asker, question))
+        chat_thread.thread_record(request, asker, question, result)
         return render(request, "supportbot/chat.html", {"tenant": asker.tenant, "locale": asker.locale,
-                                                        "question": question, "outcome": result,
+                                                        "question": question, "outcome": result, "thread": thread,
                                                         "max_chars": settings.ASK_MAX_QUESTION_CHARS})
     ask_id = callers.chat_pending_add(request, asker, question)
     return render(request, "supportbot/partials/exchange.html", {"tenant": asker.tenant, "question": question,
@@ -155,13 +169,15 @@ def chat_stream(request, tenant: str, ask_id: str):
         raise Http404(pending.message)
     asker, question = pending
     t = asker.tenant
+    conversation = chat_thread.conversation_with(request, asker, question)
 
     def events():
         try:
-            for kind, value in pipeline.ask_events(asker, question, streamed=True):
+            for kind, value in pipeline.ask_events(asker, conversation, streamed=True):
                 if kind == "delta":
                     yield _sse("delta", escape(value).replace("\n", "<br>"))
                 else:
+                    chat_thread.thread_record(request, asker, question, value, save=True)
                     html = render_to_string("supportbot/partials/answer_footer.html", {"outcome": value, "tenant": t})
                     yield _sse("done", html)
         except (AskRejected, DatabaseError) as exc:

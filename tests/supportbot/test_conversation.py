@@ -183,3 +183,52 @@ def test_an_unresolved_follow_up_is_answered_from_its_context_and_bypasses_every
     assert layers["exact"] == "bypass" and layers["semantic"] == "bypass"
     assert layers.get("search", "bypass") == "bypass" and layers.get("embedding", "bypass") == "bypass"
     assert SemanticEntry.objects.count() == 0 and answer_keys() == []
+
+
+# --------------------------------------------------------------------------- the chat page's thread
+
+def test_the_chat_page_sends_a_follow_up_with_its_thread_shows_it_and_can_start_over(client, acme):
+    first = client.post("/t/acme/ask", {"question": "How do I get a refund?", "locale": "en"})
+    assert first.status_code == 200
+    follow = client.post("/t/acme/ask", {"question": "How long does that take?", "locale": "en"})
+    assert follow.status_code == 200
+    event = AskEvent.objects.latest("created_at")
+    assert event.message == "How long does that take?" and event.resolution == How.REWRITTEN
+    assert "refund" in event.question.casefold()
+    page = client.get("/t/acme/").content.decode()
+    assert "How do I get a refund?" in page and "How long does that take?" in page and "Start over" in page
+
+    assert client.post("/t/acme/start-over", {"locale": "en"}).status_code == 303
+    assert "How do I get a refund?" not in client.get("/t/acme/").content.decode()
+    client.post("/t/acme/ask", {"question": "How long does that take?", "locale": "en"})
+    assert AskEvent.objects.latest("created_at").resolution == How.CLARIFY
+
+
+def test_the_thread_is_bounded(client, acme, settings):
+    from supportbot.chat_thread import THREAD_KEY
+
+    settings.CHAT_THREAD_MAX_MESSAGES = 4
+    for q in ("Do you ship to Canada?", "How do I reset my password?", "What are your opening hours?"):
+        client.post("/t/acme/ask", {"question": q, "locale": "en"})
+    turns = client.session[THREAD_KEY]["turns"]
+    assert len(turns) == 4 and turns[0] == {"role": "user", "content": "How do I reset my password?"}
+
+
+def test_erasing_a_customer_erases_their_chat_sessions(client, acme):
+    import io
+
+    from django.contrib.sessions.models import Session
+    from django.core.management import call_command
+
+    from supportbot import auth
+
+    session = client.session
+    session[auth.SESSION_KEY] = {"acme": {"customer": "cust-9", "exp": 2 ** 40}}
+    session.save()
+    client.cookies["sessionid"] = session.session_key
+    client.post("/t/acme/ask", {"question": "How do I get a refund?", "locale": "en"})
+    other = Session.objects.count()
+    assert other >= 1
+    call_command("customer_erase", "--tenant", "acme", "--customer", "cust-9", stdout=io.StringIO())
+    assert not Session.objects.filter(session_key=session.session_key).exists()
+    assert "How do I get a refund?" not in client.get("/t/acme/").content.decode()
