@@ -165,8 +165,8 @@ _REPLIES_DE = {
     "richtig", "stimmt", "danke", "einverstanden",
 }
 # A message that starts like this replies to the assistant ("yes, go ahead with that").
-_REPLY_START = re.compile(r"^(?:yes|yeah|yep|yup|no|nope|nah|ok|okay|sure|alright|please|go ahead|sounds good|"
-                          r"ja|nein|gerne|okay)\b", re.IGNORECASE)
+_REPLY_START = re.compile(r"^(?:yes|yeah|yep|yup|no|nope|nah|ok|okay|sure|alright|go ahead|sounds good|"
+                          r"ja|nein|gerne)\b(?![^?]*\?)", re.IGNORECASE)
 # What a question asks about a thing, without the thing: "what's the price?", "is there a fee?".
 # A message made only of these (and function words) asks about whatever the conversation is about.
 _ATTRIBUTES = {
@@ -278,12 +278,26 @@ def is_german(text: str, locale: str) -> bool:
     return bool(words) and sum(w in _GERMAN_MARKERS for w in words) >= max(2, len(words) // 3)
 
 
+_DETERMINERS = {"a", "an", "the", "my", "your", "our", "their", "some", "any", "each", "every", "all"}
+_PRONOUNS_WITH_ANTECEDENT = {"it", "its", "they", "them", "their", "those", "these", "that", "one", "ones"}
+
+
+def _antecedent_before(words: list[str], i: int) -> bool:
+    """Whether the message names something before position ``i`` that a pronoun there can refer
+    to ("Can I return an item if I opened it?"): a determiner followed by a content word."""
+    return any(words[j] in _DETERMINERS and words[j + 1] not in _STOP_EN and len(words[j + 1]) > 2
+               for j in range(max(0, i - 1)))
+
+
 def _points_back_en(words: list[str], text: str) -> str:
     """The word that makes an English message point back at the conversation, or ""."""
     lowered = text.casefold()
+    words = [w[:-2] if w.endswith("'s") and w not in ("it's", "that's", "what's", "there's") else w for w in words]
     for i, w in enumerate(words):
         before = words[i - 1] if i else ""
         after = words[i + 1] if i + 1 < len(words) else ""
+        if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i):
+            continue  # refers to something the message itself names
         if w in _ANAPHORA_EN:
             if w == "there" and after in ("is", "are", "a", "an", "any", "some", "no", "was", "were", "'s", "be"):
                 continue  # "is there a fee", "there are two plans": existential, points nowhere
