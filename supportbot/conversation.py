@@ -440,8 +440,12 @@ _SITUATION = re.compile(r"\b(?:i|we)(?:'m| am|'re| are)\s+(?:in|on|from|based in
 
 
 def situation(turn: Turn) -> bool:
-    """A customer's statement of their situation, not a question: its conditions always travel."""
-    return turn.role == "user" and "?" not in turn.content and bool(_SITUATION.search(turn.content))
+    """A customer's statement of their situation, not a question ("I live in Canada", "I'm shipping
+    a parcel to Alaska", "I bought boots in the sale"): its conditions always travel."""
+    if turn.role != "user" or "?" in turn.content:
+        return False
+    return bool(_SITUATION.search(turn.content)) or any(
+        k in ("place", "tier", "name", "amount", "day") for k in conditions(turn.content).values())
 
 
 def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
@@ -571,6 +575,8 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a reply to the assistant's question", history=history)
     own = conditions(message)
+    if not german and not self_contained(message):
+        return _underspecified(message, history, running, last_assistant)
     related = _related_turns(message, history)
     situations = [t for t in history if situation(t)]
     if not related and not situations:
@@ -579,9 +585,7 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     bearing = {}
     for turn in situations + related:
         bearing.update({v: k for v, k in conditions(turn.content).items() if v in running})
-    topic_turn = next((t for t in reversed(related) if t.role == "user"), None)
-    topic = _new_words(topic_turn.content, message, german) if topic_turn is not None else ""
-    question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})" if topic else message, bearing, own)
+    question, carried = _with_conditions(message, bearing, own)
     if question == message:
         return Resolution(message, message, How.STANDALONE, "standalone; it states its own conditions",
                           conditions=carried, history=history)
@@ -602,6 +606,54 @@ def _related_turns(message: str, history: tuple[Turn, ...]) -> list[Turn]:
     vectors = embed_texts([message] + [t.content for t in candidates], embedder=query_embedder(cached=True))
     return [t for t, v in zip(candidates, vectors[1:])
             if float(vectors[0] @ v) >= settings.CONVERSATION_RELATED_COSINE]
+
+
+_HOW_TO = re.compile(r"^(?:how|where|when)\s+(?:do|can|could|should|would|will|may)\s+(?:i|we|you)\b|"
+                     r"^how\s+(?:long|much|many|soon|often)\s+(?:\w+\s+)?(?:do|does|can|will|should)\s+(?:i|we)\b|"
+                     r"^(?:how|where)\s+(?:to|is|are)\b|^(?:can|could|may|should|do|does|will|would|is|are)\s+"
+                     r"(?:i|we|you)\b|^what\s+(?:is|are|does|do)\s+(?:your|the|a|an)\b", re.IGNORECASE)
+
+
+def self_contained(message: str) -> bool:
+    """Whether a message without a pointing word names what it is about, so it means the same in
+    any conversation: it asks something of the business or of a procedure ("what are your opening
+    hours?", "how do I turn on two-factor authentication?", "do you ship to Canada?") with a
+    subject of its own (a content word that is not a bare attribute such as fee, price, time), or
+    names a product, place, plan or amount. "Is there an early exit fee?" or "can I get a refund?"
+    in a conversation are about the conversation's product: not self-contained."""
+    words = _lower_words(message)
+    subject = [w for w in words if w not in _STOP_EN and w not in _ATTRIBUTES and len(w) > 2]
+    if not subject:
+        return False
+    if any(k in ("name", "place", "tier") for k in conditions(message).values()):
+        return True
+    if any(w in ("you", "your", "yours") for w in words):
+        return True  # asks the business itself: "do you price match?", "what are your opening hours?"
+    return bool(_HOW_TO.search(" ".join(words))) and len(subject) >= 2 - (len(words) >= 6)
+
+
+def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, str],
+                    last_assistant: Turn | None) -> Resolution:
+    """A question that leaves its subject to the conversation ("is there an early exit fee?"): the
+    topic of the customer's last question and the running conditions travel with it; after the
+    assistant's own question, or with no earlier question, it is not resolved."""
+    if _assistant_asked(last_assistant):
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "a question without a subject of its own, after the assistant's question", history=history)
+    previous = _previous_resolution(Conversation((*history, Turn("user", message))), "en")
+    if previous is not None and not previous.cacheable:
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "a question without a subject of its own, after one that was not resolved", history=history)
+    topic = _new_words(previous.question.split(" (")[0], message, False) if previous is not None else ""
+    base = f"{message.rstrip()} (about: {topic})" if topic else message
+    question, carried = _with_conditions(base, running, conditions(message))
+    if question == message:
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "a question without a subject of its own, and nothing in the conversation to give it one",
+                          history=history)
+    return Resolution(message, question, How.REWRITTEN,
+                      f"no subject of its own: {previous.question if previous else 'the conditions stated'!r}"[:300],
+                      conditions=carried, history=history)
 
 
 _CLOSERS = re.compile(r"\banything else\b|\bsomething else\b|\bhelp (?:you )?with\b.*\belse\b|"

@@ -152,11 +152,12 @@ LOGGING = {
 # --------------------------------------------------------------------------- Ask (foundation)
 ASK_MAX_QUESTION_CHARS = env.int("ASK_MAX_QUESTION_CHARS", default=2000)
 ASK_DEFAULT_LOCALE = env.str("ASK_DEFAULT_LOCALE", default="en")
-# Conversations (supportbot/conversation.py, docs/conversations.md): the most messages and characters one Ask may carry.
+# Most messages one Ask's conversation may carry (docs/conversations.md); more is a 400.
 CONVERSATION_MAX_MESSAGES = env.int("CONVERSATION_MAX_MESSAGES", default=60)
+# Most characters one Ask's conversation may carry, all messages together; more is a 400.
 CONVERSATION_MAX_CHARS = env.int("CONVERSATION_MAX_CHARS", default=40000)
-# A standalone message takes the conditions of earlier turns at least this close to it (embedding cosine).
-CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.35)
+# An earlier turn at least this close to a self-contained message (embedding cosine) hands it its conditions.
+CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.5)
 # Let the trusted model (VLLM_BASE_URL) rewrite follow-ups; off: the rules rewrite them.
 CONVERSATION_MODEL_REWRITE = env.bool("CONVERSATION_MODEL_REWRITE", default=False)
 # The chat page keeps this many of its latest messages in the session (the thread sent with a follow-up).
