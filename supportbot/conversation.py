@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from caching import guards
+
 from retrieval.embeddings import embed_texts
 from retrieval.generations import query_embedder
 from supportbot.questions import AskRejected, clean_question, normalize_question
@@ -389,6 +391,12 @@ def _kind(value: str) -> str:
     return "name"
 
 
+_SMALL_TALK_TIMES = {"today", "tonight", "now", "right now", "currently", "yesterday", "soon", "later", "recently",
+                     "this morning", "this afternoon", "this evening", "lately"}
+_SIGNATURE_KINDS = {"places": "place", "tiers": "tier", "dates": "day", "times": "day", "time_words": "day",
+                    "numbers": "amount", "money": "amount", "ids": "amount"}
+
+
 def conditions(text: str, *, names: bool = True) -> dict[str, str]:
     """The answer-changing details a text states, by kind: places, tiers, days, amounts and names
     (capitalised words that are not the start of a sentence or a common word), as
@@ -414,6 +422,16 @@ def conditions(text: str, *, names: bool = True) -> dict[str, str]:
         value = m.group(0).strip()
         if value and not any(value in k for k in found):
             found[value] = "amount"
+    # and every detail the semantic cache's guards would veto a hit on (caching.guards.signature):
+    # "the sale", "express", "yearly", "students", sizes, ids, dates
+    for field_name, values in guards.signature(text).items():
+        if field_name in guards.VETO_FIELDS:
+            for value in values:
+                value = str(value).casefold()
+                if field_name == "time_words" and value in _SMALL_TALK_TIMES:
+                    continue
+                if value and not any(value in k or k in value for k in found):
+                    found[value] = _SIGNATURE_KINDS.get(field_name, field_name)
     if names:
         for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
             tokens = _words(sentence)
@@ -644,7 +662,9 @@ def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, 
     if previous is not None and not previous.cacheable:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a question without a subject of its own, after one that was not resolved", history=history)
-    topic = _new_words(previous.question.split(" (")[0], message, False) if previous is not None else ""
+    asked = previous is not None and ("?" in previous.message or _QUESTION_START.search(previous.message))
+    # a statement ("I'm in Canada.") gives conditions, which travel anyway, not a topic
+    topic = _new_words(previous.question.split(" (")[0], message, False) if asked else ""
     base = f"{message.rstrip()} (about: {topic})" if topic else message
     question, carried = _with_conditions(base, running, conditions(message))
     if question == message:
