@@ -459,11 +459,11 @@ _SITUATION = re.compile(r"\b(?:i|we)(?:'m| am|'re| are)\s+(?:in|on|from|based in
 
 def situation(turn: Turn) -> bool:
     """A customer's statement of their situation, not a question ("I live in Canada", "I'm shipping
-    a parcel to Alaska", "I bought boots in the sale"): its conditions always travel."""
+    a parcel to Alaska", "I bought boots in the sale"): its conditions, but for product names,
+    travel with every later question (a name travels only to a question on its topic)."""
     if turn.role != "user" or "?" in turn.content:
         return False
-    return bool(_SITUATION.search(turn.content)) or any(
-        k in ("place", "tier", "name", "amount", "day") for k in conditions(turn.content).values())
+    return bool(_SITUATION.search(turn.content)) or any(k not in ("name", "topic") for k in conditions(turn.content).values())
 
 
 def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
@@ -601,9 +601,12 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
                           history=history)
     bearing = {}
-    for turn in situations + related:
+    for turn in situations:
+        bearing.update({v: k for v, k in conditions(turn.content).items() if v in running and k != "name"})
+    for turn in related:
         bearing.update({v: k for v, k in conditions(turn.content).items() if v in running})
-    question, carried = _with_conditions(message, bearing, own)
+    topic = _conversation_topic(tuple(t for t in related if t.role == "user"), message)
+    question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})" if topic else message, bearing, own)
     if question == message:
         return Resolution(message, message, How.STANDALONE, "standalone; it states its own conditions",
                           conditions=carried, history=history)
@@ -664,7 +667,7 @@ def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, 
                           "a question without a subject of its own, after one that was not resolved", history=history)
     asked = previous is not None and ("?" in previous.message or _QUESTION_START.search(previous.message))
     # a statement ("I'm in Canada.") gives conditions, which travel anyway, not a topic
-    topic = _new_words(previous.question.split(" (")[0], message, False) if asked else ""
+    topic = _conversation_topic(history, message) if asked else ""
     base = f"{message.rstrip()} (about: {topic})" if topic else message
     question, carried = _with_conditions(base, running, conditions(message))
     if question == message:
@@ -692,6 +695,26 @@ def _assistant_asked(last_assistant: Turn | None) -> bool:
     detail), other than the customary "anything else?"."""
     return (last_assistant is not None and "?" in last_assistant.content
             and not _CLOSERS.search(last_assistant.content))
+
+
+def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = ()) -> str:
+    """What the customer's side of the conversation is about: the content words of their earlier
+    questions and statements of their situation (chatter and replies left out), in order, once
+    each, those of the message itself aside, at most ``CONVERSATION_TOPIC_WORDS``. A rewritten
+    question carries them so that a detail said in passing ("the heavy tent", "my second order")
+    keeps two conversations apart; the price is that reworded conversations rarely share."""
+    have = set(_lower_words(message))
+    out: list[str] = []
+    for turn in history:
+        if turn.role != "user" or turn.content in skip:
+            continue
+        asks = "?" in turn.content or _QUESTION_START.search(turn.content)
+        if not (asks or situation(turn)) or dependence(turn.content).kind == "reply":
+            continue
+        for w in _topic(turn.content, False).split():
+            if w not in have and w not in out:
+                out.append(w)
+    return " ".join(out[-settings.CONVERSATION_TOPIC_WORDS:])
 
 
 def _new_words(text: str, message: str, german: bool) -> str:
@@ -722,6 +745,9 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
         running = {v: k for v, k in running.items() if k != kind or v == value}
     if not replaced_any:
         question = f"{question.rstrip('?.! ')} for {slot}?"
+    rest = _conversation_topic(history, question, skip=(previous.message,))
+    if rest:
+        question = f"{question} (about: {rest})"
     question, carried = _with_conditions(question, running, conditions(question))
     return Resolution(message, question, How.REWRITTEN,
                       f"ellipsis on the previous question {previous.question!r}"[:300], conditions=carried,
@@ -742,6 +768,7 @@ def _anaphora(message: str, dep: Dependence, previous: Resolution, running: dict
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a short reply to the assistant's question", history=history)
     own = conditions(message)
+    topic = _conversation_topic(history, message) or topic
     question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})", running, own)
     return Resolution(message, question, How.REWRITTEN,
                       f"{dep.word!r} resolved to the previous question {previous.question!r}"[:300],
