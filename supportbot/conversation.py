@@ -364,7 +364,7 @@ def dependence(message: str, locale: str = "en") -> Dependence:
         return Dependence("bare", phrase)
     if (_ELLIPSIS_DE if german else _ELLIPSIS_EN).search(phrase):
         return Dependence("ellipsis", words[0] if words else "")
-    if _REPLY_START.match(phrase):
+    if _REPLY_START.match(message.strip()):
         return Dependence("reply", words[0])
     word = _points_back_de(words, _words(message)) if german else _points_back_en(words, message)
     if word:
@@ -459,11 +459,11 @@ _SITUATION = re.compile(r"\b(?:i|we)(?:'m| am|'re| are)\s+(?:in|on|from|based in
 
 def situation(turn: Turn) -> bool:
     """A customer's statement of their situation, not a question ("I live in Canada", "I'm shipping
-    a parcel to Alaska", "I bought boots in the sale"): its conditions, but for product names,
-    travel with every later question (a name travels only to a question on its topic)."""
+    a parcel to Alaska", "I'm on the Plus plan"): its country and plan travel with every later
+    question (other details only to a question on its topic, or to a rewritten one)."""
     if turn.role != "user" or "?" in turn.content:
         return False
-    return bool(_SITUATION.search(turn.content)) or any(k not in ("name", "topic") for k in conditions(turn.content).values())
+    return bool(_SITUATION.search(turn.content)) or any(k in ("place", "tier") for k in conditions(turn.content).values())
 
 
 def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
@@ -479,11 +479,14 @@ def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
                 for old in [v for v, k in state.items() if k == kind]:
                     del state[old]
             state[value] = kind
+    # and the facts the assistant's turns named (its order numbers, plans, products, prices): a
+    # conversation reworded keeps its facts, another conversation has others
+    for turn in turns:
+        if turn.role == "assistant":
+            for value, kind in conditions(turn.content).items():
+                state.setdefault(value, kind)
     last_assistant = next((t for t in reversed(turns) if t.role == "assistant"), None)
     if last_assistant is not None:
-        for value, kind in conditions(last_assistant.content).items():
-            if kind in ("name", "tier") and value not in state:
-                state[value] = kind
         for title in last_assistant.cited:
             state.setdefault(title.casefold(), "topic")
     return state
@@ -572,7 +575,10 @@ def _previous_resolution(conversation: Conversation, locale: str) -> Resolution 
 
 
 def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]) -> tuple[str, tuple[str, ...]]:
-    """The question with the running conditions it does not state itself (own kinds win)."""
+    """The question with the running conditions it does not state itself (own kinds win), the
+    newest ``CONVERSATION_MAX_CONDITIONS`` of them."""
+    if len(running) > settings.CONVERSATION_MAX_CONDITIONS:
+        running = dict(list(running.items())[-settings.CONVERSATION_MAX_CONDITIONS:])
     own_kinds = {k for k in own.values() if k in ("place", "tier", "day")}
     extra = sorted(v for v, k in running.items()
                    if v not in own and not (k in own_kinds) and v not in question.casefold())
@@ -601,8 +607,8 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
                           history=history)
     bearing = {}
-    for turn in situations:
-        bearing.update({v: k for v, k in conditions(turn.content).items() if v in running and k != "name"})
+    for turn in situations:  # the customer's country and plan bear on nearly every answer
+        bearing.update({v: k for v, k in conditions(turn.content).items() if v in running and k in ("place", "tier")})
     for turn in related:
         bearing.update({v: k for v, k in conditions(turn.content).items() if v in running})
     topic = _conversation_topic(tuple(t for t in related if t.role == "user"), message)
@@ -697,9 +703,14 @@ def _assistant_asked(last_assistant: Turn | None) -> bool:
             and not _CLOSERS.search(last_assistant.content))
 
 
+_PLEASANTRIES = {"thanks", "thank", "cheers", "great", "cool", "nice", "lovely", "perfect", "brilliant", "awesome",
+                 "good", "fine", "yes", "yeah", "yep", "sure", "okay", "ok", "bye", "morning", "afternoon",
+                 "evening", "weather", "day", "appreciate", "helpful", "brill", "ta", "lol", "haha"}
+
+
 def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = ()) -> str:
     """What the customer's side of the conversation is about: the content words of their earlier
-    questions and statements of their situation (chatter and replies left out), in order, once
+    turns (pleasantries left out), in order, once
     each, those of the message itself aside, at most ``CONVERSATION_TOPIC_WORDS``. A rewritten
     question carries them so that a detail said in passing ("the heavy tent", "my second order")
     keeps two conversations apart; the price is that reworded conversations rarely share."""
@@ -708,10 +719,9 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
     for turn in history:
         if turn.role != "user" or turn.content in skip:
             continue
-        asks = "?" in turn.content or _QUESTION_START.search(turn.content)
-        if not (asks or situation(turn)) or dependence(turn.content).kind == "reply":
-            continue
         for w in _topic(turn.content, False).split():
+            if w in _PLEASANTRIES or w in _SMALL_TALK_TIMES:
+                continue
             if w not in have and w not in out:
                 out.append(w)
     return " ".join(out[-settings.CONVERSATION_TOPIC_WORDS:])

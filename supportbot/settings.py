@@ -160,6 +160,8 @@ CONVERSATION_MAX_CHARS = env.int("CONVERSATION_MAX_CHARS", default=40000)
 CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.5)
 # A rewritten question carries at most this many content words of the customer's earlier turns (its topic).
 CONVERSATION_TOPIC_WORDS = env.int("CONVERSATION_TOPIC_WORDS", default=16)
+# A rewritten question carries at most this many of the conversation's conditions (the newest).
+CONVERSATION_MAX_CONDITIONS = env.int("CONVERSATION_MAX_CONDITIONS", default=24)
 # Let the trusted model (VLLM_BASE_URL) rewrite follow-ups; off: the rules rewrite them.
 CONVERSATION_MODEL_REWRITE = env.bool("CONVERSATION_MODEL_REWRITE", default=False)
 # The chat page keeps this many of its latest messages in the session (the thread sent with a follow-up).
