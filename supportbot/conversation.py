@@ -516,6 +516,15 @@ def clarify_text(resolution: Resolution, locale: str) -> str:
 def resolve(conversation: Conversation, locale: str = "en", rewriter=None) -> Resolution:
     """The standalone question of the conversation's last message (see the module docstring).
     ``rewriter``: an optional callable ``(conversation, locale) -> str | None`` (the trusted model)."""
+    try:
+        return _resolve(conversation, locale, rewriter)
+    except TooMuchContext as exc:
+        return Resolution(conversation.message, _context_question(conversation.message, conversation.history),
+                          How.UNRESOLVED, f"too much context to carry in a question ({exc})",
+                          history=conversation.history)
+
+
+def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
     message = conversation.message
     history = conversation.history
     german = is_german(message, locale)
@@ -575,10 +584,11 @@ def _previous_resolution(conversation: Conversation, locale: str) -> Resolution 
 
 
 def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]) -> tuple[str, tuple[str, ...]]:
-    """The question with the running conditions it does not state itself (own kinds win), the
-    newest ``CONVERSATION_MAX_CONDITIONS`` of them."""
+    """The question with the running conditions it does not state itself (own kinds win); more
+    than ``CONVERSATION_MAX_CONDITIONS`` of them is too much context to carry (``TooMuchContext``):
+    dropping one could drop the detail that changes the answer."""
     if len(running) > settings.CONVERSATION_MAX_CONDITIONS:
-        running = dict(list(running.items())[-settings.CONVERSATION_MAX_CONDITIONS:])
+        raise TooMuchContext(f"{len(running)} conditions stated")
     own_kinds = {k for k in own.values() if k in ("place", "tier", "day")}
     extra = sorted(v for v, k in running.items()
                    if v not in own and not (k in own_kinds) and v not in question.casefold())
@@ -708,23 +718,30 @@ _PLEASANTRIES = {"thanks", "thank", "cheers", "great", "cool", "nice", "lovely",
                  "evening", "weather", "day", "appreciate", "helpful", "brill", "ta", "lol", "haha"}
 
 
+class TooMuchContext(Exception):
+    """More context than a resolved question may carry: the turn bypasses the shared caches."""
+
+
 def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = ()) -> str:
-    """What the customer's side of the conversation is about: the content words of their earlier
-    turns (pleasantries left out), in order, once
-    each, those of the message itself aside, at most ``CONVERSATION_TOPIC_WORDS``. A rewritten
-    question carries them so that a detail said in passing ("the heavy tent", "my second order")
-    keeps two conversations apart; the price is that reworded conversations rarely share."""
+    """What the conversation is about: the content words of the customer's earlier turns and of
+    the assistant's last one (pleasantries left out), in order, once each, those of the message
+    itself aside. A rewritten question carries them so that a detail said in passing ("the heavy
+    tent", "my second order") keeps two conversations apart; the price is that reworded
+    conversations rarely share. More than ``CONVERSATION_TOPIC_WORDS`` is too much to carry."""
     have = set(_lower_words(message))
     out: list[str] = []
+    last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
     for turn in history:
-        if turn.role != "user" or turn.content in skip:
+        if (turn.role != "user" and turn is not last_assistant) or turn.content in skip:
             continue
         for w in _topic(turn.content, False).split():
             if w in _PLEASANTRIES or w in _SMALL_TALK_TIMES:
                 continue
             if w not in have and w not in out:
                 out.append(w)
-    return " ".join(out[-settings.CONVERSATION_TOPIC_WORDS:])
+    if len(out) > settings.CONVERSATION_TOPIC_WORDS:
+        raise TooMuchContext(f"{len(out)} topic words")
+    return " ".join(out)
 
 
 def _new_words(text: str, message: str, german: bool) -> str:

@@ -158,9 +158,9 @@ CONVERSATION_MAX_MESSAGES = env.int("CONVERSATION_MAX_MESSAGES", default=60)
 CONVERSATION_MAX_CHARS = env.int("CONVERSATION_MAX_CHARS", default=40000)
 # An earlier turn at least this close to a self-contained message (embedding cosine) hands it its conditions.
 CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.5)
-# A rewritten question carries at most this many content words of the customer's earlier turns (its topic).
-CONVERSATION_TOPIC_WORDS = env.int("CONVERSATION_TOPIC_WORDS", default=16)
-# A rewritten question carries at most this many of the conversation's conditions (the newest).
+# A rewritten question carries the content words of the earlier turns (its topic); more than this many: no shared cache for the turn.
+CONVERSATION_TOPIC_WORDS = env.int("CONVERSATION_TOPIC_WORDS", default=40)
+# A rewritten question carries every condition stated; more than this many: no shared cache for the turn.
 CONVERSATION_MAX_CONDITIONS = env.int("CONVERSATION_MAX_CONDITIONS", default=24)
 # Let the trusted model (VLLM_BASE_URL) rewrite follow-ups; off: the rules rewrite them.
 CONVERSATION_MODEL_REWRITE = env.bool("CONVERSATION_MODEL_REWRITE", default=False)

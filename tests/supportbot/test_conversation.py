@@ -124,6 +124,26 @@ def test_a_question_without_a_subject_takes_the_conversations():
     assert "plus" in plus.question.casefold() and "overnight" in shipping.question.casefold()
 
 
+@pytest.mark.django_db
+def test_a_detail_said_in_passing_keeps_two_conversations_apart():
+    """The same follow-up after the same question, with one detail of the customer's own in between."""
+    def last(detail):
+        return resolve(Conversation((Turn("user", f"I ordered {detail} last week."), Turn("assistant", "Thanks."),
+                                     Turn("user", "How do I get a refund?"), Turn("assistant", "From your orders page."),
+                                     Turn("user", "how long does that take?")))).question
+    assert last("the heavy tent") != last("the light tent")
+
+
+@pytest.mark.django_db
+def test_the_country_stated_earlier_travels_but_a_product_name_does_not():
+    canada = resolve(Conversation((Turn("user", "I'm in Canada."), Turn("assistant", "Great."),
+                                   Turn("user", "How do I reset my password?"))))
+    flixora = resolve(Conversation((Turn("user", "I watched Flixora all weekend."), Turn("assistant", "Nice."),
+                                    Turn("user", "How do I reset my password?"))))
+    assert "canada" in canada.question.casefold() and canada.how == How.REWRITTEN
+    assert flixora.question == "How do I reset my password?" and flixora.how == How.STANDALONE
+
+
 def test_a_german_follow_up_bypasses_and_says_so():
     r = resolve(Conversation((Turn("user", "Wie kann ich eine Erstattung bekommen?"),
                               Turn("assistant", "Über Ihre Bestellungen."), Turn("user", "Wie lange dauert das?"))),
@@ -141,7 +161,7 @@ def test_a_condition_stated_earlier_travels_with_a_standalone_question():
 
 @pytest.mark.django_db
 def test_irrelevant_history_leaves_a_standalone_question_alone():
-    r = resolve(Conversation((Turn("user", "My Flixora Standard plan renews on the 14th, I barely use it."),
+    r = resolve(Conversation((Turn("user", "My Flixora subscription renews on the 14th, I barely use it."),
                               Turn("assistant", "I can help with that."),
                               Turn("user", "How do I reset my password?"))))
     assert r.how == How.STANDALONE and r.question == "How do I reset my password?"
