@@ -280,3 +280,16 @@ def test_erasing_a_customer_erases_their_chat_sessions(client, acme):
     call_command("customer_erase", "--tenant", "acme", "--customer", "cust-9", stdout=io.StringIO())
     assert not Session.objects.filter(session_key=session.session_key).exists()
     assert "How do I get a refund?" not in client.get("/t/acme/").content.decode()
+
+
+def test_a_long_resolved_question_is_recorded_with_its_decisions(client, acme):
+    """A rewritten question can be long (topic and conditions); the decisions quoting it still fit their row."""
+    first = ("I ordered a waterproof hiking jacket, thermal gloves, a wool hat, trail running shoes, a sleeping bag "
+             "and a camping stove for my trip and I would like to send the jacket and the stove back for a refund?")
+    messages = convo(first, "You can start a return from your orders page.", "how long does that take?")
+    for _ in range(2):
+        response = post(client, "acme", {"messages": messages})
+        assert response.status_code == 200, response.content
+    events = AskEvent.objects.order_by("created_at")
+    assert events.count() == 2 and len(events[0].question) > 150
+    assert CacheDecision.objects.filter(ask=events[1]).exists()
