@@ -15,6 +15,7 @@ class AskEvent(models.Model):
         NOT_COVERED = "not_covered"
         UNAVAILABLE = "unavailable"
         INTERRUPTED = "interrupted"
+        NEEDS_CONTEXT = "needs_context"  # a follow-up sent without its conversation: asked to clarify
 
     class ServingLayer(models.TextChoices):
         """Which answer layer served the Ask (none: a fresh answer); ``ANSWER_LAYERS`` are the first two."""
@@ -30,8 +31,13 @@ class AskEvent(models.Model):
     locale = models.CharField(max_length=10)
     scope = models.CharField(max_length=20, default="anonymous", help_text="anonymous or customer")
     customer_ref = models.CharField(max_length=128, blank=True)
-    question = models.TextField()
+    question = models.TextField(help_text="the resolved question: what the caches, retrieval and answerer read")
     normalized_question = models.TextField(blank=True)
+    # The customer's last message as sent, and how it became ``question`` (supportbot.conversation).
+    message = models.TextField(blank=True)
+    resolution = models.CharField(max_length=20, blank=True, help_text="single, standalone, rewritten, model, "
+                                  "unresolved (no shared cache) or clarify")
+    resolution_detail = models.CharField(max_length=300, blank=True)
     answer = models.TextField(blank=True)
     citations = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices)

@@ -69,6 +69,8 @@ class LayerResult:
         """The decision's fields for its ``CacheDecision`` row (the served value is not recorded)."""
         fields = {k: v for k, v in self.__dict__.items() if k != "value"}
         fields.update(extra)
+        # the row holds 300 characters; a reason quoting a long (resolved) question is cut, not refused
+        fields["reason"] = (fields.get("reason") or "")[:300]
         return fields
 
 

@@ -171,12 +171,21 @@ def user_message(passages: list[Passage], question: str, assist_answer: str | No
     return "\n\n".join(blocks)
 
 
+def history_messages(history) -> list[dict]:
+    """Earlier turns of the conversation as chat messages, after the static system message and
+    before the new one: a conversation's prompt then grows at its end only, so the server reuses
+    its prefix from turn to turn. ``history``: ``(role, content)`` pairs, user and assistant."""
+    return [{"role": role, "content": _untrusted(content)} for role, content in history
+            if role in ("user", "assistant")]
+
+
 def build_chat_request(tenant_slug: str, tenant: TenantPrompt, passages: list[Passage], question: str,
-                       assist_answer: str | None = None) -> ChatRequest:
+                       assist_answer: str | None = None, history=()) -> ChatRequest:
     """The model request for one question; the cache salt is derived here, server side."""
     return ChatRequest(
         messages=[
             {"role": "system", "content": system_message(tenant)},
+            *history_messages(history),
             {"role": "user", "content": user_message(passages, question, assist_answer)},
         ],
         params=generation_params(),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from core.localcache import MISSING
 from core.models import Tenant, TenantApiKey
-from supportbot import auth, ratelimit
+from supportbot import auth, chat_thread, ratelimit
 from supportbot.pipeline import Asker
 from supportbot.questions import AskRejected
 from supportbot.selectors import tenant_cache, tenant_directory_get, tenant_directory_peek
@@ -169,6 +169,7 @@ def chat_sign_in(request, tenant: Tenant, token: str, locale=None) -> Admitted |
     if refused is not None:
         return refused
     request.session.pop(PENDING_KEY, None)
+    chat_thread.thread_clear(request)  # the thread was asked as someone else
     try:
         customer = auth.session_sign_in(request, tenant, token)
     except auth.AuthError as exc:

@@ -1,4 +1,6 @@
-"""Evaluating the answer caches on labelled question pairs (the ``evalcache`` format).
+"""Evaluating the answer caches on labelled question pairs (the ``evalcache`` format), and on
+conversation pairs (rows with ``a``, ``b`` and ``same_answer``: ``a``'s last message is offered in
+its conversation, ``b``'s is asked in its own; ``read_conversation_pairs``).
 
 Each pair runs through the real pipeline in an isolated scope: scratch tenants
 made for this run (deleted afterwards), one synthetic article per tenant and
@@ -10,12 +12,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
 from caching import guards
 from caching.layers import exact_layer
 from caching.models import SemanticEntry
+from caching.pairs import PairFileError
 from core.models import Tenant
 from generation.base import Passage
 from ingestion.models import Chunk
@@ -23,6 +27,8 @@ from ingestion.parsing import ParsedArticle
 from ingestion.services import article_upsert
 from retrieval.embeddings import embed_texts
 from supportbot import pipeline
+from supportbot.conversation import Conversation, messages_parse
+from supportbot.questions import AskRejected
 
 @dataclass
 class PairResult:
@@ -37,6 +43,9 @@ class PairResult:
     reason: str
     cached: str
     new: str
+    length: str = ""  # conversation pairs: the new conversation's length bucket (``length_bucket``)
+    resolved_cached: str = ""  # conversation pairs: how each last message was resolved, and into what
+    resolved_new: str = ""
 
 
 class Scope:
@@ -106,9 +115,89 @@ def evaluate_pair(scope: Scope, pair: dict) -> PairResult:
 def evaluate(pairs: list[dict]) -> list[PairResult]:
     scope = Scope()
     try:
-        return [evaluate_pair(scope, p) for p in pairs]
+        return [evaluate_conversation_pair(scope, p) if "a" in p else evaluate_pair(scope, p) for p in pairs]
     finally:
         scope.drop()
+
+
+# --------------------------------------------------------------------------- conversation pairs
+
+CONVERSATION_REQUIRED = ("id", "subtype", "same_answer", "a", "b")
+
+
+def is_conversation_file(path: Path) -> bool:
+    """Whether a pair file holds conversation pairs (its first row has ``a`` and ``b``)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    row = json.loads(line)
+                    return isinstance(row, dict) and "a" in row and "b" in row
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return False
+
+
+def read_conversation_pairs(path: Path, *, tenant: str | None = None) -> list[dict]:
+    """Conversation pairs, each conversation validated like an API request's ``messages``; the
+    file is one tenant (named after the file unless ``tenant``), locale ``en``, no user. A file
+    that does not fit is refused whole with the line at fault (``PairFileError``)."""
+    tenant = tenant or Path(path).stem
+    pairs = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PairFileError(f"{path}: cannot read ({exc})") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            raise PairFileError(f"{path}:{n}: not JSON") from None
+        missing = [k for k in CONVERSATION_REQUIRED if k not in row] if isinstance(row, dict) else ["a", "b"]
+        if missing:
+            raise PairFileError(f"{path}:{n}: missing {', '.join(missing)}")
+        try:
+            a, b = messages_parse(row["a"]), messages_parse(row["b"])
+        except AskRejected as exc:
+            raise PairFileError(f"{path}:{n}: {exc.code}: {exc.message}") from None
+        ctx = row.get("ctx") or {"tenant": tenant, "locale": "en", "user": None}
+        pairs.append({"id": row["id"], "kind": row["subtype"], "should_hit": bool(row["same_answer"]),
+                      "a": a, "b": b, "ctx_cached": ctx, "ctx_new": ctx})
+    return pairs
+
+
+def length_bucket(conversation: Conversation) -> str:
+    n = len(conversation.turns)
+    return "1" if n == 1 else "2-4" if n <= 4 else "5-8" if n <= 8 else "9-20" if n <= 20 else "21+"
+
+
+def evaluate_conversation_pair(scope: Scope, pair: dict) -> PairResult:
+    """As ``evaluate_pair``, with conversations: ``a`` offered in its conversation, ``b`` asked
+    in its own, each resolved as the Ask path resolves it."""
+    scope.clear()
+    cached_asker = scope.asker(pair["ctx_cached"])
+    passage, article_pk = scope.passages[(pair["ctx_cached"]["tenant"], pair["ctx_cached"]["locale"])]
+    a, b = pair["a"], pair["b"]
+    answer = f"Synthetic verified answer to: {a.message} ({pair['id']}) [1]"
+    offered = pipeline.offer_answer(cached_asker, a, answer, [passage], {passage.chunk_id: article_pk},
+                                    checks=False)
+    state = pipeline.start(scope.asker(pair["ctx_new"]), b, streamed=False)
+    served = None if state.resolution.clarify else pipeline.lookup(state)
+    if state.resolution.clarify:
+        pipeline.clarify(state)
+    pipeline.record(state)
+    semantic = next((d for d in state.layers if d.layer == "semantic"), None)
+    hit = served is not None and served.answer == answer
+    ra, rb = offered.resolution, state.resolution
+    return PairResult(
+        id=pair["id"], kind=pair["kind"], should_hit=pair["should_hit"], served=hit,
+        layer=state.layer if hit else "none", admitted=offered.admitted,
+        similarity=semantic.similarity if semantic else None, threshold=semantic.threshold if semantic else None,
+        reason=state.reason if hit else pipeline.cache_reason(state), cached=a.message, new=b.message,
+        length=length_bucket(b), resolved_cached=f"{ra.how}: {ra.question}", resolved_new=f"{rb.how}: {rb.question}",
+    )
 
 
 def summary(results: list[PairResult]) -> dict:
@@ -121,11 +210,13 @@ def summary(results: list[PairResult]) -> dict:
     }
 
 
-def by_kind(results: list[PairResult]) -> dict[str, dict]:
-    table: dict[str, dict] = defaultdict(lambda: {"pairs": 0, "hits": 0})
+def by_kind(results: list[PairResult], field: str = "kind") -> dict[str, dict]:
+    table: dict[str, dict] = defaultdict(lambda: {"pairs": 0, "hits": 0, "should_hit": 0})
     for r in results:
-        table[r.kind]["pairs"] += 1
-        table[r.kind]["hits"] += int(r.served)
+        row = table[getattr(r, field)]
+        row["pairs"] += 1
+        row["hits"] += int(r.served)
+        row["should_hit"] += int(r.should_hit)
     return dict(table)
 
 

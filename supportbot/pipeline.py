@@ -1,6 +1,6 @@
 """The Ask pipeline: one function a step, in the order a question travels.
 
-    guards -> exact answer cache -> semantic answer cache -> retrieval
+    conversation -> resolution -> guards -> exact answer cache -> semantic answer cache -> retrieval
            -> generation -> admission -> record
 
 ``ask_events`` is the pipeline; it yields ``("delta", text)`` while an answer is
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -47,6 +48,8 @@ from retrieval.search import SearchHit, index_version, search_hybrid, search_ver
 from retrieval.services import active_generation_cached
 from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
+from supportbot.conversation import Conversation, Resolution, clarify_text, resolve
+from supportbot.conversation_model import model_rewriter
 from supportbot.hit_sampling import DecisionRef
 from supportbot.inflight import InFlightRefused
 from supportbot.questions import AskRejected, clean_question, normalize_question
@@ -106,9 +109,10 @@ class AskOutcome:
 @dataclass
 class AskState:
     asker: Asker
-    question: str
+    question: str  # the resolved question: what guards, keys, retrieval and the answerer read
     normalized: str
     streamed: bool
+    resolution: Resolution | None = None  # the customer's message, and how it became ``question``
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     started: float = field(default_factory=time.perf_counter)
     timings: dict = field(default_factory=dict)
@@ -159,9 +163,12 @@ def ask_events(asker: Asker, raw_question, *, streamed: bool = False, prepared: 
         state = start(asker, raw_question, streamed)
     finished = refused = False
     try:
-        served = lookup(state, prefetched)
+        served = None if state.resolution.clarify else lookup(state, prefetched)
         if served is not None:
             serve_cached(state, served)
+            yield "delta", state.answer
+        elif state.resolution.clarify:
+            clarify(state)
             yield "delta", state.answer
         else:
             try:
@@ -206,12 +213,16 @@ def ask_begin(asker: Asker, raw_question, *, streamed: bool = False, prepared: A
     else:
         state = start(asker, raw_question, streamed)
     try:
-        served = lookup(state, prefetched)
+        served = None if state.resolution.clarify else lookup(state, prefetched)
     except BaseException:
         state.status, state.error = AskEvent.Status.INTERRUPTED, "aborted"
         record(state)
         raise
-    if served is not None:
+    if state.resolution.clarify:  # a message that needs context it did not come with: nothing looked up
+        clarify(state)
+        record(state)
+        state.finished = True
+    elif served is not None:
         serve_cached(state, served)
         record(state)
         state.finished = True
@@ -275,11 +286,21 @@ async def ask_async(asker: Asker, raw_question, *, prepared: AskState | None = N
 # --------------------------------------------------------------------------- steps
 
 def start(asker: Asker, raw_question, streamed: bool) -> AskState:
-    """Validate before anything is looked up or stored."""
+    """Validate before anything is looked up or stored, then resolve the conversation's last
+    message into the question every later step reads (``supportbot.conversation``).
+    ``raw_question``: a question (a one-message conversation), a validated ``Conversation``, or
+    a ``Resolution`` made earlier (staff acting on a recorded Ask's resolved question)."""
     if asker.locale not in asker.tenant.locales:
         raise AskRejected("unknown_locale", f"locale must be one of {sorted(asker.tenant.locales)}")
-    question = clean_question(raw_question)
-    return AskState(asker=asker, question=question, normalized=normalize_question(question), streamed=streamed)
+    if isinstance(raw_question, Resolution):
+        resolution = raw_question
+    else:
+        conversation = raw_question if isinstance(raw_question, Conversation) else \
+            Conversation.single(clean_question(raw_question))
+        resolution = resolve(conversation, asker.locale, rewriter=model_rewriter(asker.tenant.slug))
+    question = resolution.question
+    return AskState(asker=asker, question=question, normalized=normalize_question(question), streamed=streamed,
+                    resolution=resolution)
 
 
 def prepare(asker: Asker, raw_question, *, streamed: bool = False) -> AskState:
@@ -334,9 +355,15 @@ def offer_answer(asker: Asker, raw_question, answer: str, passages: list[Passage
 
 @tracing.step("guards")
 def check_eligibility(state: AskState) -> None:
-    """Personal, action and time-dependent questions bypass the shared answer caches."""
+    """Personal, action and time-dependent questions bypass the shared answer caches; so does a
+    message the conversation could not resolve confidently (every shared cache: answers, search
+    results, the question's embedding)."""
     t = time.perf_counter()
     state.eligibility = guards.classify(state.question)
+    r = state.resolution
+    if r is not None and not r.cacheable and state.eligibility.eligible:
+        state.eligibility = dataclasses.replace(state.eligibility, eligible=False, rule="conversation",
+                                                reason=f"conversation: {r.how}: {r.detail}"[:300])
     state.spec = answer_spec(state)
     state.key = exact_key(state.spec)
     e = state.eligibility
@@ -398,6 +425,8 @@ def reads_only(state: AskState) -> bool:
     """Whether the question only reads the semantic cache: only soft rules refused it
     (``guards.soft_only``, ``SEMANTIC_SOFT_READS``). It reads the cache's general answers (the
     vetoes and a strict match decide), and writes no shared cache."""
+    if state.resolution is not None and not state.resolution.cacheable:
+        return False
     return not state.eligibility.eligible and settings.SEMANTIC_SOFT_READS and guards.soft_only(state.question)
 
 
@@ -560,6 +589,7 @@ def answer_request(state: AskState) -> AnswerRequest | None:
         question=state.question, question_vector=state.vector,
         embed=lambda texts: embed_texts(texts, embedder=embedder),
         assist_answer=state.assist.answer if state.assist else None,
+        history=tuple((t.role, t.content) for t in state.resolution.history) if state.resolution else (),
     )
 
 
@@ -718,7 +748,10 @@ def ask_event_fields(state: AskState) -> dict:
         request_id=state.request_id, tenant_id=state.asker.tenant.pk, locale=state.asker.locale,
         scope="customer" if state.asker.customer else "anonymous",
         customer_ref=customer_ref(state.asker), question=state.question,
-        normalized_question=state.normalized, answer=state.answer, citations=state.citations,
+        normalized_question=state.normalized,
+        message=state.resolution.message if state.resolution else state.question,
+        resolution=state.resolution.how if state.resolution else "",
+        resolution_detail=(state.resolution.detail if state.resolution else "")[:300], answer=state.answer, citations=state.citations,
         status=state.status, serving_layer=state.layer, cache_reason=state.reason[:300],
         intent=eligibility.intent if eligibility else "",
         category=eligibility.category if eligibility else "",
@@ -755,6 +788,15 @@ def fail(state: AskState, why: str) -> None:
     state.answer, state.citations = UNAVAILABLE_TEXT, []
 
 
+def clarify(state: AskState) -> None:
+    """A message that needs a conversation it did not come with: ask for the context, look up and
+    store nothing."""
+    if state.eligibility is None:
+        check_eligibility(state)  # recorded as a bypass: nothing is looked up
+    state.status, state.reason = AskEvent.Status.NEEDS_CONTEXT, state.resolution.detail
+    state.answer, state.citations = clarify_text(state.resolution, state.asker.locale), []
+
+
 def not_covered(state: AskState, why: str) -> None:
     state.status, state.reason = AskEvent.Status.NOT_COVERED, why
     state.answer, state.citations = NOT_COVERED, []
@@ -763,7 +805,7 @@ def not_covered(state: AskState, why: str) -> None:
 
 
 def handoff(state: AskState) -> str:
-    if state.status == AskEvent.Status.ANSWERED:
+    if state.status in (AskEvent.Status.ANSWERED, AskEvent.Status.NEEDS_CONTEXT):
         return ""
     return state.asker.tenant.handoff_text or "Contact our support team and a person will help you."
 

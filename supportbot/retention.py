@@ -35,11 +35,12 @@ from caching.models import AskEvent, CacheDecision, LabeledPair, SemanticEntry
 from core.cachelayer import CacheScope
 from core.models import Tenant
 from core.redis_client import RedisUnavailable, redis_failed
+from supportbot.chat_thread import threads_erase
 from supportbot.pipeline import Asker, customer_ref
 
 # No cache reason: a semantic decision's reason quotes the cached question, another customer's words.
-EXPORT_FIELDS = ("request_id", "created_at", "locale", "question", "answer", "citations", "status", "serving_layer",
-                 "intent", "category", "model", "streamed", "total_ms")
+EXPORT_FIELDS = ("request_id", "created_at", "locale", "message", "question", "resolution", "answer", "citations",
+                 "status", "serving_layer", "intent", "category", "model", "streamed", "total_ms")
 ERASED_REASON = "candidate erased"
 
 
@@ -112,6 +113,7 @@ def customer_erase(tenant: Tenant, customer: str) -> dict[str, int]:
     if request_ids:
         counts.update(_erase_cached(tenant, request_ids, questions, normalized))
     with transaction.atomic():
+        counts["chat_sessions"] = threads_erase(tenant, customer)  # the chat page's threads (supportbot.chat_thread)
         # Aliases the customer's near misses made go with their Asks (cascade); the verifier's
         # training labels hold the question text without a link, so they go by text (first, so
         # they are counted as such before the sweep of labelled pairs quoting the questions).

@@ -41,6 +41,7 @@ from retrieval.embeddings import embed_query, embed_texts, question_scope
 from retrieval.search import index_version
 from retrieval.services import active_generation_cached
 from supportbot import pipeline
+from supportbot.conversation import Resolution
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +284,7 @@ def search_forget(ask: AskEvent) -> int:
     generation = active_generation_cached()
     if generation is None:
         return 0
-    state = answer_scope(ask.tenant, ask.locale, ask.question)
+    state = answer_scope(ask.tenant, ask.locale, ask.question, ask)
     key = search_key(state.normalized, ask.tenant_id, ask.locale, settings.RETRIEVAL_TOP_K, generation.pk,
                      index_version(ask.tenant_id))
     return search_layer.delete(key)
@@ -309,10 +310,13 @@ def entry_quarantine(entry: SemanticEntry | None, exact_keys: list[str], user=No
 
 # --------------------------------------------------------------------------- staff answers
 
-def answer_scope(tenant, locale: str, question: str):
+def answer_scope(tenant, locale: str, question: str, ask: AskEvent | None = None):
     """The pipeline's view of a question now: eligibility, exact key and semantic scope
-    (built by the pipeline's own steps, so a staff entry lands where a lookup will find it)."""
-
+    (built by the pipeline's own steps, so a staff entry lands where a lookup will find it).
+    With ``ask``, its recorded resolution is kept: ``question`` is already the resolved one."""
+    if ask is not None and ask.resolution:
+        question = Resolution(message=ask.message or question, question=question, how=ask.resolution,
+                              detail=ask.resolution_detail)
     state = pipeline.start(pipeline.Asker(tenant, locale, None), question, streamed=False)
     pipeline.check_eligibility(state)
     return state
@@ -320,7 +324,7 @@ def answer_scope(tenant, locale: str, question: str):
 
 def staff_answer_store(ask: AskEvent, answer: str, citations: list[dict]) -> SemanticEntry:
 
-    state = answer_scope(ask.tenant, ask.locale, ask.question)
+    state = answer_scope(ask.tenant, ask.locale, ask.question, ask)
     if not state.eligibility.eligible:
         raise ReviewError(f"this question is not shared across customers ({state.eligibility.reason}): "
                           "a cached answer would never be served for it")
@@ -348,7 +352,7 @@ def second_opinion(sample: SampledHit) -> ReviewItem | None:
     entry = entry_of(decision)
     cached_answer = entry.answer if entry is not None else ask.answer
     cached_cites = {c.get("article_id") for c in (entry.citations if entry is not None else ask.citations)}
-    state = answer_scope(ask.tenant, ask.locale, ask.question)
+    state = answer_scope(ask.tenant, ask.locale, ask.question, ask)
     for _ in pipeline.answer_fresh(state):
         pass
     if state.status != AskEvent.Status.ANSWERED:

@@ -153,6 +153,20 @@ LOGGING = {
 # --------------------------------------------------------------------------- Ask (foundation)
 ASK_MAX_QUESTION_CHARS = env.int("ASK_MAX_QUESTION_CHARS", default=2000)
 ASK_DEFAULT_LOCALE = env.str("ASK_DEFAULT_LOCALE", default="en")
+# Most messages one Ask's conversation may carry (docs/conversations.md); more is a 400.
+CONVERSATION_MAX_MESSAGES = env.int("CONVERSATION_MAX_MESSAGES", default=60)
+# Most characters one Ask's conversation may carry, all messages together; more is a 400.
+CONVERSATION_MAX_CHARS = env.int("CONVERSATION_MAX_CHARS", default=40000)
+# An earlier turn at least this close to a self-contained message (embedding cosine) hands it its conditions.
+CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.5)
+# A rewritten question carries the content words of the earlier turns (its topic); more than this many: no shared cache for the turn.
+CONVERSATION_TOPIC_WORDS = env.int("CONVERSATION_TOPIC_WORDS", default=40)
+# A rewritten question carries every condition stated; more than this many: no shared cache for the turn.
+CONVERSATION_MAX_CONDITIONS = env.int("CONVERSATION_MAX_CONDITIONS", default=24)
+# Let the trusted model (VLLM_BASE_URL) rewrite follow-ups; off: the rules rewrite them.
+CONVERSATION_MODEL_REWRITE = env.bool("CONVERSATION_MODEL_REWRITE", default=False)
+# The chat page keeps this many of its latest messages in the session (the thread sent with a follow-up).
+CHAT_THREAD_MAX_MESSAGES = env.int("CHAT_THREAD_MAX_MESSAGES", default=20)
 KB_DEMO_DIR = env.path("KB_DEMO_DIR", default=BASE_DIR / "kb")
 WEB_HOST = env.str("WEB_HOST", default="127.0.0.1")
 WEB_PORT = env.int("WEB_PORT", default=8000)

@@ -10,6 +10,7 @@ urlpatterns = [
     path("t/<slug:tenant>/ask", views.chat_submit, name="chat-submit"),
     path("t/<slug:tenant>/stream/<str:ask_id>", views.chat_stream, name="chat-stream"),
     path("t/<slug:tenant>/", views.chat_page, name="chat"),
+    path("t/<slug:tenant>/start-over", views.chat_start_over, name="chat-start-over"),
     path("t/<slug:tenant>/sign-in", views.chat_sign_in, name="chat-sign-in"),
     path("api/t/<slug:tenant>/feedback", views.api_feedback, name="api-feedback"),
     path("t/<slug:tenant>/feedback/<uuid:request_id>", views.chat_feedback, name="chat-feedback"),

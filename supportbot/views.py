@@ -24,8 +24,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from caching.models import AskEvent
 from core.models import Tenant
-from supportbot import auth, callers, pipeline, serving
+from supportbot import auth, callers, chat_thread, pipeline, serving
 from supportbot.callers import Refusal, locale_for
+from supportbot.conversation import conversation_parse
 from supportbot.inflight import InFlightRefused
 from supportbot.questions import AskRejected, clean_question
 from supportbot.review import feedback_record
@@ -107,8 +108,20 @@ def chat_page(request, tenant: str):
             "Customer tokens are not accepted in the address; the shop's page posts them to sign you in.", 400)
         response["Referrer-Policy"] = "no-referrer"  # the token stays out of this page's requests
         return response
+    asker = pipeline.Asker(t, locale, auth.session_customer(request, t))
     return render(request, "supportbot/chat.html", {"tenant": t, "locale": locale,
+                                                    "thread": chat_thread.thread_turns(request, asker),
                                                     "max_chars": settings.ASK_MAX_QUESTION_CHARS})
+
+
+@require_POST
+def chat_start_over(request, tenant: str):
+    """Forget the session's thread: the next question starts a new conversation."""
+    t = _tenant(tenant)
+    chat_thread.thread_clear(request)
+    locale = callers.locale_or_default(t, request.POST.get("locale"))
+    page = reverse("chat", args=[t.slug]) + (f"?locale={locale}" if locale != t.default_locale else "")
+    return HttpResponseRedirect(page, status=303)
 
 
 @csrf_exempt  # checked below: the tenant's own site (Origin) or our own form (CSRF token)
@@ -146,9 +159,11 @@ def chat_submit(request, tenant: str):
     except AskRejected as exc:
         return _chat_refused(request, Refusal(exc.code, exc.message, exc.status, tenant=asker.tenant))
     if not request.htmx:
-        result = pipeline.ask(asker, question)
+        thread = chat_thread.thread_turns(request, asker)
+        result = pipeline.ask(asker, chat_thread.conversation_with(request, asker, question))
+        chat_thread.thread_record(request, asker, question, result)
         return render(request, "supportbot/chat.html", {"tenant": asker.tenant, "locale": asker.locale,
-                                                        "question": question, "outcome": result,
+                                                        "question": question, "outcome": result, "thread": thread,
                                                         "max_chars": settings.ASK_MAX_QUESTION_CHARS})
     ask_id = callers.chat_pending_add(request, asker, question)
     return render(request, "supportbot/partials/exchange.html", {"tenant": asker.tenant, "question": question,
@@ -167,17 +182,19 @@ async def chat_stream(request, tenant: str, ask_id: str):
     if isinstance(pending, Refusal):
         raise Http404(pending.message)
     asker, question = pending
-    return _sse_response(serving.stream_guard(_chat_events_async(asker, question)))
+    conversation = await serving.blocking(chat_thread.conversation_with, request, asker, question)
+    return _sse_response(serving.stream_guard(_chat_events_async(request, asker, question, conversation)))
 
 
-async def _chat_events_async(asker, question: str):
+async def _chat_events_async(request, asker, question: str, conversation):
     t = asker.tenant
     try:
-        async with contextlib.aclosing(pipeline.ask_events_async(asker, question, streamed=True)) as events:
+        async with contextlib.aclosing(pipeline.ask_events_async(asker, conversation, streamed=True)) as events:
             async for kind, value in events:
                 if kind == "delta":
                     yield _sse("delta", escape(value).replace("\n", "<br>"))
                 else:
+                    await serving.blocking(chat_thread.thread_record, request, asker, question, value, save=True)
                     yield _sse("done", render_to_string("supportbot/partials/answer_footer.html",
                                                         {"outcome": value, "tenant": t}))
     except InFlightRefused as exc:
@@ -195,13 +212,15 @@ def _chat_stream_sync(request, tenant: str, ask_id: str):
         raise Http404(pending.message)
     asker, question = pending
     t = asker.tenant
+    conversation = chat_thread.conversation_with(request, asker, question)
 
     def events():
         try:
-            for kind, value in pipeline.ask_events(asker, question, streamed=True):
+            for kind, value in pipeline.ask_events(asker, conversation, streamed=True):
                 if kind == "delta":
                     yield _sse("delta", escape(value).replace("\n", "<br>"))
                 else:
+                    chat_thread.thread_record(request, asker, question, value, save=True)
                     html = render_to_string("supportbot/partials/answer_footer.html", {"outcome": value, "tenant": t})
                     yield _sse("done", html)
         except InFlightRefused as exc:
@@ -218,9 +237,9 @@ def _chat_stream_sync(request, tenant: str, ask_id: str):
 # --------------------------------------------------------------------------- JSON API
 
 def _parse_ask_body(request) -> dict:
-    body = _parse_json_object(request, allowed={"question", "locale", "stream", "customer"})
-    if "question" not in body:
-        raise AskRejected("missing_question", "question is required")
+    """The body, with its ``question`` or ``messages`` validated as the ``conversation``."""
+    body = _parse_json_object(request, allowed={"question", "messages", "locale", "stream", "customer"})
+    body["conversation"] = conversation_parse(body)
     if "stream" in body and not isinstance(body["stream"], bool):
         raise AskRejected("invalid_stream", "stream must be true or false")
     return body
@@ -283,7 +302,7 @@ def _api_admit(request, tenant: str):
         try:
             ahead["body"] = body = _parse_ask_body(request)
             ahead["state"] = state = pipeline.prepare(
-                pipeline.Asker(entry.tenant, locale_for(entry.tenant, body.get("locale"))), body["question"],
+                pipeline.Asker(entry.tenant, locale_for(entry.tenant, body.get("locale"))), body["conversation"],
                 streamed=bool(body.get("stream")))
         except AskRejected:
             return ()  # refused again below, once the caller is known
@@ -305,7 +324,7 @@ def _api_ask_begin(request, tenant: str):
     prefetched = admitted.read
     prepared = ahead.get("state") if prefetched is not None else None
     body = ahead["body"]
-    return admitted, ahead, pipeline.ask_begin(admitted.asker, body["question"], streamed=bool(body.get("stream")),
+    return admitted, ahead, pipeline.ask_begin(admitted.asker, body["conversation"], streamed=bool(body.get("stream")),
                                                prepared=prepared, prefetched=prefetched)
 
 
@@ -313,7 +332,7 @@ def _api_ask_sync(request, tenant: str):
     admitted, ahead = _api_admit(request, tenant)
     if isinstance(admitted, Refusal):
         return _refused(admitted)
-    question, stream, prefetched = ahead["body"]["question"], bool(ahead["body"].get("stream")), admitted.read
+    question, stream, prefetched = ahead["body"]["conversation"], bool(ahead["body"].get("stream")), admitted.read
     breakdown = admitted.timing_breakdown
     prepared = ahead.get("state") if prefetched is not None else None
     try:

@@ -43,6 +43,7 @@ class AnswerRequest:
     question_vector: np.ndarray | None = None  # the question's embedding, when the pipeline has it
     embed: Callable[[list[str]], np.ndarray] | None = None  # the query embedder (through the embedding cache)
     assist_answer: str | None = None  # a near semantic hit given as context (assist mode)
+    history: tuple = ()  # earlier turns of the conversation, (role, content) pairs, oldest first
 
 
 @dataclass

@@ -23,7 +23,8 @@ class ModelAnswerer(Answerer):
 
     def chat_request(self, request: AnswerRequest) -> ChatRequest:
         return prompt.build_chat_request(request.tenant_slug, request.tenant_prompt, request.passages,
-                                         request.question, assist_answer=request.assist_answer)
+                                         request.question, assist_answer=request.assist_answer,
+                                         history=request.history)
 
     def stream(self, request: AnswerRequest) -> Iterator[str | Answer]:
         result = None

@@ -208,8 +208,8 @@ def test_openapi_schema_is_served_and_matches_the_api(client, demo, dead_model):
     response = client.get("/api/openapi.yaml")
     schema = yaml.safe_load(b"".join(response.streaming_content))
     ask = schema["paths"]["/api/t/{tenant}/ask"]["post"]
-    assert set(schema["components"]["schemas"]["AskRequest"]["properties"]) == {"question", "locale", "stream",
-                                                                                 "customer"}
+    assert set(schema["components"]["schemas"]["AskRequest"]["properties"]) == {"question", "messages", "locale",
+                                                                                 "stream", "customer"}
     body = api_answer(api_post(client, "acme", {"question": "What is your return policy?"}))
     required = schema["components"]["schemas"]["AskResponse"]["required"]
     assert set(required) <= set(body), set(required) - set(body)

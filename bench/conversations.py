@@ -1,0 +1,105 @@
+"""Conversation pairs through the real answer caches: should-hits served and traps answered wrongly, by subtype and by length.
+
+    .venv/bin/python -m bench.conversations [--external] [FILE ...]
+
+Each pair runs as ``manage.py evalcache`` runs it (``supportbot.evaluation``): ``a``'s last message
+is resolved in its conversation and offered to the caches' normal admission, then ``b``'s is
+resolved in its own and looked up, in scratch tenants (one a file) deleted afterwards.
+
+Sets: ``tests/data/conversation_pairs.jsonl`` (the project's own pairs over the demo knowledge base;
+the resolver was tuned on them: in-sample), and with ``--external`` every file of the shared
+evaluation folder's ``external/conv/data`` (the fow-cache conversation pairs: evaluation only,
+never tuned on). Traps are ``context_swap``, ``detail_swap`` and ``intent_flip``; should-hits
+``same_context_reworded``, ``irrelevant_history`` and ``same_context_extra_chatter``.
+
+The last line is ``dev_served=… dev_wrong=… [external_served=… external_wrong=…
+external_irrelevant_history=…] pairs=…``: ``served`` is the share of should-hits whose cached
+answer was served, ``wrong`` the share of traps whose cached answer was served.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from bench.common import ROOT, bench_result, setup
+
+DEV = ROOT / "tests" / "data" / "conversation_pairs.jsonl"
+SHARED = Path(os.environ.get("ASK_SHARED_DIR", ROOT.parent / "shared"))
+EXTERNAL = SHARED / "eval" / "external" / "conv" / "data"
+TRAPS = ("context_swap", "detail_swap", "intent_flip")
+SHOULD = ("same_context_reworded", "irrelevant_history", "same_context_extra_chatter")
+
+
+def rates(results) -> dict:
+    should = [r for r in results if r.should_hit]
+    traps = [r for r in results if not r.should_hit]
+    return {"pairs": len(results), "should_hit": len(should), "traps": len(traps),
+            "served": sum(r.served for r in should) / len(should) if should else 0.0,
+            "wrong": sum(r.served for r in traps) / len(traps) if traps else 0.0}
+
+
+def table(title: str, results, field: str, order=()) -> dict:
+    groups = defaultdict(list)
+    for r in results:
+        groups[getattr(r, field)].append(r)
+    print(f"\n{title:<28} {'pairs':>5} {'served':>7} {'rate':>6}")
+    out = {}
+    for key in [k for k in order if k in groups] + sorted(set(groups) - set(order)):
+        rs = groups[key]
+        served = sum(r.served for r in rs)
+        out[key] = {"pairs": len(rs), "served": served, "should_hit": sum(r.should_hit for r in rs)}
+        print(f"{key:<28} {len(rs):>5} {served:>7} {served / len(rs):>6.2f}")
+    return out
+
+
+def run_set(name: str, files: list[Path]) -> tuple[list, dict]:
+    from supportbot.evaluation import evaluate, read_conversation_pairs
+
+    pairs = [p for f in files for p in read_conversation_pairs(f, tenant=f"{f.parent.name}-{f.stem}")]
+    started = time.perf_counter()
+    results = evaluate(pairs)
+    seconds = time.perf_counter() - started
+    print(f"\n== {name}: {len(pairs)} pairs from {len(files)} file(s) in {seconds:.0f} s")
+    figures = rates(results)
+    figures["by_subtype"] = table("subtype", results, "kind", TRAPS + SHOULD)
+    figures["by_length"] = table("messages in the new conversation", results, "length",
+                                 ("1", "2-4", "5-8", "9-20", "21+"))
+    resolved = defaultdict(int)
+    for r in results:
+        resolved[r.resolved_new.split(":", 1)[0]] += 1
+    figures["resolution_of_b"] = dict(resolved)
+    print("resolution of the new conversations' last messages:",
+          ", ".join(f"{k} {v}" for k, v in sorted(resolved.items())))
+    print(f"should-hits served {figures['served']:.3f} · traps answered wrongly {figures['wrong']:.3f}")
+    return results, figures
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path, help="conversation pair files (default: the dev set)")
+    parser.add_argument("--external", action="store_true", help="also every file of the external conversation set")
+    args = parser.parse_args(argv)
+    setup()
+    figures, line = {}, []
+    _, dev = run_set("dev (in-sample)", args.files or [DEV])
+    figures["dev"] = dev
+    line += [f"dev_served={dev['served']:.3f}", f"dev_wrong={dev['wrong']:.3f}"]
+    pairs = dev["pairs"]
+    if args.external:
+        files = sorted(EXTERNAL.glob("*/*.jsonl"))
+        if not files:
+            raise SystemExit(f"no conversation pairs under {EXTERNAL}")
+        _, ext = run_set("external (evaluation only)", files)
+        figures["external"] = ext
+        irrelevant = ext["by_subtype"].get("irrelevant_history", {"pairs": 0, "served": 0})
+        line += [f"external_served={ext['served']:.3f}", f"external_wrong={ext['wrong']:.3f}",
+                 f"external_irrelevant_history={irrelevant['served'] / max(1, irrelevant['pairs']):.3f}"]
+        pairs += ext["pairs"]
+    bench_result("conversations", figures, " ".join(line + [f"pairs={pairs}"]))
+
+
+if __name__ == "__main__":
+    main()

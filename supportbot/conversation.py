@@ -1,0 +1,838 @@
+"""A conversation as the Ask input: validation, and resolution of its last message.
+
+A customer follows up the way people do ("how long does that take?", "and for Canada?", "is it
+free?"). Such a message has no answer of its own: its answer depends on the turns before it, so
+the shared answer caches may only ever see a standalone question that carries that context.
+
+* ``conversation_parse``: the ``question`` or ``messages`` of a request body, validated (the
+  chat-completions shape: user and assistant turns, alternating, ending with a user message;
+  bounded in turns and characters) into a ``Conversation``; bad input raises ``AskRejected``
+  (a 4xx with a clear code) before anything is looked up or stored.
+* ``resolve``: the conversation's last message as a ``Resolution``: the question the pipeline
+  answers (``question``), how it was found (``how``) and whether the shared caches may see it
+  (``cacheable``). Resolution never guesses into a cache: a dependent message it cannot rewrite
+  confidently is answered from retrieval on its context with every shared cache bypassed, and
+  one with no context at all gets a short clarifying reply.
+
+The resolver on the default install is rules over the words (English; German is recognised and
+its follow-ups bypass the caches, see ``docs/conversations.md``). With a trusted model configured
+(``CONVERSATION_MODEL_REWRITE``) the model may rewrite a follow-up instead
+(``supportbot.conversation_model``); its rewrite is held to the same running-conditions rule.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from caching import guards
+
+from retrieval.embeddings import embed_texts
+from retrieval.generations import query_embedder
+from supportbot.questions import AskRejected, clean_question, normalize_question
+
+ROLES = ("user", "assistant")
+
+
+class How:
+    """How a message became the question the pipeline answers (``AskEvent.resolution``)."""
+
+    SINGLE = "single"  # one message, standalone: the question itself
+    STANDALONE = "standalone"  # a standalone message in a conversation whose conditions do not bear on it
+    REWRITTEN = "rewritten"  # rewritten from the conversation by the rules (confident)
+    MODEL = "model"  # rewritten by the trusted model (confident)
+    UNRESOLVED = "unresolved"  # depends on the conversation, not rewritten confidently: no shared cache
+    CLARIFY = "clarify"  # depends on a conversation it did not come with: a clarifying reply
+
+    CHOICES = (SINGLE, STANDALONE, REWRITTEN, MODEL, UNRESOLVED, CLARIFY)
+    CACHEABLE = (SINGLE, STANDALONE, REWRITTEN, MODEL)
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: str  # "user" | "assistant"
+    content: str
+    cited: tuple[str, ...] = ()  # titles the assistant's answer cited (known for the chat page's own thread)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    turns: tuple[Turn, ...]
+
+    @property
+    def message(self) -> str:
+        return self.turns[-1].content
+
+    @property
+    def history(self) -> tuple[Turn, ...]:
+        return self.turns[:-1]
+
+    @classmethod
+    def single(cls, question: str) -> "Conversation":
+        return cls((Turn("user", question),))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    message: str  # the customer's last message, as sent (cleaned)
+    question: str  # what guards, keys, retrieval and the answerer read
+    how: str  # one of How.CHOICES
+    detail: str = ""  # why, for the record and the review queue
+    conditions: tuple[str, ...] = ()  # the running conditions the resolved question carries
+    history: tuple[Turn, ...] = field(default=(), repr=False)  # earlier turns, for the model's prompt
+
+    @property
+    def cacheable(self) -> bool:
+        return self.how in How.CACHEABLE
+
+    @property
+    def clarify(self) -> bool:
+        return self.how == How.CLARIFY
+
+
+# --------------------------------------------------------------------------- validation
+
+def conversation_parse(body: dict) -> Conversation:
+    """The conversation of an Ask body: ``question`` (one message) or ``messages``, not both."""
+    if "messages" in body and "question" in body:
+        raise AskRejected("ambiguous_input", "send either question or messages, not both")
+    if "messages" in body:
+        return messages_parse(body["messages"])
+    if "question" not in body:
+        raise AskRejected("missing_question", "question or messages is required")
+    return Conversation.single(clean_question(body["question"]))
+
+
+def messages_parse(raw) -> Conversation:
+    """Validate chat-completions ``messages``: a list of ``{"role", "content"}``, user and assistant
+    alternating, ending with a user message, within ``CONVERSATION_MAX_MESSAGES`` and
+    ``CONVERSATION_MAX_CHARS``; every user message is a valid question on its own terms."""
+    if not isinstance(raw, list):
+        raise AskRejected("invalid_messages", "messages must be a list of {role, content} objects")
+    if not raw:
+        raise AskRejected("empty_conversation", "messages must hold at least one user message")
+    if len(raw) > settings.CONVERSATION_MAX_MESSAGES:
+        raise AskRejected("too_many_messages",
+                          f"a conversation holds at most {settings.CONVERSATION_MAX_MESSAGES} messages")
+    turns, total = [], 0
+    for i, m in enumerate(raw):
+        if not isinstance(m, dict) or set(m) != {"role", "content"}:
+            raise AskRejected("invalid_message", f"messages[{i}] must be an object with exactly role and content")
+        role, content = m["role"], m["content"]
+        if role not in ROLES:
+            raise AskRejected("invalid_role", f"messages[{i}].role must be user or assistant")
+        if not isinstance(content, str):
+            raise AskRejected("invalid_message", f"messages[{i}].content must be a string")
+        total += len(content)
+        if total > settings.CONVERSATION_MAX_CHARS:
+            raise AskRejected("conversation_too_long",
+                              f"the conversation is longer than {settings.CONVERSATION_MAX_CHARS} characters")
+        if turns and turns[-1].role == role:
+            raise AskRejected("messages_not_alternating", f"messages[{i}] has the same role as the one before it")
+        if role == "user":
+            try:
+                text = clean_question(content)
+            except AskRejected as exc:
+                raise AskRejected("empty_message" if exc.code == "empty_question" else exc.code,
+                                  f"messages[{i}]: {exc.message}") from None
+        else:
+            text = _SPACE.sub(" ", unicodedata.normalize("NFC", content)).strip()
+            if not text:
+                raise AskRejected("empty_message", f"messages[{i}]: an assistant message is empty")
+        turns.append(Turn(role, text))
+    if turns[-1].role != "user":
+        raise AskRejected("last_message_not_user", "the last message must be the customer's (role user)")
+    return Conversation(tuple(turns))
+
+
+# --------------------------------------------------------------------------- the words
+
+_SPACE = re.compile(r"\s+")
+_WORD = re.compile(r"[£$€]?[^\W_]+(?:[.,'’-][^\W_]+)*%?", re.UNICODE)
+
+# Replies to what the assistant just offered or asked: their meaning is the offer's.
+_REPLIES_EN = {
+    "yes", "yes please", "yeah", "yep", "no", "no thanks", "nope", "ok", "okay", "sure", "please", "please do",
+    "go ahead", "do it", "do that", "that one", "this one", "the first one", "the second one", "the third one",
+    "the last one", "the first", "the second", "the other one", "both", "neither", "either", "sounds good",
+    "yes go ahead", "ok do it", "fine", "correct", "right", "exactly", "that's right", "thats right",
+    "the first option", "the second option", "the other option", "option 1", "option 2", "book it", "cancel it",
+    "confirm", "agreed", "alright", "thanks", "thank you", "cheers",
+}
+_REPLIES_DE = {
+    "ja", "ja bitte", "nein", "nein danke", "ok", "okay", "gerne", "bitte", "mach das", "machen sie das",
+    "das erste", "das zweite", "die erste", "die zweite", "der erste", "der zweite", "beide", "keins", "genau",
+    "richtig", "stimmt", "danke", "einverstanden",
+}
+# A message that starts like this replies to the assistant ("yes, go ahead with that").
+_REPLY_START = re.compile(r"^(?:yes|yeah|yep|yup|no|nope|nah|ok|okay|sure|alright|go ahead|sounds good|"
+                          r"ja|nein|gerne)\b(?![^?]*\?)", re.IGNORECASE)
+# What a question asks about a thing, without the thing: "what's the price?", "is there a fee?".
+# A message made only of these (and function words) asks about whatever the conversation is about.
+_ATTRIBUTES = {
+    "price", "prices", "cost", "costs", "fee", "fees", "charge", "charges", "deadline", "deadlines", "limit", "limits",
+    "time", "times", "timeframe", "duration", "rate", "rates", "discount", "discounts", "minimum", "maximum", "catch",
+    "difference", "requirement", "requirements", "rules", "terms", "conditions", "penalty", "process", "option",
+    "options", "cheaper", "cheapest", "expensive", "free", "included", "include", "includes", "available",
+    "availability", "possible", "allowed", "eligible", "refundable", "worth", "extra", "additional", "total",
+    "quick", "quickly", "fast", "soon", "late", "later", "earliest", "latest", "next", "step", "steps", "cancel",
+    "cancelled", "change", "changed", "apply", "applies", "work", "works", "mean", "means", "pay", "paid", "cover",
+    "covered", "come", "take", "takes", "need", "needed", "required", "details", "info", "information", "exactly",
+    "preis", "kosten", "kostet", "gebühr", "gebühren", "frist", "dauer", "dauert", "lange", "kostenlos", "gratis",
+}
+# A bare question word is about whatever came before.
+_BARE_EN = {"why", "how", "when", "where", "who", "which", "what", "how much", "how long", "how come", "really",
+            "how many", "which one", "what else", "and", "and then", "anything else", "so", "then what"}
+_BARE_DE = {"warum", "wieso", "wie", "wann", "wo", "wer", "welche", "welcher", "was", "wie viel", "wie lange",
+            "wirklich", "und", "und dann", "sonst noch was"}
+# A message opening like this continues the previous question with something else.
+_ELLIPSIS_EN = re.compile(r"^(?:and|or|but|also|plus)?\s*(?:what|how)\s+about\b|^(?:and|or|but|also)\b"
+                          r"|^same\s+(?:for|with|in)\b|^what\s+if\b|^(?:for|in|to|with)\s+\S+\s*\??$")
+_ELLIPSIS_DE = re.compile(r"^(?:und|oder|aber|auch)\b|^(?:was|wie)\s+(?:ist|sieht\s+es)\s+(?:es\s+)?mit\b"
+                          r"|^(?:gilt|geht)\s+das\s+auch\b|^(?:für|in|nach)\s+\S+\s*\??$")
+_ELLIPSIS_SLOT = re.compile(
+    r"^(?:and|or|but|also|plus)?\s*(?:(?:what|how)\s+about|same\s+(?:for|with|in))?\s*(?:for|in|to|with|on)?\s*"
+    r"(?:the\s+)?(?P<slot>.+?)\s*[?.!]*$", re.IGNORECASE)
+_ELLIPSIS_SLOT_DE = re.compile(
+    r"^(?:und|oder|aber|auch)?\s*(?:(?:was|wie)\s+(?:ist|sieht\s+es)\s+(?:es\s+)?mit)?\s*(?:für|in|nach|mit)?\s*"
+    r"(?:der|die|das|dem|den)?\s*(?P<slot>.+?)\s*[?.!]*$", re.IGNORECASE)
+
+# Words that point back. "it" and "that" have uses that point nowhere ("is it possible to ...",
+# "a fee that applies"): see ``_points_back``.
+_ANAPHORA_EN = {"they", "them", "those", "these", "he", "she", "him", "her", "his", "its", "their", "theirs",
+                "there", "same", "one", "ones", "former", "latter", "else"}
+_ANAPHORA_DE = {"dafür", "dazu", "davon", "damit", "darauf", "darüber", "daran", "dabei", "dadurch", "dagegen",
+                "dorthin", "dort", "sie", "ihn", "ihm", "ihr", "ihnen", "dies", "diese", "dieser", "dieses",
+                "diesen", "diesem", "derselbe", "dasselbe", "dieselbe", "auch"}
+# "this week", "this year": "this" about the calendar, not the conversation.
+_THIS_TIME = {"week", "weekend", "month", "year", "morning", "afternoon", "evening", "time", "season",
+              "quarter", "summer", "winter", "spring", "autumn", "christmas"}
+# Before "that"/"this"/"it": the word that makes it a pronoun rather than a relative ("a fee that applies").
+_POINTING_BEFORE = {
+    "about", "for", "with", "of", "on", "in", "into", "to", "from", "after", "before", "like", "than", "by",
+    "do", "does", "did", "is", "was", "are", "will", "would", "can", "could", "should", "shall", "may", "might",
+    "must", "has", "have", "had", "get", "got", "make", "want", "need", "take", "use", "buy", "order", "cancel",
+    "change", "book", "waive", "cover", "include", "includes", "covers", "return", "refund", "send", "ship",
+    "pay", "try", "keep", "see", "know", "mean", "explain", "and", "or", "but", "if", "so", "how", "what", "why",
+    "when", "where", "which", "who", "isn't", "doesn't", "won't", "can't", "is", "does", "whats", "what's",
+}
+_DUMMY_IT_AFTER = re.compile(r"\bit(?:'s|\s+is|\s+was|\s+be|\s+take|\s+takes|\s+cost|\s+costs|\s+possible|\s+ok|"
+                             r"\s+okay|\s+allowed|\s+free|\s+safe|\s+normal|\s+necessary|\s+required|\s+worth)?"
+                             r"(?:\s+\w+){0,3}\s+(?:to|if|whether|when|that)\s+\w+")
+
+_STOP_EN = {
+    "a", "an", "the", "i", "me", "my", "mine", "we", "us", "our", "you", "your", "it", "its", "that", "this",
+    "these", "those", "they", "them", "is", "are", "was", "were", "be", "been", "am", "do", "does", "did", "can",
+    "could", "would", "will", "should", "shall", "may", "might", "must", "have", "has", "had", "to", "of", "in",
+    "on", "for", "with", "at", "by", "from", "about", "and", "or", "but", "if", "so", "what", "how", "when",
+    "where", "which", "who", "why", "there", "here", "please", "thanks", "thank", "hi", "hello", "hey", "just",
+    "also", "any", "some", "much", "many", "long", "get", "got", "not", "no", "yes", "ok", "okay", "then", "too",
+    "very", "really", "still", "again", "one", "ones", "else", "same", "other", "want", "need", "like", "know",
+    "tell", "as", "up", "out", "into", "than", "all", "more", "less", "only", "well", "now", "im", "i'm", "ive",
+    "i've", "it's", "that's", "what's", "whats", "dont", "don't", "doesn't", "isn't", "can't", "cant", "there's",
+    "asking", "ask", "question", "questions", "wondering", "wonder", "curious", "quick", "about",
+}
+_STOP_DE = {
+    "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "und", "oder", "aber",
+    "ich", "mein", "meine", "wir", "sie", "es", "ist", "sind", "war", "wie", "was", "wann", "wo", "für", "mit",
+    "bei", "von", "zu", "im", "in", "auf", "an", "nach", "auch", "noch", "bitte", "danke", "kann", "können",
+    "muss", "gibt", "habe", "hat", "haben", "wird", "werden", "nicht", "kein", "keine", "lange", "viel",
+}
+_GERMAN_MARKERS = {"ich", "wie", "ist", "der", "die", "das", "und", "für", "nicht", "kann", "gibt", "mein",
+                   "meine", "was", "wann", "bitte", "dauert", "kostet", "sie", "es", "ein", "eine", "mit", "auch"}
+
+# Conditions: the details that change an answer and that a follow-up leaves unsaid.
+_COUNTRIES = {
+    "us", "usa", "united states", "america", "canada", "mexico", "uk", "united kingdom", "britain", "england",
+    "scotland", "wales", "ireland", "germany", "austria", "switzerland", "france", "spain", "italy", "portugal",
+    "netherlands", "belgium", "luxembourg", "denmark", "sweden", "norway", "finland", "poland", "czechia",
+    "hungary", "greece", "turkey", "australia", "new zealand", "japan", "china", "india", "brazil", "eu",
+    "europe", "asia", "deutschland", "österreich", "schweiz", "frankreich", "spanien", "italien", "kanada",
+    "niederlande", "belgien", "polen", "vereinigte staaten", "großbritannien", "alaska", "hawaii",
+    "puerto rico", "quebec", "ontario", "london", "berlin", "paris", "manchester", "leeds",
+}
+_TIERS = {"free", "basic", "standard", "premium", "plus", "pro", "business", "enterprise", "family", "student",
+          "gold", "silver", "bronze", "platinum", "starter", "team", "personal", "lite", "max", "ultimate"}
+_COMMON_CAPITALISED = {
+    "i", "i'm", "i've", "i'd", "i'll", "hi", "hello", "hey", "thanks", "thank", "ok", "okay", "yes", "no", "please",
+    "sorry", "great", "cool", "sure", "also", "and", "but", "or", "so", "well", "oh", "ah", "right", "perfect",
+    "what", "how", "when", "where", "which", "who", "why", "can", "could", "would", "will", "do", "does", "did",
+    "is", "are", "was", "the", "a", "an", "my", "our", "your", "it", "that", "this", "there", "if", "just",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mr", "mrs", "ms", "dr",
+}
+_DAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "montag", "dienstag", "mittwoch", "donnerstag", "freitag", "samstag", "sonntag"}
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def _lower_words(text: str) -> list[str]:
+    return [w.casefold().replace("’", "'") for w in _words(text)]
+
+
+def is_german(text: str, locale: str) -> bool:
+    if locale.split("-")[0] == "de":
+        return True
+    words = _lower_words(text)
+    return bool(words) and sum(w in _GERMAN_MARKERS for w in words) >= max(2, len(words) // 3)
+
+
+_DETERMINERS = {"a", "an", "the", "my", "your", "our", "their", "some", "any", "each", "every", "all"}
+_PRONOUNS_WITH_ANTECEDENT = {"it", "its", "they", "them", "their", "those", "these", "that", "one", "ones"}
+
+
+def _antecedent_before(words: list[str], i: int) -> bool:
+    """Whether the message names something before position ``i`` that a pronoun there can refer
+    to ("Can I return an item if I opened it?"): a determiner followed by a content word."""
+    return any(words[j] in _DETERMINERS and words[j + 1] not in _STOP_EN and len(words[j + 1]) > 2
+               for j in range(max(0, i - 1)))
+
+
+def _points_back_en(words: list[str], text: str) -> str:
+    """The word that makes an English message point back at the conversation, or ""."""
+    lowered = text.casefold()
+    words = [w[:-2] if w.endswith("'s") and w not in ("it's", "that's", "what's", "there's") else w for w in words]
+    for i, w in enumerate(words):
+        before = words[i - 1] if i else ""
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i):
+            continue  # refers to something the message itself names
+        if w in _ANAPHORA_EN:
+            if w == "there" and after in ("is", "are", "a", "an", "any", "some", "no", "was", "were", "'s", "be"):
+                continue  # "is there a fee", "there are two plans": existential, points nowhere
+            if w == "there" and before in ("is", "are", "was", "were", "be"):
+                continue
+            if w in ("one", "ones") and before not in ("that", "this", "the", "which", "other", "same", "first",
+                                                      "second", "cheaper", "bigger", "other"):
+                continue  # "one" as a number
+            if w == "else" and before not in ("what", "anything", "something", "who", "where"):
+                continue
+            if w == "same" and before != "the":
+                continue
+            return w
+        if w in ("that", "this"):
+            if w == "this" and after in _THIS_TIME:
+                continue
+            if not before or not after or before in _POINTING_BEFORE or after in ("one", "ones"):
+                return w
+            if w == "this":
+                return w  # "this plan", "this order": the conversation's
+            continue  # "a fee that applies": a relative
+        if w == "it":
+            if _DUMMY_IT_AFTER.search(lowered):
+                continue  # "is it possible to ...", "how long does it take to ship to Canada"
+            return w
+    return ""
+
+
+def _points_back_de(words: list[str], original: list[str]) -> str:
+    for i, w in enumerate(words):
+        after_orig = original[i + 1] if i + 1 < len(original) else ""
+        before = words[i - 1] if i else ""
+        if w in _ANAPHORA_DE:
+            if w == "sie" and original[i] == "Sie":
+                continue  # the polite "Sie" is the shop
+            if w == "auch" and i:
+                continue
+            return w
+        if w in ("das", "dies") and (not after_orig or not after_orig[:1].isupper()):
+            return w  # "Wie lange dauert das?": a pronoun (a German noun after an article is capitalised)
+        if w == "es" and before not in ("gibt",) and not (i + 1 < len(words) and words[i + 1] == "gibt"):
+            return w
+    return ""
+
+
+@dataclass(frozen=True)
+class Dependence:
+    kind: str  # "" standalone | "reply" | "bare" | "ellipsis" | "anaphora"
+    word: str = ""
+
+
+def dependence(message: str, locale: str = "en") -> Dependence:
+    """Whether the message depends on the conversation, and how: a reply to the assistant's offer
+    ("yes please"), a bare question word ("why?"), an ellipsis continuing the last question ("and
+    for Canada?", "what about Plus?") or a word pointing back ("is it free?", "how long does that take?")."""
+    german = is_german(message, locale)
+    words = _lower_words(message)
+    phrase = " ".join(words)
+    if phrase in (_REPLIES_DE if german else _REPLIES_EN) or phrase in _REPLIES_EN:
+        return Dependence("reply", phrase)
+    if phrase in (_BARE_DE if german else _BARE_EN):
+        return Dependence("bare", phrase)
+    if (_ELLIPSIS_DE if german else _ELLIPSIS_EN).search(phrase):
+        return Dependence("ellipsis", words[0] if words else "")
+    if _REPLY_START.match(message.strip()):
+        return Dependence("reply", words[0])
+    word = _points_back_de(words, _words(message)) if german else _points_back_en(words, message)
+    if word:
+        return Dependence("anaphora", word)
+    stop = _STOP_DE if german else _STOP_EN
+    content = [w for w in words if w not in stop]
+    if content and all(w in _ATTRIBUTES for w in content) and not conditions(message):
+        return Dependence("attribute", content[0])  # "what's the price?": of what?
+    return Dependence("")
+
+
+# --------------------------------------------------------------------------- conditions
+
+def _kind(value: str) -> str:
+    v = value.casefold()
+    if v in _COUNTRIES:
+        return "place"
+    if v in _TIERS or v.endswith(" plan"):
+        return "tier"
+    if v in _DAYS:
+        return "day"
+    if re.fullmatch(r"[£$€]?\d[\d.,]*%?(?:\s?\w+)?", v):
+        return "amount"
+    return "name"
+
+
+_SMALL_TALK_TIMES = {"today", "tonight", "now", "right now", "currently", "yesterday", "soon", "later", "recently",
+                     "this morning", "this afternoon", "this evening", "lately"}
+_SIGNATURE_KINDS = {"places": "place", "tiers": "tier", "dates": "day", "times": "day", "time_words": "day",
+                    "numbers": "amount", "money": "amount", "ids": "amount"}
+
+
+def conditions(text: str, *, names: bool = True) -> dict[str, str]:
+    """The answer-changing details a text states, by kind: places, tiers, days, amounts and names
+    (capitalised words that are not the start of a sentence or a common word), as
+    ``{casefolded value: kind}``. ``names=False`` keeps only the recognised kinds and numbers."""
+    found: dict[str, str] = {}
+    lowered = text.casefold()
+    for place in _COUNTRIES:
+        if re.search(rf"(?<!\w){re.escape(place)}(?!\w)", lowered) and (len(place) > 2 or
+                                                                       re.search(rf"\b{place.upper()}\b", text)):
+            found[place] = "place"
+    for tier in _TIERS:
+        if re.search(rf"\b{tier}\b\s+(?:plan|tier|membership|account|subscription|package|member|customers?)\b",
+                     lowered) or re.search(rf"(?<![a-z] )\b{tier.capitalize()}\b", text):
+            if tier in ("free", "personal", "team", "business", "max", "plus") and not re.search(
+                    rf"\b{tier.capitalize()}\b|\b{tier}\s+(?:plan|tier|membership|subscription|package)\b", text):
+                continue
+            found[tier] = "tier"
+    for day in _DAYS:
+        if re.search(rf"\b{day}\b", lowered):
+            found[day] = "day"
+    for m in re.finditer(r"[£$€]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:%|kg|km|miles?|days?|months?|"
+                         r"years?|hours?|weeks?|items?|euros?|dollars?|pounds?|gb|mb)?\b", lowered):
+        value = m.group(0).strip()
+        if value and not any(value in k for k in found):
+            found[value] = "amount"
+    # and every detail the semantic cache's guards would veto a hit on (caching.guards.signature):
+    # "the sale", "express", "yearly", "students", sizes, ids, dates
+    for field_name, values in guards.signature(text).items():
+        if field_name in guards.VETO_FIELDS:
+            for value in values:
+                value = str(value).casefold()
+                if field_name == "time_words" and value in _SMALL_TALK_TIMES:
+                    continue
+                if value and not any(value in k or k in value for k in found):
+                    found[value] = _SIGNATURE_KINDS.get(field_name, field_name)
+    if names:
+        for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
+            tokens = _words(sentence)
+            run: list[str] = []
+            for i, tok in enumerate(tokens + [""]):
+                capital = tok[:1].isupper() and tok.casefold() not in _COMMON_CAPITALISED
+                # a sentence's first word is capitalised anyway: a name only with a capitalised word after it
+                if capital and (i > 0 or (i + 1 < len(tokens) and tokens[i + 1][:1].isupper())):
+                    run.append(tok)
+                    continue
+                if run:
+                    value = " ".join(run).casefold()
+                    if not any(value == k or value in k.split() for k in found) and len(value) > 1:
+                        found[value] = _kind(value)
+                    run = []
+    return found
+
+
+# "I live in Canada", "I'm on the Plus plan": the customer's situation, which bears on every later question.
+_SITUATION = re.compile(r"\b(?:i|we)(?:'m| am|'re| are)\s+(?:in|on|from|based in|located in|a|an|with)\b"
+                        r"|\b(?:i|we)\s+(?:live|am|are|have|own|use|ship|order)\b.*\b(?:in|on|to|from)\b"
+                        r"|\bmy\s+(?:plan|membership|country|address|subscription)\s+is\b"
+                        r"|\b(?:ich|wir)\s+(?:wohne|wohnen|bin|sind|lebe|leben|habe|haben)\b", re.IGNORECASE)
+
+
+def situation(turn: Turn) -> bool:
+    """A customer's statement of their situation, not a question ("I live in Canada", "I'm shipping
+    a parcel to Alaska", "I'm on the Plus plan"): its country and plan travel with every later
+    question (other details only to a question on its topic, or to a rewritten one)."""
+    if turn.role != "user" or "?" in turn.content:
+        return False
+    return bool(_SITUATION.search(turn.content)) or any(k in ("place", "tier") for k in conditions(turn.content).values())
+
+
+def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
+    """The conditions the customer stated so far, the later of two of one kind (place, tier, day)
+    replacing the earlier, with the names the assistant's last turn brought up (the product it
+    just offered)."""
+    state: dict[str, str] = {}
+    for turn in turns:
+        if turn.role != "user":
+            continue
+        for value, kind in conditions(turn.content).items():
+            if kind in ("place", "tier", "day"):
+                for old in [v for v, k in state.items() if k == kind]:
+                    del state[old]
+            state[value] = kind
+    # and the facts the assistant's turns named (its order numbers, plans, products, prices): a
+    # conversation reworded keeps its facts, another conversation has others
+    for turn in turns:
+        if turn.role == "assistant":
+            for value, kind in conditions(turn.content).items():
+                state.setdefault(value, kind)
+    last_assistant = next((t for t in reversed(turns) if t.role == "assistant"), None)
+    if last_assistant is not None:
+        for title in last_assistant.cited:
+            state.setdefault(title.casefold(), "topic")
+    return state
+
+
+def _topic(text: str, german: bool) -> str:
+    """The content words of a question (what it is about), in order."""
+    stop = _STOP_DE if german else _STOP_EN
+    return " ".join(w for w in _lower_words(text) if w not in stop and len(w) > 1)
+
+
+# --------------------------------------------------------------------------- resolution
+
+CLARIFY_TEXT = {
+    "en": ("Could you say a little more about what you mean? I can't tell from \"{message}\" alone which product, "
+           "order step or country it's about."),
+    "de": ("Können Sie etwas genauer sagen, was Sie meinen? Aus \"{message}\" allein kann ich nicht erkennen, um "
+           "welches Produkt, welchen Schritt oder welches Land es geht."),
+}
+
+
+def clarify_text(resolution: Resolution, locale: str) -> str:
+    template = CLARIFY_TEXT.get(locale.split("-")[0], CLARIFY_TEXT["en"])
+    return template.format(message=resolution.message[:80])
+
+
+def resolve(conversation: Conversation, locale: str = "en", rewriter=None) -> Resolution:
+    """The standalone question of the conversation's last message (see the module docstring).
+    ``rewriter``: an optional callable ``(conversation, locale) -> str | None`` (the trusted model)."""
+    try:
+        return _resolve(conversation, locale, rewriter)
+    except TooMuchContext as exc:
+        return Resolution(conversation.message, _context_question(conversation.message, conversation.history),
+                          How.UNRESOLVED, f"too much context to carry in a question ({exc})",
+                          history=conversation.history)
+
+
+def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
+    message = conversation.message
+    history = conversation.history
+    german = is_german(message, locale)
+    dep = dependence(message, locale)
+    earlier_users = [t for t in history if t.role == "user"]
+    if not earlier_users and not any(t.role == "assistant" for t in history):
+        if dep.kind:
+            return Resolution(message, message, How.CLARIFY,
+                              f"{dep.kind} ({dep.word!r}) with no conversation before it", history=history)
+        return Resolution(message, message, How.SINGLE, "one message", history=history)
+
+    running = _running(history)
+    if not dep.kind:
+        return _standalone(message, history, running, locale, german)
+
+    if rewriter is not None and not german:
+        rewritten = rewriter(conversation, locale)
+        if rewritten:
+            return _checked_model_rewrite(message, rewritten, running, history)
+    if german:
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          f"German follow-up ({dep.kind} {dep.word!r}): not rewritten, shared caches bypassed",
+                          history=history)
+    if dep.kind in ("reply", "bare"):
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          f"a {dep.kind} ({dep.word!r}) whose meaning is the conversation's", history=history)
+    last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
+    if _assistant_asked(last_assistant):  # "can you do it now?" after "shall I cancel it?" or "...renew it?"
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          f"{dep.kind} ({dep.word!r}) after the assistant's question", history=history)
+    previous = _previous_resolution(conversation, locale)
+    if previous is None or not previous.cacheable:
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          f"{dep.kind} ({dep.word!r}) after a question that was itself not resolved",
+                          history=history)
+    if dep.kind == "ellipsis":
+        return _ellipsis(message, previous, running, history)
+    return _anaphora(message, dep, previous, running, history)
+
+
+_QUESTION_START = re.compile(r"^(?:how|what|when|where|which|who|why|can|could|do|does|did|is|are|will|would|"
+                             r"should|may|shall|wie|was|wann|wo|welche[rsn]?|kann|können|gibt|ist|sind)\b", re.I)
+
+
+def _previous_resolution(conversation: Conversation, locale: str) -> Resolution | None:
+    """The resolution of the customer's last question before this message: the latest earlier user
+    turn that asks something (chatter such as "thanks, that's quick" is passed over)."""
+    turns = conversation.turns
+    users = [i for i, t in enumerate(turns[:-1]) if t.role == "user"]
+    asking = [i for i in users if "?" in turns[i].content or _QUESTION_START.search(turns[i].content)]
+    idx = max(asking, default=None)
+    if idx is None:  # "I'm asking about Acme Plus." states the subject without a question
+        idx = max((i for i in users if len(_topic(turns[i].content, False).split()) >= 2), default=None)
+    if idx is None:
+        return None
+    return resolve(Conversation(turns[:idx + 1]), locale)
+
+
+def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]) -> tuple[str, tuple[str, ...]]:
+    """The question with the running conditions it does not state itself (own kinds win); more
+    than ``CONVERSATION_MAX_CONDITIONS`` of them is too much context to carry (``TooMuchContext``):
+    dropping one could drop the detail that changes the answer."""
+    if len(running) > settings.CONVERSATION_MAX_CONDITIONS:
+        raise TooMuchContext(f"{len(running)} conditions stated")
+    own_kinds = {k for k in own.values() if k in ("place", "tier", "day")}
+    extra = sorted(v for v, k in running.items()
+                   if v not in own and not (k in own_kinds) and v not in question.casefold())
+    carried = tuple(sorted(set(own) | set(extra)))
+    if not extra:
+        return question, carried
+    return f"{question} ({'; '.join(extra)})", carried
+
+
+def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str], locale: str,
+                german: bool) -> Resolution:
+    """A message that points nowhere: standalone, unless it continues the conversation (an earlier
+    turn is on its topic, ``CONVERSATION_RELATED_COSINE``) or the customer stated their situation:
+    then the topic of the customer's related question and the conditions of those turns travel
+    with it, so "is there a fee?" about one thing is never the same question as about another."""
+    last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
+    if _answers_assistant(message, last_assistant):
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "a reply to the assistant's question", history=history)
+    own = conditions(message)
+    if not german and not self_contained(message):
+        return _underspecified(message, history, running, last_assistant)
+    related = _related_turns(message, history)
+    situations = [t for t in history if situation(t)]
+    if not related and not situations:
+        return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
+                          history=history)
+    bearing = {}
+    for turn in situations:  # the customer's country and plan bear on nearly every answer
+        bearing.update({v: k for v, k in conditions(turn.content).items() if v in running and k in ("place", "tier")})
+    for turn in related:
+        bearing.update({v: k for v, k in conditions(turn.content).items() if v in running})
+    topic = _conversation_topic(tuple(t for t in related if t.role == "user"), message)
+    question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})" if topic else message, bearing, own)
+    if question == message:
+        return Resolution(message, message, How.STANDALONE, "standalone; it states its own conditions",
+                          conditions=carried, history=history)
+    if german:
+        return Resolution(message, question, How.UNRESOLVED,
+                          "German message on the conversation's topic: not rewritten, shared caches bypassed",
+                          history=history)
+    return Resolution(message, question, How.REWRITTEN, "standalone wording; conditions stated earlier carried",
+                      conditions=carried, history=history)
+
+
+def _related_turns(message: str, history: tuple[Turn, ...]) -> list[Turn]:
+    """The earlier turns on the message's topic: sentence-embedding cosine at least
+    ``CONVERSATION_RELATED_COSINE`` (the retrieval embedder, the same the semantic cache uses)."""
+    candidates = [t for t in history if _topic(t.content, False)]
+    if not candidates:
+        return []
+    vectors = embed_texts([message] + [t.content for t in candidates], embedder=query_embedder(cached=True))
+    return [t for t, v in zip(candidates, vectors[1:])
+            if float(vectors[0] @ v) >= settings.CONVERSATION_RELATED_COSINE]
+
+
+_HOW_TO = re.compile(r"^(?:how|where|when)\s+(?:do|can|could|should|would|will|may)\s+(?:i|we|you)\b|"
+                     r"^how\s+(?:long|much|many|soon|often)\s+(?:\w+\s+)?(?:do|does|can|will|should)\s+(?:i|we)\b|"
+                     r"^(?:how|where)\s+(?:to|is|are)\b|^(?:can|could|may|should|do|does|will|would|is|are)\s+"
+                     r"(?:i|we|you)\b|^what\s+(?:is|are|does|do)\s+(?:your|the|a|an)\b", re.IGNORECASE)
+
+
+def self_contained(message: str) -> bool:
+    """Whether a message without a pointing word names what it is about, so it means the same in
+    any conversation: it asks something of the business or of a procedure ("what are your opening
+    hours?", "how do I turn on two-factor authentication?", "do you ship to Canada?") with a
+    subject of its own (a content word that is not a bare attribute such as fee, price, time), or
+    names a product, place, plan or amount. "Is there an early exit fee?" or "can I get a refund?"
+    in a conversation are about the conversation's product: not self-contained."""
+    words = _lower_words(message)
+    subject = [w for w in words if w not in _STOP_EN and w not in _ATTRIBUTES and len(w) > 2]
+    if not subject:
+        return False
+    if any(k in ("name", "place", "tier") for k in conditions(message).values()):
+        return True
+    if any(w in ("you", "your", "yours") for w in words):
+        return True  # asks the business itself: "do you price match?", "what are your opening hours?"
+    return bool(_HOW_TO.search(" ".join(words))) and len(subject) >= 2 - (len(words) >= 6)
+
+
+def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, str],
+                    last_assistant: Turn | None) -> Resolution:
+    """A question that leaves its subject to the conversation ("is there an early exit fee?"): the
+    topic of the customer's last question and the running conditions travel with it; after the
+    assistant's own question, or with no earlier question, it is not resolved."""
+    if _assistant_asked(last_assistant):
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "a question without a subject of its own, after the assistant's question", history=history)
+    previous = _previous_resolution(Conversation((*history, Turn("user", message))), "en")
+    if previous is not None and not previous.cacheable:
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "a question without a subject of its own, after one that was not resolved", history=history)
+    asked = previous is not None and ("?" in previous.message or _QUESTION_START.search(previous.message))
+    # a statement ("I'm in Canada.") gives conditions, which travel anyway, not a topic
+    topic = _conversation_topic(history, message) if asked else ""
+    base = f"{message.rstrip()} (about: {topic})" if topic else message
+    question, carried = _with_conditions(base, running, conditions(message))
+    if question == message:
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "a question without a subject of its own, and nothing in the conversation to give it one",
+                          history=history)
+    return Resolution(message, question, How.REWRITTEN,
+                      f"no subject of its own: {previous.question if previous else 'the conditions stated'!r}"[:300],
+                      conditions=carried, history=history)
+
+
+_CLOSERS = re.compile(r"\banything else\b|\bsomething else\b|\bhelp (?:you )?with\b.*\belse\b|"
+                      r"\bother questions?\b|\bsonst noch\b|\bweitere fragen\b", re.IGNORECASE)
+
+
+def _answers_assistant(message: str, last_assistant: Turn | None) -> bool:
+    """Whether the message answers the assistant's last question ("Would you like a refund or a
+    replacement?" / "The replacement would be better"): a statement after a question that is not
+    the customary "anything else?"."""
+    return _assistant_asked(last_assistant) and "?" not in message and not _QUESTION_START.search(message)
+
+
+def _assistant_asked(last_assistant: Turn | None) -> bool:
+    """Whether the assistant's last turn asked the customer something (an offer, a choice, a
+    detail), other than the customary "anything else?"."""
+    return (last_assistant is not None and "?" in last_assistant.content
+            and not _CLOSERS.search(last_assistant.content))
+
+
+_PLEASANTRIES = {"thanks", "thank", "cheers", "great", "cool", "nice", "lovely", "perfect", "brilliant", "awesome",
+                 "good", "fine", "yes", "yeah", "yep", "sure", "okay", "ok", "bye", "morning", "afternoon",
+                 "evening", "weather", "day", "appreciate", "helpful", "brill", "ta", "lol", "haha"}
+
+
+class TooMuchContext(Exception):
+    """More context than a resolved question may carry: the turn bypasses the shared caches."""
+
+
+def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = ()) -> str:
+    """What the conversation is about: the content words of the customer's earlier turns and of
+    the assistant's last one (pleasantries left out), in order, once each, those of the message
+    itself aside. A rewritten question carries them so that a detail said in passing ("the heavy
+    tent", "my second order") keeps two conversations apart; the price is that reworded
+    conversations rarely share. More than ``CONVERSATION_TOPIC_WORDS`` is too much to carry."""
+    have = set(_lower_words(message))
+    out: list[str] = []
+    last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
+    for turn in history:
+        if (turn.role != "user" and turn is not last_assistant) or turn.content in skip:
+            continue
+        for w in _topic(turn.content, False).split():
+            if w in _PLEASANTRIES or w in _SMALL_TALK_TIMES:
+                continue
+            if w not in have and w not in out:
+                out.append(w)
+    if len(out) > settings.CONVERSATION_TOPIC_WORDS:
+        raise TooMuchContext(f"{len(out)} topic words")
+    return " ".join(out)
+
+
+def _new_words(text: str, message: str, german: bool) -> str:
+    """The content words of ``text`` the message does not already have."""
+    have = set(_lower_words(message))
+    return " ".join(w for w in _topic(text, german).split() if w not in have)
+
+
+def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
+              history: tuple[Turn, ...]) -> Resolution:
+    """"And for Canada?": the previous question, with the new detail in place of the old one of its kind."""
+    slot_match = _ELLIPSIS_SLOT.match(message)
+    slot = slot_match.group("slot").strip() if slot_match else ""
+    found = conditions(slot) if slot else {}
+    if not slot or not found:
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "an ellipsis whose new detail is not a place, plan, day, amount or name", history=history)
+    base = previous.message
+    base_conditions = conditions(base)
+    question = base
+    replaced_any = False
+    for value, kind in found.items():
+        shown = slot if len(found) == 1 else value  # the customer's own spelling
+        same_kind = [v for v, k in base_conditions.items() if k == kind]
+        for old in same_kind:
+            question = re.sub(re.escape(old), shown, question, flags=re.IGNORECASE)
+            replaced_any = True
+        running = {v: k for v, k in running.items() if k != kind or v == value}
+    if not replaced_any:
+        question = f"{question.rstrip('?.! ')} for {slot}?"
+    rest = _conversation_topic(history, question, skip=(previous.message,))
+    if rest:
+        question = f"{question} (about: {rest})"
+    question, carried = _with_conditions(question, running, conditions(question))
+    return Resolution(message, question, How.REWRITTEN,
+                      f"ellipsis on the previous question {previous.question!r}"[:300], conditions=carried,
+                      history=history)
+
+
+def _anaphora(message: str, dep: Dependence, previous: Resolution, running: dict[str, str],
+              history: tuple[Turn, ...]) -> Resolution:
+    """"How long does that take?": the message, with what it points at (the previous question's
+    topic, what the last answer cited) and the running conditions."""
+    topic = _topic(previous.question.split(" (")[0], german=False)
+    if not topic:
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          f"{dep.word!r} points at a question without a topic", history=history)
+    last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
+    if (last_assistant is not None and last_assistant.content.rstrip().endswith("?")
+            and len(_lower_words(message)) <= 4):
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "a short reply to the assistant's question", history=history)
+    own = conditions(message)
+    topic = _conversation_topic(history, message) or topic
+    question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})", running, own)
+    return Resolution(message, question, How.REWRITTEN,
+                      f"{dep.word!r} resolved to the previous question {previous.question!r}"[:300],
+                      conditions=carried, history=history)
+
+
+def _checked_model_rewrite(message: str, rewritten: str, running: dict[str, str],
+                           history: tuple[Turn, ...]) -> Resolution:
+    """The model's rewrite, used for the caches only when it carries every running condition."""
+    try:
+        text = clean_question(rewritten)
+    except AskRejected:
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          "the model's rewrite was not a question", history=history)
+    missing = [v for v in running if v not in text.casefold()]
+    if missing or dependence(text).kind:
+        return Resolution(message, f"{text} ({'; '.join(sorted(missing))})" if missing else text, How.UNRESOLVED,
+                          f"the model's rewrite leaves out {', '.join(missing)[:120] or 'nothing'} or still points back",
+                          history=history)
+    return Resolution(message, text, How.MODEL, "rewritten by the model", conditions=tuple(sorted(running)),
+                      history=history)
+
+
+def _context_question(message: str, history: tuple[Turn, ...]) -> str:
+    """What retrieval and the answerer read for a message that could not be resolved: the message,
+    then the customer's earlier messages, newest first, within the question limit."""
+    parts = [message]
+    budget = settings.ASK_MAX_QUESTION_CHARS - len(message) - 4
+    for turn in reversed(history):
+        if turn.role != "user":
+            continue
+        if len(turn.content) + 3 > budget:
+            break
+        parts.append(turn.content)
+        budget -= len(turn.content) + 3
+    return " | ".join(parts)
+
+
+def resolved_normalized(resolution: Resolution) -> str:
+    return normalize_question(resolution.question)
