@@ -14,6 +14,7 @@ class Evidence:
     known_names: str = ""  # names the answer may use without a passage: the tenant's own name
     tenant_slug: str = ""
     trust: str = "standard"  # of the generator that wrote the answer: "low" | "standard" (grounding)
+    sections: tuple[tuple[str, str], ...] = ()  # (section heading, text) of each cited passage, when known
 
 
 @dataclass(frozen=True)

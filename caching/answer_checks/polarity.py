@@ -1,19 +1,19 @@
 """Yes/no polarity: an answer that says yes (or no) to a yes/no question must agree with the
 passage sentence that speaks to the question ("Do you ship to Canada?" "No" is refused when that
 sentence is "Canada: all provinces and territories"). An answer saying yes or no with no such
-sentence to check it against is refused too: it cannot be verified."""
+sentence to check it against is refused too: it cannot be verified. When the question names a
+country, plan or product line (``asked``), only passage sentences about that case count (the
+sentence or its section names it): "No" to "Can I get Saturday delivery in the UK?" is not borne
+out by "Canada Post delivers Monday to Friday only"."""
 from __future__ import annotations
 
 import re
 
+from caching.answer_checks.asked import YES_NO_QUESTION, all_cases_in, cases_in, case_fit
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
+from caching.answer_checks.completeness import labelled_lines
 from caching.answer_checks.text import CITATION_MARKER, name_terms, negated, sentences_of, terms
 
-_YES_NO_QUESTION = re.compile(
-    r"^\s*(?:(?:hi|hello|hallo)\b[\s,!.]*)?(?:do|does|did|can|could|is|are|was|were|will|would|should|shall|may|might|"
-    r"have|has|am|kann|können|kannst|darf|dürfen|gibt|ist|sind|muss|müssen|habe|haben|hat|wird|werden|liefern|"
-    r"liefert|bieten|bietet|akzeptieren|akzeptiert|nehmen|nehmt|verschicken|versendet|versenden|erstatten|"
-    r"erstattet|zahle|zahlen)\b", re.IGNORECASE)
 _YES = re.compile(r"^\s*(?:yes|yeah|yep|sure|of course|absolutely|certainly|ja|jawohl|natürlich|klar)\b", re.I)
 _NO = re.compile(r"^\s*(?:no|nope|unfortunately|sorry|nein|leider)\b", re.I)
 MIN_OVERLAP = 0.5  # the passage sentence must share this share of the question's words (weighted)
@@ -30,15 +30,22 @@ def answer_polarity(answer: str) -> str | None:
     return None
 
 
-def evidence_polarity(question: str, passages_text: str) -> str | None:
-    """The polarity of the passage sentences that share most of the question's words (None: none does)."""
+def evidence_polarity(question: str, passages_text: str, sections: tuple[tuple[str, str], ...] = ()) -> str | None:
+    """The polarity of the passage sentences that share most of the question's words (None: none does),
+    of those about the asked case when the question names one."""
     wanted = terms(question)
     if not wanted:
         return None
     names = name_terms(question)
     weight = {w: NAME_WEIGHT if w in names else 1.0 for w in wanted}
     total = sum(weight.values())
-    scored = [(sum(weight[w] for w in wanted & terms(s)) / total, s) for s in sentences_of(passages_text)]
+    lines = ([line for heading, text in sections for line in labelled_lines(text, heading)] if sections
+             else [("", line) for line in passages_text.split("\n")])
+    case = cases_in(question)
+    about = [(h, s) for h, line in lines for s in sentences_of(line)]
+    if case:  # a sentence about another case says nothing of the asker's
+        about = [(h, s) for h, s in about if case_fit(case, all_cases_in(f"{h}\n{s}")) >= 0]
+    scored = [(sum(weight[w] for w in wanted & terms(f"{h}\n{s}" if case else s)) / total, s) for h, s in about]
     best = max((score for score, _ in scored), default=0.0)
     if best < MIN_OVERLAP:
         return None
@@ -50,12 +57,12 @@ class PolarityCheck(AnswerCheck):
     code = "polarity"
 
     def refusal(self, evidence: Evidence) -> Refusal | None:
-        if not _YES_NO_QUESTION.match(evidence.question):
+        if not YES_NO_QUESTION.match(evidence.question):
             return None
         said = answer_polarity(CITATION_MARKER.sub("", evidence.answer))
         if said is None:
             return None
-        found = evidence_polarity(evidence.question, evidence.passages_text)
+        found = evidence_polarity(evidence.question, evidence.passages_text, evidence.sections)
         if found is None:
             return Refusal(self.code, f"says {said}, but no passage sentence speaks to the question")
         if found != said:

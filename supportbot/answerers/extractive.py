@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 
+from caching.answer_checks import asked as asking
 from caching.answer_checks import text as words
-from caching.answer_checks.facts import quantities
 from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from generation.base import GenerationResult, Passage
@@ -36,17 +36,18 @@ MAX_UNITS = 6
 # Weight of the question's words found in a unit (or its section), rarer words weighing more: the
 # embedding model is English, and "Kanada" in a German question must find the sentence naming it.
 LEXICAL_WEIGHT = 0.3
-# A unit holding what the question asks for (a duration for "how long", an amount for "how much",
-# a time of day for "when ... open") gains this much.
-ANSWER_TYPE_WEIGHT = 0.1
-ANSWER_TYPES = (
-    ("duration", re.compile(r"\bhow long\b|\bhow soon\b|\bwie lange\b|\bbis wann\b|\bwie schnell\b", re.I)),
-    ("amount", re.compile(r"\bhow much\b|\bcosts?\b|\bprice\b|\bfees?\b|\bsurcharge\b|\bkostet\b|\bkosten\b|"
-                          r"\bpreis|\bgebühr", re.I)),
-    ("clock", re.compile(r"\bhours\b|\bopen\b|\bwhen can i (?:call|reach)\b|\berreichbar\b|öffnungszeit", re.I)),
-    ("count", re.compile(r"\bhow many\b|\bwie viele\b", re.I)),
-)
-_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
+# A unit stating the kind of fact the question wants (a duration for "how long", an amount for "how
+# much") gains KIND_WEIGHT; one labelled with the asked case (country, plan, product) gains CASE_WEIGHT,
+# one labelled only with other cases of that family loses it. A figure for a plan or membership the
+# question does not name is someone else's: such a unit loses PLAN_WEIGHT.
+KIND_WEIGHT = 0.15
+CASE_WEIGHT = 0.15
+PLAN_WEIGHT = 0.08
+# A fact question's answer: the leading unit is the best unit stating the fact for the case, if it is
+# within LEAD_MARGIN of the best unit at all; at most FACT_MAX_UNITS units, within FACT_MARGIN of it.
+LEAD_MARGIN = 0.3
+FACT_MARGIN = 0.08
+FACT_MAX_UNITS = 3
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -126,6 +127,8 @@ class Candidate:
     passage: Passage
     unit: Unit
     score: float
+    fit: int = 0  # to the asked case: 1 labelled with it, -1 only with other cases, 0 neither
+    states: bool = False  # states a fact of the asked kind
 
 
 class ExtractiveAnswerer(Answerer):
@@ -133,7 +136,7 @@ class ExtractiveAnswerer(Answerer):
 
     def spec(self) -> AnswererSpec:
         params = {"max_chars": settings.ASK_EXTRACT_MAX_CHARS, "min_similarity": settings.ASK_EXTRACT_MIN_SIMILARITY,
-                  "margin": MARGIN, "max_units": MAX_UNITS}
+                  "margin": MARGIN, "max_units": MAX_UNITS, "fact_margin": FACT_MARGIN, "fact_max_units": FACT_MAX_UNITS}
         return AnswererSpec(model=MODEL_NAME, model_revision="", prompt_version=RULES_VERSION, params=params)
 
     def stream(self, request: AnswerRequest) -> Iterator[str | Answer]:
@@ -159,7 +162,7 @@ class ExtractiveAnswerer(Answerer):
                      cited_explicitly=True)
 
     def select(self, request: AnswerRequest) -> list[tuple[Passage, list[Unit]]]:
-        """The chosen units, grouped by passage: articles by relevance, then document order."""
+        """The chosen units, grouped by passage: the leading unit's article first, then by relevance."""
         candidates = [(p, u) for p in request.passages for u in split_units(p.text)]
         if not candidates:
             return []
@@ -169,15 +172,41 @@ class ExtractiveAnswerer(Answerer):
         scores = vectors @ np.asarray(question, dtype=np.float32)
         scores = scores + LEXICAL_WEIGHT * lexical_overlap(request.question,
                                                            [f"{section_of(p)} {u.text}" for p, u in candidates])
-        wanted = answer_types(request.question)
-        if wanted:
-            scores = scores + ANSWER_TYPE_WEIGHT * np.array([bool(wanted & types_in(u.text)) for _, u in candidates],
-                                                            dtype=np.float32)
-        ranked = sorted((Candidate(p, u, float(s)) for (p, u), s in zip(candidates, scores)),
-                        key=lambda c: -c.score)
-        best = ranked[0].score
-        if best < settings.ASK_EXTRACT_MIN_SIMILARITY:
+        if float(scores.max()) < settings.ASK_EXTRACT_MIN_SIMILARITY:
             return []
+        wanted = asking.asked(request.question)
+        ranked = sorted((self._weigh(wanted, p, u, float(s)) for (p, u), s in zip(candidates, scores)),
+                        key=lambda c: -c.score)
+        if wanted.wants_fact or wanted.kind == "yesno":
+            kept = self._fact_units(wanted, ranked)
+        else:
+            kept = self._similar_units(ranked)
+        for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
+            if c.unit.text.endswith(":"):
+                used = sum(len(k.unit.text) + 4 for k in kept)
+                for u in list_after(c.passage, c.unit):
+                    item = self._weigh(wanted, c.passage, u, c.score)
+                    if item.fit < 0 or (wanted.wants_fact and wanted.cases and item.states and item.fit == 0):
+                        continue  # another case's figure
+                    if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
+                        kept.append(item)
+                        used += len(u.text) + 4
+        return group(kept, lead_first=wanted.wants_fact)
+
+    @staticmethod
+    def _weigh(wanted: asking.Asked, passage: Passage, unit: Unit, score: float) -> Candidate:
+        labels = asking.all_cases_in(f"{section_of(passage)}\n{unit.text}", with_currency=True)
+        fit = asking.case_fit(wanted.cases, labels)
+        states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text)
+        score += KIND_WEIGHT * states + CASE_WEIGHT * fit
+        if states and "plan" not in wanted.cases and labels.get("plan"):
+            score -= PLAN_WEIGHT
+        return Candidate(passage, unit, score, fit, states)
+
+    @staticmethod
+    def _similar_units(ranked: list[Candidate]) -> list[Candidate]:
+        """The best unit and the others within MARGIN of it, while they fit the budget."""
+        best = ranked[0].score
         kept: list[Candidate] = []
         used = 0
         for c in ranked:
@@ -188,38 +217,38 @@ class ExtractiveAnswerer(Answerer):
                 continue
             kept.append(c)
             used += size
-        for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
-            if c.unit.text.endswith(":"):
-                for u in list_after(c.passage, c.unit):
-                    if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
-                        kept.append(Candidate(c.passage, u, c.score))
-                        used += len(u.text) + 4
-        return group(kept)
+        return kept
+
+    @staticmethod
+    def _fact_units(wanted: asking.Asked, ranked: list[Candidate]) -> list[Candidate]:
+        """The unit that states the asked fact for the asked case (a yes/no question: that speaks of
+        the asked case), and a little context of its article that states no other figure of the kind."""
+        best = ranked[0].score
+        near = [c for c in ranked if c.score >= best - LEAD_MARGIN]
+        if wanted.wants_fact:
+            lead = next((c for c in near if c.states and c.fit >= 0), ranked[0])
+        else:
+            lead = next((c for c in near if c.fit > 0), ranked[0]) if wanted.cases else ranked[0]
+        kept, used = [lead], len(lead.unit.text) + 4
+        for c in ranked:
+            if len(kept) >= FACT_MAX_UNITS or c.score < lead.score - FACT_MARGIN:
+                break
+            if c is lead or c.passage.article_id != lead.passage.article_id or c.fit < 0:
+                continue
+            if c.states and lead.states and not (lead.fit > 0 and c.fit > 0 and c.passage is lead.passage):
+                continue  # a second figure of the kind: another case's, or a neighbour's
+            size = len(c.unit.text) + 4
+            if used + size > settings.ASK_EXTRACT_MAX_CHARS:
+                continue
+            kept.append(c)
+            used += size
+        return kept
 
     @staticmethod
     def _result(text: str, started: float) -> GenerationResult:
         elapsed = round((time.perf_counter() - started) * 1000, 2)
         return GenerationResult(text=text, finish_reason="stop", model=MODEL_NAME, prompt_tokens=0,
                                 completion_tokens=0, cached_tokens=None, ttft_ms=elapsed, total_ms=elapsed)
-
-
-def answer_types(question: str) -> set[str]:
-    return {name for name, pattern in ANSWER_TYPES if pattern.search(question)}
-
-
-def types_in(text: str) -> set[str]:
-    """The kinds of answer a unit holds: "duration", "amount", "clock", "count"."""
-    numbers, measures, amounts = quantities(text)
-    found = set()
-    if any(unit not in ("percent",) for _, unit in measures):
-        found.add("duration")
-    if amounts or any(unit == "percent" for _, unit in measures):
-        found.add("amount")
-    if _CLOCK.search(text):
-        found.add("clock")
-    if numbers:
-        found.add("count")
-    return found
 
 
 def list_after(passage: Passage, unit: Unit) -> list[Unit]:
@@ -246,24 +275,37 @@ def lexical_overlap(question: str, texts: list[str]) -> np.ndarray:
     return np.array([sum(weight[w] for w in wanted if w in s) / total for s in sets], dtype=np.float32)
 
 
-def group(kept: list[Candidate]) -> list[tuple[Passage, list[Unit]]]:
-    """Articles in order of their best unit; within one, passages and units in document order."""
+def group(kept: list[Candidate], lead_first: bool = False) -> list[tuple[Passage, list[Unit]]]:
+    """Articles in order of their best unit; within one, passages and units in document order
+    (``lead_first``: the first kept unit's passage leads, and the unit itself when it is a sentence)."""
     article_rank: dict[str, int] = {}
     for c in kept:  # kept is best first
         article_rank.setdefault(c.passage.article_id, len(article_rank))
     by_passage: dict[int, tuple[Passage, list[Unit]]] = {}
     for c in kept:
         by_passage.setdefault(c.passage.chunk_id, (c.passage, []))[1].append(c.unit)
-    ordered = sorted(by_passage.values(), key=lambda pu: (article_rank[pu[0].article_id], pu[0].chunk_id))
-    return [(p, sorted(units, key=lambda u: u.position)) for p, units in ordered]
+    lead = kept[0] if lead_first and kept else None
+
+    def passage_order(pu):
+        return article_rank[pu[0].article_id], lead is None or pu[0].chunk_id != lead.passage.chunk_id, pu[0].chunk_id
+
+    def unit_order(u: Unit):  # the lead first, unless it is one item of a list quoted in its order
+        return lead is None or u != lead.unit or u.kind != "sentence", u.position
+
+    ordered = sorted(by_passage.values(), key=passage_order)
+    return [(p, sorted(units, key=unit_order)) for p, units in ordered]
 
 
 def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
-    """Lines of one passage's quoted units: list items and rows under their section's name,
-    the sentences of a paragraph together, the citation marker at the end."""
+    """Lines of one passage's quoted units: list items and rows under their section's name (and any
+    unit under it when the section names a case its units do not: "United Kingdom"), the sentences
+    of a paragraph together, the citation marker at the end."""
     lines: list[str] = []
-    if any(u.kind != "sentence" for u in units) and passage.heading and " — " in passage.heading:
-        lines.append(f"{section_of(passage)}:")
+    section = section_of(passage)
+    if passage.heading and " — " in passage.heading and (
+            any(u.kind != "sentence" for u in units) or
+            asking.all_cases_in(section).keys() - asking.all_cases_in(" ".join(u.text for u in units)).keys()):
+        lines.append(f"{section}:")
     last_paragraph = None
     for u in units:
         if u.kind == "sentence" and lines and last_paragraph == u.paragraph and not lines[-1].endswith(":"):
@@ -277,5 +319,6 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
     return lines
 
 
-RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, ANSWER_TYPE_WEIGHT, [p.pattern for _, p in ANSWER_TYPES], words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "v1"])[:16]
+RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, PLAN_WEIGHT, LEAD_MARGIN,
+                        FACT_MARGIN, FACT_MAX_UNITS, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
+                        "section: unit", "v2"])[:16]
