@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from caching.answer_checks.facts import quantities
+from caching.answer_checks.facts import QUANTITY, UNITS, quantities
+from caching.answer_checks.text import terms
 
 KINDS = ("amount", "duration", "count", "clock", "contact", "name", "yesno")
 FACT_KINDS = frozenset({"amount", "duration", "count", "clock", "contact"})  # a figure an answer must hold
@@ -76,6 +77,8 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
         "personalised": (r"\bengrav", r"\bpersonali[sz]", r"\bgraviert", r"\bmonogram"),
         "bulky": (r"\bbulky\b", r"\bsperrig", r"\bfreight\b", r"\bover 50 lb\b", r"\blarge (?:items?|tvs?)\b"),
         "business": (r"\bbusiness partner\b", r"\bbusiness account\b"),
+        "replacement": (r"\breplacement items?\b", r"\badvance replacement\b", r"\bersatzartikel\b",
+                        r"\bvorab-austausch\b"),
     },
 }
 _CASED = frozenset({r"\bUSA?\b", r"\bUK\b", r"\bU\.S\.", r"\bin den USA\b"})
@@ -103,7 +106,7 @@ _DURATION_WORDS = re.compile(
     r"\bimmediately\b|\bstraight away\b|\bsame day\b|\bnext (?:business )?day\b|\bnever expires?\b|"
     r"\bfor the life of\b|\bat any time\b|\bsofort\b|\bam selben tag\b|\bnächste[nr]? werktag|\bverfällt nie\b|"
     r"\bunbegrenzt\b|\bjederzeit\b", re.I)
-_FREE_WORDS = re.compile(r"\bfree\b|\bno (?:extra |additional )?(?:charge|cost|fee)\b|\bat no (?:extra )?cost\b|"
+_FREE_WORDS = re.compile(r"(?-i:\bfree\b|^Free\b)|\bno (?:extra |additional )?(?:charge|cost|fee)\b|\bat no (?:extra )?cost\b|"
                          r"\bnothing (?:extra )?to pay\b|\bdoes not charge\b|\bdon't charge\b|\bnot charge\b|"
                          r"\bkostenlos\b|\bgratis\b|\bohne aufpreis\b|\bkeine gebühr|\bnicht berechnet|\bberechnen wir \W*nicht",
                          re.I)
@@ -208,6 +211,83 @@ def case_fit(wanted: dict[str, str], labels: dict[str, set[str]]) -> int:
     return fit
 
 
-VERSION = [p.pattern for _, p in _KIND_PATTERNS] + [YES_NO_QUESTION.pattern, _CLOCK.pattern, _CONTACT.pattern,
+VERSION_BASE = [p.pattern for _, p in _KIND_PATTERNS] + [YES_NO_QUESTION.pattern, _CLOCK.pattern, _CONTACT.pattern,
                                                     _DURATION_WORDS.pattern, _FREE_WORDS.pattern,
                                                     sorted((f, sorted(c.items())) for f, c in CASES.items())]
+
+
+# Words that say which kind of fact is wanted, not what it is about ("how much does Plus cost").
+_TRIGGERS = frozenset(terms("cost costs price prices fee fees charge charges take takes long much many time times "
+                            "get valid kostet kosten preis preise gebühr gebühren dauert dauer lange hoch viel viele "
+                            "zeit wann gilt gültig"))
+PROXIMITY_CHARS = 60  # how near a figure the question's words must be to be what it is about
+
+
+def focus_terms(question: str, *, cases: bool = True) -> set[str]:
+    """The question's content words that say what the fact is about: not the words asking for a kind
+    ("cost", "how long"), and, without ``cases``, not the names of the asked case either."""
+    case_words = set()
+    if not cases:
+        for named in _CASE_PATTERNS.values():
+            for pattern in named.values():
+                for m in pattern.finditer(question):
+                    case_words |= terms(m.group(0))
+    return terms(question) - _TRIGGERS - case_words
+
+
+# A text about one plan's or membership's own terms names it first: "Premier: free Standard shipping",
+# "Plus members get ...", "Plus costs $49", "Pro-Mitglieder ..."; not "Phone (Pro and Premier plans): ..."
+# (what the plans include) nor "Free Standard shipping" (no plan at all).
+_PLAN_SUBJECT = re.compile(r"^[\s•*-]*(?:Acme[\s-]+)?(Plus|Pro|Premier|Free(?=\s*:|\s+plan\b))\b")
+# Special cases a sentence can be about that a question must name to be asked about: "A replacement
+# item keeps ... 6 months" is not the warranty on products, "Items bought ... during a sale can be
+# returned within 14 days" is not the return window.
+SPECIAL_FAMILIES = ("product",)
+
+
+def plan_subject(text: str) -> str | None:
+    """The plan or membership whose own figure a text states ("Premier: $19 per month" -> Premier)."""
+    m = _PLAN_SUBJECT.match(text)
+    if not m:
+        return None
+    return "Free plan" if m.group(1) == "Free" else m.group(1)
+
+
+def figure_spans(kind: str | None, text: str) -> list[tuple[int, int]]:
+    """Where in a text its figures of a kind are (character spans)."""
+    if kind == "clock":
+        return [m.span() for m in _CLOCK.finditer(text)]
+    if kind == "contact":
+        return [m.span() for m in _CONTACT.finditer(text)]
+    spans = []
+    for m in QUANTITY.finditer(text):
+        unit = UNITS.get((m.group("unit") or "").lower())
+        money = m.group("cur1") or m.group("cur2") or unit == "percent"
+        if kind == "count" or (kind == "amount" and money) or (kind == "duration" and unit and unit != "percent"):
+            spans.append(m.span())
+    if kind == "amount":
+        spans += [m.span() for m in _FREE_WORDS.finditer(text)]
+    if kind == "duration":
+        spans += [m.span() for m in _DURATION_WORDS.finditer(text)]
+    return spans
+
+
+def proximity(focus: set[str], kind: str | None, text: str) -> float:
+    """The largest share of the focus words found within PROXIMITY_CHARS of one figure of the kind
+    (the figure's own words left out: "at no extra cost" is no cost named beside a figure)."""
+    if not focus:
+        return 0.0
+    best = 0
+    for start, end in figure_spans(kind, text):
+        near = terms(f"{text[max(0, start - PROXIMITY_CHARS):start]} {text[end:end + PROXIMITY_CHARS]}")
+        best = max(best, len(focus & near))
+    return best / len(focus)
+
+
+def trigger_terms(question: str) -> set[str]:
+    """The question's words asking for the kind of fact ("cost", "kostet", "fee"): said beside a figure,
+    they say it is the figure asked for ("Plus costs $49")."""
+    return terms(question) & _TRIGGERS
+
+
+VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern]

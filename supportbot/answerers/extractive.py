@@ -38,16 +38,34 @@ MAX_UNITS = 6
 LEXICAL_WEIGHT = 0.3
 # A unit stating the kind of fact the question wants (a duration for "how long", an amount for "how
 # much") gains KIND_WEIGHT; one labelled with the asked case (country, plan, product) gains CASE_WEIGHT,
-# one labelled only with other cases of that family loses it. A figure for a plan or membership the
-# question does not name is someone else's: such a unit loses PLAN_WEIGHT.
-KIND_WEIGHT = 0.15
-CASE_WEIGHT = 0.15
-PLAN_WEIGHT = 0.08
+# one labelled only with other cases of that family, or stating the own figure of a plan or product
+# line the question does not name ("Premier: $19 per month" for the Pro plan), loses it.
+KIND_WEIGHT = 0.1
+CASE_WEIGHT = 0.1
+# A figure with the question's words around it ("Plus costs $49" for "How much does Plus cost?") is
+# what the question asks about; one beside other words ("a surcharge of $14.95, which also applies to
+# Plus members") is a neighbour's: the share of the question's words near a figure, times this.
+PROXIMITY_WEIGHT = 0.2
+TRIGGER_WEIGHT = 0.1  # the question's own word for the kind ("costs", "kostet") beside the figure
+# An article states its main rule first ("comes with a 2-year limited warranty"); a numbered step of a
+# procedure states a deadline within it ("drop the parcel off within 7 days"), seldom the rule asked for.
+INTRO_WEIGHT = 0.1
+STEP_WEIGHT = 0.15
+# An article whose title holds the question's words ("Acme Plus membership" for "How much does Acme Plus
+# cost?") is about what the question asks; another article's unit is at best a neighbour's.
+TITLE_WEIGHT = 0.15
+# For a fact question, the share of a unit's similarity taken with its section's name before it
+# ("How to start a return: Pack the items ...") rather than of the unit alone: a section's name
+# says what the section is about, not which of its sentences holds the asked figure.
+SECTION_SHARE = 0.5
 # A fact question's answer: the leading unit is the best unit stating the fact for the case, if it is
 # within LEAD_MARGIN of the best unit at all; at most FACT_MAX_UNITS units, within FACT_MARGIN of it.
 LEAD_MARGIN = 0.3
 FACT_MARGIN = 0.08
 FACT_MAX_UNITS = 3
+# One more unit stating a figure of the asked kind, of the asked case or of none, may follow the lead
+# within this margin (the passages often say the rule twice, once in passing): never a third.
+SECOND_FIGURE_MARGIN = 0.25
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -175,7 +193,11 @@ class ExtractiveAnswerer(Answerer):
         if float(scores.max()) < settings.ASK_EXTRACT_MIN_SIMILARITY:
             return []
         wanted = asking.asked(request.question)
-        ranked = sorted((self._weigh(wanted, p, u, float(s)) for (p, u), s in zip(candidates, scores)),
+        if wanted.wants_fact and SECTION_SHARE < 1.0:  # the fact is in the unit, not in its section's name
+            alone = embed([u.text for _, u in candidates]) @ np.asarray(question, dtype=np.float32)
+            scores = scores - (1.0 - SECTION_SHARE) * (vectors @ np.asarray(question, dtype=np.float32) - alone)
+        focus, triggers = asking.focus_terms(request.question), frozenset(asking.trigger_terms(request.question))
+        ranked = sorted((self._weigh(wanted, focus, p, u, float(s), triggers) for (p, u), s in zip(candidates, scores)),
                         key=lambda c: -c.score)
         if wanted.wants_fact or wanted.kind == "yesno":
             kept = self._fact_units(wanted, ranked)
@@ -185,7 +207,7 @@ class ExtractiveAnswerer(Answerer):
             if c.unit.text.endswith(":"):
                 used = sum(len(k.unit.text) + 4 for k in kept)
                 for u in list_after(c.passage, c.unit):
-                    item = self._weigh(wanted, c.passage, u, c.score)
+                    item = self._weigh(wanted, focus, c.passage, u, c.score)
                     if item.fit < 0 or (wanted.wants_fact and wanted.cases and item.states and item.fit == 0):
                         continue  # another case's figure
                     if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
@@ -194,13 +216,22 @@ class ExtractiveAnswerer(Answerer):
         return group(kept, lead_first=wanted.wants_fact)
 
     @staticmethod
-    def _weigh(wanted: asking.Asked, passage: Passage, unit: Unit, score: float) -> Candidate:
-        labels = asking.all_cases_in(f"{section_of(passage)}\n{unit.text}", with_currency=True)
+    def _weigh(wanted: asking.Asked, focus: set[str], passage: Passage, unit: Unit, score: float,
+               triggers: frozenset[str] = frozenset()) -> Candidate:
+        labels = asking.all_cases_in(f"{passage.title}\n{section_of(passage)}\n{unit.text}", with_currency=True)
         fit = asking.case_fit(wanted.cases, labels)
         states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text)
+        if states:
+            fit = min(fit, special_fit(wanted, unit.text)) if fit >= 0 else fit
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit
-        if states and "plan" not in wanted.cases and labels.get("plan"):
-            score -= PLAN_WEIGHT
+        if states:
+            score += PROXIMITY_WEIGHT * asking.proximity(focus - words_of_title(passage), wanted.kind, unit.text)
+            score += TRIGGER_WEIGHT * asking.proximity(triggers, wanted.kind, unit.text)
+            score += INTRO_WEIGHT * (" — " not in passage.heading)
+        if wanted.wants_fact:
+            score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
+        if wanted.kind is not None:
+            score -= STEP_WEIGHT * is_step(unit)
         return Candidate(passage, unit, score, fit, states)
 
     @staticmethod
@@ -225,18 +256,23 @@ class ExtractiveAnswerer(Answerer):
         the asked case), and a little context of its article that states no other figure of the kind."""
         best = ranked[0].score
         near = [c for c in ranked if c.score >= best - LEAD_MARGIN]
-        if wanted.wants_fact:
-            lead = next((c for c in near if c.states and c.fit >= 0), ranked[0])
+        if wanted.wants_fact:  # else the best unit of no other case: admission finds it incomplete
+            lead = next((c for c in near if c.states and c.fit >= 0), None) or next(
+                (c for c in ranked if c.fit >= 0), ranked[0])
         else:
             lead = next((c for c in near if c.fit > 0), ranked[0]) if wanted.cases else ranked[0]
-        kept, used = [lead], len(lead.unit.text) + 4
+        kept, used, figures = [lead], len(lead.unit.text) + 4, 0
         for c in ranked:
-            if len(kept) >= FACT_MAX_UNITS or c.score < lead.score - FACT_MARGIN:
+            if len(kept) >= FACT_MAX_UNITS or c.score < lead.score - max(FACT_MARGIN, SECOND_FIGURE_MARGIN, MARGIN):
                 break
+            if c.score < lead.score - (FACT_MARGIN if wanted.wants_fact else MARGIN) and not c.states:
+                continue
             if c is lead or c.passage.article_id != lead.passage.article_id or c.fit < 0:
                 continue
             if c.states and lead.states and not (lead.fit > 0 and c.fit > 0 and c.passage is lead.passage):
-                continue  # a second figure of the kind: another case's, or a neighbour's
+                if figures or c.score < lead.score - SECOND_FIGURE_MARGIN or (wanted.cases and c.fit <= 0):
+                    continue  # a third figure, or an unlabelled one, or a far one: a neighbour's
+                figures += 1
             size = len(c.unit.text) + 4
             if used + size > settings.ASK_EXTRACT_MAX_CHARS:
                 continue
@@ -249,6 +285,38 @@ class ExtractiveAnswerer(Answerer):
         elapsed = round((time.perf_counter() - started) * 1000, 2)
         return GenerationResult(text=text, finish_reason="stop", model=MODEL_NAME, prompt_tokens=0,
                                 completion_tokens=0, cached_tokens=None, ttft_ms=elapsed, total_ms=elapsed)
+
+
+def special_fit(wanted: asking.Asked, text: str) -> int:
+    """-1 when a unit states the figure of a plan, or of a special case (a product line), that the
+    question does not ask about ("Premier: $19 per month" for the Pro plan's price, "Items bought on
+    sale can be returned within 14 days" for the return window); +1 for the asked plan's own figure."""
+    plan = asking.plan_subject(text)
+    if plan:
+        return 1 if wanted.cases.get("plan") == plan else -1
+    for family in asking.SPECIAL_FAMILIES:
+        if family not in wanted.cases and asking.all_cases_in(text).get(family):
+            return -1
+    return 1
+
+
+# A step of a procedure: a numbered item, or an instruction ("To join, go to ...", "Öffnen Sie ...").
+_STEP = re.compile(r"^(?:to \w+[^,]{0,40},\s*)?(?:go|click|open|choose|select|enter|sign in|tick|type|pack|drop|"
+                   r"take|make sure|zum \w+ öffnen|öffnen sie|klicken sie|wählen sie|geben sie|melden sie)\b", re.I)
+
+
+def is_step(unit: Unit) -> bool:
+    return bool(unit.marker) or bool(_STEP.match(unit.text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _title_terms(title: str) -> frozenset[str]:
+    return frozenset(words.terms(title))
+
+
+def words_of_title(passage: Passage) -> frozenset[str]:
+    """The content words of a passage's article title: what every unit of it is about."""
+    return _title_terms(passage.title)
 
 
 def list_after(passage: Passage, unit: Unit) -> list[Unit]:
@@ -319,6 +387,7 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
     return lines
 
 
-RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, PLAN_WEIGHT, LEAD_MARGIN,
-                        FACT_MARGIN, FACT_MAX_UNITS, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
+RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
+                        INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
+                        FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, _STEP.pattern, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "v2"])[:16]
