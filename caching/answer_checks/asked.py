@@ -73,7 +73,8 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "product": {
         "refurbished": (r"\brefurbished\b", r"\brenewed\b", r"generalüberholt"),
-        "sale": (r"\bsale items?\b", r"\bon sale\b", r"\breduced\b", r"\breduziert", r"\bclearance\b"),
+        "sale": (r"\bsale items?\b", r"\bon sale\b", r"\bduring a sale\b", r"\breduced price", r"\breduziert\w* (?:artikel|preis|ware)",
+                 r"\bim sale\b", r"\bclearance\b"),
         "personalised": (r"\bengrav", r"\bpersonali[sz]", r"\bgraviert", r"\bmonogram"),
         "bulky": (r"\bbulky\b", r"\bsperrig", r"\bfreight\b", r"\bover 50 lb\b", r"\blarge (?:items?|tvs?)\b"),
         "business": (r"\bbusiness partner\b", r"\bbusiness account\b"),
@@ -220,7 +221,7 @@ VERSION_BASE = [p.pattern for _, p in _KIND_PATTERNS] + [YES_NO_QUESTION.pattern
 _TRIGGERS = frozenset(terms("cost costs price prices fee fees charge charges take takes long much many time times "
                             "get valid kostet kosten preis preise gebühr gebühren dauert dauer lange hoch viel viele "
                             "zeit wann gilt gültig"))
-PROXIMITY_CHARS = 60  # how near a figure the question's words must be to be what it is about
+PROXIMITY_CHARS = 80  # how near a figure the question's words must be to be what it is about
 
 
 def focus_terms(question: str, *, cases: bool = True) -> set[str]:
@@ -251,6 +252,19 @@ def plan_subject(text: str) -> str | None:
     if not m:
         return None
     return "Free plan" if m.group(1) == "Free" else m.group(1)
+
+
+def special_fit(wanted: Asked, text: str) -> int:
+    """-1 when a unit states the figure of a plan, or of a special case (a product line), that the
+    question does not ask about ("Premier: $19 per month" for the Pro plan's price, "Items bought on
+    sale can be returned within 14 days" for the return window); +1 for the asked plan's own figure."""
+    plan = plan_subject(text)
+    if plan:
+        return 1 if wanted.cases.get("plan") == plan else -1
+    for family in SPECIAL_FAMILIES:
+        if family not in wanted.cases and all_cases_in(text).get(family):
+            return -1
+    return 1
 
 
 def figure_spans(kind: str | None, text: str) -> list[tuple[int, int]]:

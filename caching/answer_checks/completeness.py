@@ -9,7 +9,11 @@ article that cannot answer a frequent question is seen.
 
 What the question wants comes from ``asked``. An answer is complete when one of its lines states a
 fact of the wanted kind (an amount, a duration, a count, a time of day, a phone number or e-mail
-address) and, when the question names a country or a plan that the passages name too, that line is
+address), not as the own figure of a plan or product line the question does not ask about
+("Premier: $19 per month" for the Pro plan), about what the question asks (the line, its section
+or the article it is quoted from holds one of the question's words: "Standardversand" is not
+answered by "Plus kostet 45 € pro Jahr in Deutschland"), and, when the question names a country or
+a plan that the passages name too, that line is
 labelled with it (the line, or the section line it is listed under, names it, or an amount is in
 its currency), or it names no case and its figure is not one the passages give only for other
 cases. A figure of another case standing unlabelled beside the right one is refused as
@@ -20,11 +24,12 @@ from __future__ import annotations
 
 import re
 
-from caching.answer_checks.asked import CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit, kinds_in
+from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit, focus_terms,
+                                         kinds_in, special_fit)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
 from caching.answer_checks.facts import quantities
-from caching.answer_checks.text import CITATION_MARKER
+from caching.answer_checks.text import CITATION_MARKER, terms
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _CLOCK = re.compile(r"\b\d{1,2}[:.]\d{2}\b")
@@ -46,6 +51,18 @@ def labelled_lines(text: str, heading: str = "") -> list[tuple[str, str]]:
             if line.endswith(":"):
                 lead_in = f"{heading}\n{line}"
     return out
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\W+", " ", text.casefold()).strip()
+
+
+def source_heading(line: str, sections: tuple[tuple[str, str], ...]) -> str:
+    """The heading (article title and section) of the cited section a quoted line comes from, or ""."""
+    quoted = _plain(_LIST_ITEM.sub("", line))[:60]
+    if len(quoted) < 12:
+        return ""
+    return next((heading for heading, text in sections if quoted in _plain(text)), "")
 
 
 def figures(kind: str, text: str) -> set:
@@ -81,9 +98,13 @@ class CompletenessCheck(AnswerCheck):
             return None
         if wanted.kind not in FACT_KINDS:
             return None
-        stating = [(h, t) for h, t in lines if wanted.kind in kinds_in(t)]
+        stating = [(h, t) for h, t in lines if wanted.kind in kinds_in(t) and special_fit(wanted, t) >= 0]
         if not stating:
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states none")
+        about = focus_terms(evidence.question, cases=False) - terms(evidence.known_names)
+        if about and not any(about & terms(f"{h}\n{t}\n{source_heading(t, evidence.sections)}") for h, t in stating):
+            return Refusal(self.code, f"asks for {wanted.describe()}; the answer states one, but not of "
+                                      f"{', '.join(sorted(about))}")
         if not cases:
             return None
         fits = [(case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=True)), t) for h, t in stating]

@@ -222,7 +222,7 @@ class ExtractiveAnswerer(Answerer):
         fit = asking.case_fit(wanted.cases, labels)
         states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text)
         if states:
-            fit = min(fit, special_fit(wanted, unit.text)) if fit >= 0 else fit
+            fit = min(fit, asking.special_fit(wanted, unit.text)) if fit >= 0 else fit
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit
         if states:
             score += PROXIMITY_WEIGHT * asking.proximity(focus - words_of_title(passage), wanted.kind, unit.text)
@@ -263,16 +263,22 @@ class ExtractiveAnswerer(Answerer):
             lead = next((c for c in near if c.fit > 0), ranked[0]) if wanted.cases else ranked[0]
         kept, used, figures = [lead], len(lead.unit.text) + 4, 0
         for c in ranked:
-            if len(kept) >= FACT_MAX_UNITS or c.score < lead.score - max(FACT_MARGIN, SECOND_FIGURE_MARGIN, MARGIN):
+            if len(kept) >= FACT_MAX_UNITS:
                 break
-            if c.score < lead.score - (FACT_MARGIN if wanted.wants_fact else MARGIN) and not c.states:
-                continue
             if c is lead or c.passage.article_id != lead.passage.article_id or c.fit < 0:
                 continue
-            if c.states and lead.states and not (lead.fit > 0 and c.fit > 0 and c.passage is lead.passage):
-                if figures or c.score < lead.score - SECOND_FIGURE_MARGIN or (wanted.cases and c.fit <= 0):
-                    continue  # a third figure, or an unlabelled one, or a far one: a neighbour's
-                figures += 1
+            if c.states and lead.states:  # a second figure of the kind
+                same_case = lead.fit > 0 and c.fit > 0 and c.passage is lead.passage  # UK Standard, UK Express
+                if c.score < lead.score - SECOND_FIGURE_MARGIN:
+                    continue
+                if not same_case:
+                    if figures or (wanted.cases and c.fit <= 0):
+                        continue  # a third figure, or an unlabelled one: a neighbour's
+                    figures += 1
+            elif c.states:
+                continue  # the lead states nothing: nor may an unsuitable unit
+            elif c.score < lead.score - FACT_MARGIN and not follows(lead, c):
+                continue
             size = len(c.unit.text) + 4
             if used + size > settings.ASK_EXTRACT_MAX_CHARS:
                 continue
@@ -287,17 +293,11 @@ class ExtractiveAnswerer(Answerer):
                                 completion_tokens=0, cached_tokens=None, ttft_ms=elapsed, total_ms=elapsed)
 
 
-def special_fit(wanted: asking.Asked, text: str) -> int:
-    """-1 when a unit states the figure of a plan, or of a special case (a product line), that the
-    question does not ask about ("Premier: $19 per month" for the Pro plan's price, "Items bought on
-    sale can be returned within 14 days" for the return window); +1 for the asked plan's own figure."""
-    plan = asking.plan_subject(text)
-    if plan:
-        return 1 if wanted.cases.get("plan") == plan else -1
-    for family in asking.SPECIAL_FAMILIES:
-        if family not in wanted.cases and asking.all_cases_in(text).get(family):
-            return -1
-    return 1
+def follows(lead: Candidate, c: Candidate) -> bool:
+    """Whether a unit is the sentence right after the leading one, in its paragraph: a yes/no answer's
+    rule often ends there ("... Pick up in store at checkout. Pickup at our Denver store is free ...")."""
+    return (c.passage is lead.passage and c.unit.kind == lead.unit.kind == "sentence"
+            and c.unit.paragraph == lead.unit.paragraph and c.unit.position == lead.unit.position + 1)
 
 
 # A step of a procedure: a numbered item, or an instruction ("To join, go to ...", "Öffnen Sie ...").
