@@ -173,6 +173,17 @@ def all_cases_in(text: str, *, with_currency: bool = False) -> dict[str, set[str
     return out
 
 
+def labels_of(text: str, section: str = "", title: str = "", *, with_currency: bool = False) -> dict[str, set[str]]:
+    """The cases a unit of an article is labelled with: those its text or its section names (an amount's
+    currency its country, ``with_currency``), and for a family neither names, the one case the
+    article's title names ("Acme Plus membership"; not "Free, Pro and Premier plans": an overview)."""
+    labels = all_cases_in(f"{section}\n{text}", with_currency=with_currency)
+    for family, named in all_cases_in(title).items():
+        if family not in labels and len(named) == 1:
+            labels[family] = set(named)
+    return labels
+
+
 def kinds_in(text: str) -> set[str]:
     """The kinds of fact a text states: "amount", "duration", "count", "clock", "contact"."""
     numbers, measures, amounts = quantities(text)
@@ -224,16 +235,20 @@ _TRIGGERS = frozenset(terms("cost costs price prices fee fees charge charges tak
 PROXIMITY_CHARS = 80  # how near a figure the question's words must be to be what it is about
 
 
+def case_terms(text: str) -> set[str]:
+    """The content words of the case names in a text ("United Kingdom" -> {"unite", "kingd"})."""
+    words = set()
+    for named in _CASE_PATTERNS.values():
+        for pattern in named.values():
+            for m in pattern.finditer(text):
+                words |= terms(m.group(0))
+    return words
+
+
 def focus_terms(question: str, *, cases: bool = True) -> set[str]:
     """The question's content words that say what the fact is about: not the words asking for a kind
     ("cost", "how long"), and, without ``cases``, not the names of the asked case either."""
-    case_words = set()
-    if not cases:
-        for named in _CASE_PATTERNS.values():
-            for pattern in named.values():
-                for m in pattern.finditer(question):
-                    case_words |= terms(m.group(0))
-    return terms(question) - _TRIGGERS - case_words
+    return terms(question) - _TRIGGERS - (set() if cases else case_terms(question))
 
 
 # A text about one plan's or membership's own terms names it first: "Premier: free Standard shipping",
@@ -265,6 +280,19 @@ def special_fit(wanted: Asked, text: str) -> int:
         if family not in wanted.cases and all_cases_in(text).get(family):
             return -1
     return 1
+
+
+# An instruction, a step of a procedure: "To join, go to ...", "Ship the item within 10 days", "Öffnen Sie ...".
+_INSTRUCTION = re.compile(
+    r"^[\s•*-]*(?:\d{1,3}[.)]\s*)?(?:to \w+[^,]{0,40},\s*)?(?P<verb>go|click|open|choose|select|enter|sign in|tick|type|pack|"
+    r"drop|take|make sure|ship|send|bring|mail|print|upload|describe|zum \w+ öffnen|öffnen sie|klicken sie|"
+    r"wählen sie|geben sie|melden sie|verpacken sie|schicken sie|senden sie)\b", re.I)
+
+
+def instruction_verb(text: str) -> str | None:
+    """The verb a text instructs with ("ship", "pack"), or None for a text that is no instruction."""
+    m = _INSTRUCTION.match(text)
+    return m.group("verb").lower() if m else None
 
 
 def figure_spans(kind: str | None, text: str) -> list[tuple[int, int]]:
@@ -304,4 +332,4 @@ def trigger_terms(question: str) -> set[str]:
     return terms(question) & _TRIGGERS
 
 
-VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern]
+VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern]

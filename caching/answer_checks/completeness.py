@@ -10,7 +10,8 @@ article that cannot answer a frequent question is seen.
 What the question wants comes from ``asked``. An answer is complete when one of its lines states a
 fact of the wanted kind (an amount, a duration, a count, a time of day, a phone number or e-mail
 address), not as the own figure of a plan or product line the question does not ask about
-("Premier: $19 per month" for the Pro plan), about what the question asks (the line, its section
+("Premier: $19 per month" for the Pro plan), nor as the deadline of a step the question does not ask
+about ("Ship the item within 10 days" for "How long do I have to return an item?"), about what the question asks (the line, its section
 or the article it is quoted from holds one of the question's words: "Standardversand" is not
 answered by "Plus kostet 45 € pro Jahr in Deutschland"), and, when the question names a country or
 a plan that the passages name too, that line is
@@ -18,18 +19,18 @@ labelled with it (the line, or the section line it is listed under, names it, or
 its currency), or it names no case and its figure is not one the passages give only for other
 cases. A figure of another case standing unlabelled beside the right one is refused as
 ``mixed_cases``: the customer cannot tell which applies. A yes/no question about a country is
-complete only if the answer speaks of that country.
+complete only if the answer speaks of a country: that one, or those the rule applies to.
 """
 from __future__ import annotations
 
 import re
 
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit, focus_terms,
-                                         kinds_in, special_fit)
+                                         instruction_verb, kinds_in, special_fit)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
-from caching.answer_checks.facts import quantities
-from caching.answer_checks.text import CITATION_MARKER, terms
+from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, number
+from caching.answer_checks.text import CITATION_MARKER, sentences_of, terms
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _CLOCK = re.compile(r"\b\d{1,2}[:.]\d{2}\b")
@@ -53,6 +54,13 @@ def labelled_lines(text: str, heading: str = "") -> list[tuple[str, str]]:
     return out
 
 
+def foreign_instruction(line: str, asked_words: set[str]) -> bool:
+    """A step of a procedure whose action the question does not ask about: its figure is that step's
+    deadline ("Ship the item within 10 days" is no answer to "How long do I have to return an item?")."""
+    verb = instruction_verb(line)
+    return verb is not None and not terms(verb) & asked_words
+
+
 def _plain(text: str) -> str:
     return re.sub(r"\W+", " ", text.casefold()).strip()
 
@@ -66,17 +74,20 @@ def source_heading(line: str, sections: tuple[tuple[str, str], ...]) -> str:
 
 
 def figures(kind: str, text: str) -> set:
-    """The figures of a kind a text states, comparable between answer and passages."""
-    numbers, measures, amounts = quantities(text)
-    if kind == "amount":
-        return amounts | {m for m in measures if m[1] == "percent"}
-    if kind == "duration":
-        return {m for m in measures if m[1] != "percent"}
+    """The figures of a kind a text states, whole ("3–5 business days" is one figure, not 3 and 5),
+    comparable between answer and passages."""
     if kind == "clock":
         return set(_CLOCK.findall(text)) | ranges(text)
-    if kind == "count":
-        return numbers
-    return set()
+    out = set()
+    for m in QUANTITY.finditer(text):
+        unit = UNITS.get((m.group("unit") or "").lower(), "")
+        currency = CURRENCIES.get((m.group("cur1") or m.group("cur2") or "").lower(), "")
+        if kind == "amount" and not (currency or unit == "percent"):
+            continue
+        if kind == "duration" and (not unit or unit == "percent"):
+            continue
+        out.add((number(m.group("num")), number(m.group("num2") or ""), unit, currency))
+    return out
 
 
 class CompletenessCheck(AnswerCheck):
@@ -91,14 +102,17 @@ class CompletenessCheck(AnswerCheck):
         named = all_cases_in(source_text)
         cases = {f: c for f, c in wanted.cases.items() if f in CHECKED_FAMILIES and c in named.get(f, ())}
         lines = labelled_lines(answer)
-        if wanted.kind == "yesno":
+        if wanted.kind == "yesno":  # the rule for the asked country, or for the countries it applies to
             country = cases.get("country")
-            if country and not any(country in all_cases_in(f"{h}\n{t}").get("country", ()) for h, t in lines):
-                return Refusal(self.code, f"asks whether, for {country}; the answer does not speak of it")
+            if country and not any(all_cases_in(f"{h}\n{t}").get("country") for h, t in lines):
+                return Refusal(self.code, f"asks whether, for {country}; the answer speaks of no country")
             return None
         if wanted.kind not in FACT_KINDS:
             return None
-        stating = [(h, t) for h, t in lines if wanted.kind in kinds_in(t) and special_fit(wanted, t) >= 0]
+        asked_words = terms(evidence.question)
+        stating = [(h, t) for h, t in lines if any(
+            wanted.kind in kinds_in(sentence) and special_fit(wanted, sentence) >= 0
+            and not foreign_instruction(sentence, asked_words) for sentence in sentences_of(t))]
         if not stating:
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states none")
         about = focus_terms(evidence.question, cases=False) - terms(evidence.known_names)
@@ -107,19 +121,19 @@ class CompletenessCheck(AnswerCheck):
                                       f"{', '.join(sorted(about))}")
         if not cases:
             return None
-        fits = [(case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=True)), t) for h, t in stating]
-        others_only = [t for fit, t in fits if fit == 0 and self._only_for_other_cases(wanted.kind, t, cases, sources)]
-        if any(fit == 1 for fit, _ in fits):
-            if others_only:
-                return Refusal("mixed_cases", f"another case's figure stands unlabelled beside the answer: "
-                                              f"{others_only[0][:80]!r}")
+        money = wanted.kind == "amount"
+        judged = [(case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=money)),
+                   self._only_for_other_cases(wanted.kind, t, cases, sources), t) for h, t in stating]
+        right = [t for fit, foreign, t in judged if fit >= 0 and not foreign]
+        unlabelled = [t for fit, foreign, t in judged if fit >= 0 and foreign]  # or labelled as the asked case
+        if right and unlabelled:
+            return Refusal("mixed_cases", f"another case's figure stands unlabelled beside the answer: "
+                                          f"{unlabelled[0][:80]!r}")
+        if right:
             return None
-        if any(fit == 0 for fit, _ in fits) and len(others_only) < sum(fit == 0 for fit, _ in fits):
-            return None  # a figure no case labels, and the passages give it for no other case only
         for_ = " and ".join(cases.values())
-        return Refusal(self.code, f"asks for {wanted.describe()}; the answer states it only for other cases "
-                                  f"than {for_}" if any(fit == -1 for fit, _ in fits) or others_only
-                       else f"asks for {wanted.describe()}; the answer states none")
+        return Refusal(self.code, f"asks for {wanted.describe()}; the answer states it only for other cases than "
+                                  f"{for_}")
 
     @staticmethod
     def _only_for_other_cases(kind: str, line: str, cases: dict[str, str], sources: list[tuple[str, str]]) -> bool:
@@ -128,6 +142,6 @@ class CompletenessCheck(AnswerCheck):
         stated = figures(kind, line)
         if not stated:
             return False
-        fits = [case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=True))
+        fits = [case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=kind == "amount"))
                 for h, t in sources if figures(kind, t) & stated]
         return bool(fits) and all(fit == -1 for fit in fits)

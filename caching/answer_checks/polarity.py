@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from caching.answer_checks.asked import YES_NO_QUESTION, all_cases_in, cases_in, case_fit
+from caching.answer_checks.asked import YES_NO_QUESTION, all_cases_in, case_fit, case_terms, cases_in
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.completeness import labelled_lines
 from caching.answer_checks.text import CITATION_MARKER, name_terms, negated, sentences_of, terms
@@ -33,7 +33,10 @@ def answer_polarity(answer: str) -> str | None:
 def evidence_polarity(question: str, passages_text: str, sections: tuple[tuple[str, str], ...] = ()) -> str | None:
     """The polarity of the passage sentences that share most of the question's words (None: none does),
     of those about the asked case when the question names one."""
-    wanted = terms(question)
+    case = cases_in(question)
+    # With a case named, only sentences about it count, and they must share the rest of the question:
+    # "Saturday delivery is not available to Hawaii" does not speak to "express shipping to Hawaii".
+    wanted = terms(question) - (case_terms(question) if case else set())
     if not wanted:
         return None
     names = name_terms(question)
@@ -41,13 +44,16 @@ def evidence_polarity(question: str, passages_text: str, sections: tuple[tuple[s
     total = sum(weight.values())
     lines = ([line for heading, text in sections for line in labelled_lines(text, heading)] if sections
              else [("", line) for line in passages_text.split("\n")])
-    case = cases_in(question)
     about = [(h, s) for h, line in lines for s in sentences_of(line)]
-    if case:  # a sentence about another case says nothing of the asker's
-        about = [(h, s) for h, s in about if case_fit(case, all_cases_in(f"{h}\n{s}")) >= 0]
-    scored = [(sum(weight[w] for w in wanted & terms(f"{h}\n{s}" if case else s)) / total, s) for h, s in about]
-    best = max((score for score, _ in scored), default=0.0)
-    if best < MIN_OVERLAP:
+    # Sentences naming the asked case speak for it first; those naming no case only when none does.
+    tiers = ([[(h, s) for h, s in about if case_fit(case, all_cases_in(f"{h}\n{s}")) == fit] for fit in (1, 0)]
+             if case else [about])
+    for tier in tiers:
+        scored = [(sum(weight[w] for w in wanted & terms(s)) / total, s) for h, s in tier]
+        best = max((score for score, _ in scored), default=0.0)
+        if best >= MIN_OVERLAP:
+            break
+    else:
         return None
     polarities = {"no" if negated(s) else "yes" for score, s in scored if score == best}
     return polarities.pop() if len(polarities) == 1 else "mixed"

@@ -57,7 +57,7 @@ TITLE_WEIGHT = 0.15
 # For a fact question, the share of a unit's similarity taken with its section's name before it
 # ("How to start a return: Pack the items ...") rather than of the unit alone: a section's name
 # says what the section is about, not which of its sentences holds the asked figure.
-SECTION_SHARE = 0.5
+SECTION_SHARE = 0.0
 # A fact question's answer: the leading unit is the best unit stating the fact for the case, if it is
 # within LEAD_MARGIN of the best unit at all; at most FACT_MAX_UNITS units, within FACT_MARGIN of it.
 LEAD_MARGIN = 0.3
@@ -213,16 +213,17 @@ class ExtractiveAnswerer(Answerer):
                     if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
                         kept.append(item)
                         used += len(u.text) + 4
-        return group(kept, lead_first=wanted.wants_fact)
+        return group(kept, lead_first=wanted.wants_fact or wanted.kind == "yesno")
 
     @staticmethod
     def _weigh(wanted: asking.Asked, focus: set[str], passage: Passage, unit: Unit, score: float,
                triggers: frozenset[str] = frozenset()) -> Candidate:
-        labels = asking.all_cases_in(f"{passage.title}\n{section_of(passage)}\n{unit.text}", with_currency=True)
+        labels = asking.labels_of(f"{lead_in(passage, unit)}\n{unit.text}", section_of(passage), passage.title,
+                                  with_currency=wanted.kind == "amount")
         fit = asking.case_fit(wanted.cases, labels)
         states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text)
-        if states:
-            fit = min(fit, asking.special_fit(wanted, unit.text)) if fit >= 0 else fit
+        if states and fit >= 0:
+            fit = min(fit, asking.special_fit(wanted, unit.text), context_fit(wanted, passage, unit))
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit
         if states:
             score += PROXIMITY_WEIGHT * asking.proximity(focus - words_of_title(passage), wanted.kind, unit.text)
@@ -259,13 +260,13 @@ class ExtractiveAnswerer(Answerer):
         if wanted.wants_fact:  # else the best unit of no other case: admission finds it incomplete
             lead = next((c for c in near if c.states and c.fit >= 0), None) or next(
                 (c for c in ranked if c.fit >= 0), ranked[0])
-        else:
-            lead = next((c for c in near if c.fit > 0), ranked[0]) if wanted.cases else ranked[0]
+        else:  # yes/no: the best unit, another case's rule too ("Klarna ... in the UK, Germany and Austria")
+            lead = ranked[0]
         kept, used, figures = [lead], len(lead.unit.text) + 4, 0
         for c in ranked:
             if len(kept) >= FACT_MAX_UNITS:
                 break
-            if c is lead or c.passage.article_id != lead.passage.article_id or c.fit < 0:
+            if c is lead or c.passage.article_id != lead.passage.article_id or c.fit < min(0, lead.fit):
                 continue
             if c.states and lead.states:  # a second figure of the kind
                 same_case = lead.fit > 0 and c.fit > 0 and c.passage is lead.passage  # UK Standard, UK Express
@@ -300,13 +301,8 @@ def follows(lead: Candidate, c: Candidate) -> bool:
             and c.unit.paragraph == lead.unit.paragraph and c.unit.position == lead.unit.position + 1)
 
 
-# A step of a procedure: a numbered item, or an instruction ("To join, go to ...", "Öffnen Sie ...").
-_STEP = re.compile(r"^(?:to \w+[^,]{0,40},\s*)?(?:go|click|open|choose|select|enter|sign in|tick|type|pack|drop|"
-                   r"take|make sure|zum \w+ öffnen|öffnen sie|klicken sie|wählen sie|geben sie|melden sie)\b", re.I)
-
-
 def is_step(unit: Unit) -> bool:
-    return bool(unit.marker) or bool(_STEP.match(unit.text))
+    return bool(unit.marker) or asking.instruction_verb(unit.text) is not None
 
 
 @functools.lru_cache(maxsize=1024)
@@ -317,6 +313,30 @@ def _title_terms(title: str) -> frozenset[str]:
 def words_of_title(passage: Passage) -> frozenset[str]:
     """The content words of a passage's article title: what every unit of it is about."""
     return _title_terms(passage.title)
+
+
+def context_fit(wanted: asking.Asked, passage: Passage, unit: Unit) -> int:
+    """-1 when what a unit's list or paragraph opens with makes it another case's: a list under "Pro
+    (everything in Free, plus)", a paragraph opening "Plus members can ask for an advance replacement:
+    ..." (its later sentences spell that out); else 1."""
+    if unit.kind == "item":
+        plan = asking.plan_subject(lead_in(passage, unit))
+        return 1 if plan is None or wanted.cases.get("plan") == plan else -1
+    if unit.kind != "sentence":
+        return 1
+    first = next(u for u in split_units(passage.text) if u.kind == "sentence" and u.paragraph == unit.paragraph)
+    return asking.special_fit(wanted, first.text) if first != unit and ":" in first.text else 1
+
+
+def lead_in(passage: Passage, unit: Unit) -> str:
+    """For a list item, the sentence that introduces its list ("Pro (everything in Free, plus)"), or ""."""
+    if unit.kind != "item":
+        return ""
+    units = split_units(passage.text)
+    for u in reversed(units[:unit.position]):
+        if u.kind != "item":
+            return u.text if u.kind == "sentence" else ""
+    return ""
 
 
 def list_after(passage: Passage, unit: Unit) -> list[Unit]:
@@ -389,5 +409,5 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
 
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
-                        FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, _STEP.pattern, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
+                        FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "v2"])[:16]
