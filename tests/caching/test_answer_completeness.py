@@ -86,7 +86,7 @@ def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question
          "• Express (2–3 business days): £12.95 [1]", SHIPPING),
     ("How much does Plus cost in the UK?", "Plus costs $49 per year (CA$65 in Canada, £42 in the UK, €45 in Germany "
                                            "and Austria). [1]", "acme/en/plus-membership.md"),
-    ("How long do I have to return an item?", "If something doesn't fit, you can send it back within 30 days of "
+    ("How long do I have to return an item?", "If something isn't right, you can send it back within 30 days of "
                                               "delivery. [1]", "acme/en/return-policy.md"),
     ("Was kostet der Standardversand nach Deutschland?",
      "Deutschland und Österreich:\n• Standard mit DHL (2–4 Werktage): 4,95 €, kostenlos ab einem Bestellwert über "
