@@ -12,7 +12,7 @@ fact of the wanted kind (an amount, a duration, a count, a time of day, a phone 
 address), not as the own figure of a plan or product line the question does not ask about
 ("Premier: $19 per month" for the Pro plan), nor as the deadline of a step the question does not ask
 about ("Ship the item within 10 days" for "How long do I have to return an item?"), about what the question asks (the line, its section
-or the article it is quoted from holds one of the question's words: "Standardversand" is not
+or the article it is quoted from, or for a model's own words any cited section, holds one of the question's words: "Standardversand" is not
 answered by "Plus kostet 45 € pro Jahr in Deutschland"), and, when the question names a country or
 a plan that the passages name too, that line is
 labelled with it (the line, or the section line it is listed under, names it, or an amount is in
@@ -66,11 +66,11 @@ def _plain(text: str) -> str:
 
 
 def source_heading(line: str, sections: tuple[tuple[str, str], ...]) -> str:
-    """The heading (article title and section) of the cited section a quoted line comes from, or ""."""
+    """The heading (article title and section) of the cited section a quoted line comes from; for a
+    line quoted from none (a model's own words), the headings of every cited section."""
     quoted = _plain(_LIST_ITEM.sub("", line))[:60]
-    if len(quoted) < 12:
-        return ""
-    return next((heading for heading, text in sections if quoted in _plain(text)), "")
+    found = next((heading for heading, text in sections if quoted in _plain(text)), None) if len(quoted) >= 12 else None
+    return found if found is not None else "\n".join(heading for heading, _ in sections)
 
 
 def figures(kind: str, text: str) -> set:

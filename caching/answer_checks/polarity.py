@@ -3,8 +3,8 @@ passage sentence that speaks to the question ("Do you ship to Canada?" "No" is r
 sentence is "Canada: all provinces and territories"). An answer saying yes or no with no such
 sentence to check it against is refused too: it cannot be verified. When the question names a
 country, plan or product line (``asked``), only passage sentences about that case count (the
-sentence or its section names it): "No" to "Can I get Saturday delivery in the UK?" is not borne
-out by "Canada Post delivers Monday to Friday only"."""
+sentence or its section names it), and they must share the rest of the question: "No" to "Can I get
+Saturday delivery in the UK?" is not borne out by "Canada Post delivers Monday to Friday only"."""
 from __future__ import annotations
 
 import re
@@ -12,12 +12,19 @@ import re
 from caching.answer_checks.asked import YES_NO_QUESTION, all_cases_in, case_fit, case_terms, cases_in
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.completeness import labelled_lines
-from caching.answer_checks.text import CITATION_MARKER, name_terms, negated, sentences_of, terms
+from caching.answer_checks.text import CITATION_MARKER, name_terms, negated, sentences_of, stem, terms
 
 _YES = re.compile(r"^\s*(?:yes|yeah|yep|sure|of course|absolutely|certainly|ja|jawohl|natürlich|klar)\b", re.I)
 _NO = re.compile(r"^\s*(?:no|nope|unfortunately|sorry|nein|leider)\b", re.I)
+# Words for the same act: "Do you ship to Canada?" is answered by "Acme Outfitters delivers to ...".
+SYNONYMS = {stem(w): "ship" for w in ("ship", "shipping", "deliver", "delivers", "delivery", "send", "sends", "liefern",
+                                       "liefert", "lieferung", "versenden", "versendet", "verschicken")}
 MIN_OVERLAP = 0.5  # the passage sentence must share this share of the question's words (weighted)
 NAME_WEIGHT = 2.0  # a name in the question (Canada, Premier, Apple Pay) weighs double
+
+
+def _terms(text: str) -> set[str]:
+    return {SYNONYMS.get(t, t) for t in terms(text)}
 
 
 def answer_polarity(answer: str) -> str | None:
@@ -36,10 +43,10 @@ def evidence_polarity(question: str, passages_text: str, sections: tuple[tuple[s
     case = cases_in(question)
     # With a case named, only sentences about it count, and they must share the rest of the question:
     # "Saturday delivery is not available to Hawaii" does not speak to "express shipping to Hawaii".
-    wanted = terms(question) - (case_terms(question) if case else set())
+    wanted = _terms(question) - (case_terms(question) if case else set())
     if not wanted:
         return None
-    names = name_terms(question)
+    names = {SYNONYMS.get(t, t) for t in name_terms(question)}
     weight = {w: NAME_WEIGHT if w in names else 1.0 for w in wanted}
     total = sum(weight.values())
     lines = ([line for heading, text in sections for line in labelled_lines(text, heading)] if sections
@@ -49,7 +56,7 @@ def evidence_polarity(question: str, passages_text: str, sections: tuple[tuple[s
     tiers = ([[(h, s) for h, s in about if case_fit(case, all_cases_in(f"{h}\n{s}")) == fit] for fit in (1, 0)]
              if case else [about])
     for tier in tiers:
-        scored = [(sum(weight[w] for w in wanted & terms(s)) / total, s) for h, s in tier]
+        scored = [(sum(weight[w] for w in wanted & _terms(s)) / total, s) for h, s in tier]
         best = max((score for score, _ in scored), default=0.0)
         if best >= MIN_OVERLAP:
             break
