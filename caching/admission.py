@@ -1,12 +1,13 @@
 """Admission: only verified answers enter the shared answer caches.
 
-An answer is stored only if it is complete (finish reason ``stop``, not cut off,
-not interrupted), cited (at least one citation resolved to a passage it was
+An answer is stored only if it is whole (finish reason ``stop``, not cut off
+(``truncated``), not interrupted), cited (at least one citation resolved to a passage it was
 given), eligible (a general question, not personal, action or time-dependent),
 grounded (its facts come from the passages it cites: no URL, e-mail, phone
 number, number, duration, amount, percentage or name that they lack), not a
 refusal or fallback, not degenerate (loops, repeated sentences, the prompt's
-scaffolding), agreeing with the passages on yes or no, about the question
+scaffolding), stating the fact the question asks for, for the asked case (else
+``incomplete``: shown, never cached), agreeing with the passages on yes or no, about the question
 asked, and, from a generator of low trust (``GENERATION_TRUST``: the embedded SmolLM2 server by
 default), restating one passage sentence near-verbatim in every sentence (``caching.answer_checks``); with ``ADMISSION_MODEL_CHECK`` the model is
 asked too. How often a question was asked plays no part: a popular wrong answer
@@ -64,6 +65,7 @@ def evidence_of(state) -> Evidence:
     passages = [p for p in state.passages if state.article_pks.get(p.chunk_id) in cited] or state.passages
     return Evidence(question=state.question, answer=state.answer, locale=state.asker.locale,
                     passages_text="\n".join(f"{p.title}\n{p.heading}\n{p.text}" for p in passages),
+                    sections=tuple((p.heading or p.title, p.text) for p in passages),
                     known_names=state.asker.tenant.name, tenant_slug=state.asker.tenant.slug,
                     trust=generation_trust(), answerable=cites_answering_passage(state))
 
@@ -98,7 +100,7 @@ def check(state, model_check: Callable[[Evidence], Refusal | None] | None = None
     if state.result is None:
         return refuse("no model result")
     if state.result.finish_reason != "stop":
-        return refuse(f"incomplete: finish reason {state.result.finish_reason!r}")
+        return refuse(f"truncated: finish reason {state.result.finish_reason!r}")
     if state.assist is not None:
         return refuse("assisted answer: shaped by a cached answer that is not part of the key")
     if not state.citations:

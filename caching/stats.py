@@ -6,6 +6,7 @@ grouped queries."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -319,6 +320,24 @@ def admission_totals(start, end, tenant_id=None) -> dict:
             "refused": sorted(refused.items(), key=lambda kv: (-kv[1], kv[0]))}
 
 
+def incomplete_answers(start, end, tenant_id=None, limit: int = 20) -> dict:
+    """Fresh answers refused as ``incomplete`` (they lacked the fact the question asked for, for the
+    asked case: ``caching.answer_checks.completeness``), per tenant and per cited article, most first:
+    an article that cannot answer a frequent question shows up here."""
+    rows = CacheDecision.objects.filter(layer="admission", disposition="refused", reason__startswith="incomplete:",
+                                        created_at__gte=start, created_at__lt=end, **tenant_lookup(tenant_id))
+    by_tenant, by_article, titles = Counter(), Counter(), {}
+    for slug, citations in rows.values_list("tenant__slug", "ask__citations").iterator():
+        by_tenant[slug] += 1
+        for cited in {c.get("article_id"): c for c in citations or []}.values():
+            key = (slug, cited.get("article_id", ""))
+            by_article[key] += 1
+            titles[key] = cited.get("title", "")
+    return {"total": sum(by_tenant.values()), "by_tenant": by_tenant.most_common(),
+            "by_article": [{"tenant": slug, "article": article, "title": titles[(slug, article)], "answers": n}
+                           for (slug, article), n in by_article.most_common(limit)]}
+
+
 def dashboard(start, end, tenant_id=None, bucket="hour") -> dict:
     """Everything the dashboard shows, from two reads of the roll-ups (and labels). ``tenant_id``: one
     tenant, a collection of tenants (a staff user's, with per-tenant rows) or None for all."""
@@ -337,6 +356,7 @@ def dashboard(start, end, tenant_id=None, bucket="hour") -> dict:
         "money": money_saved(layers, econ, intents),
         "prices": prices(),
         "admission": admission_totals(start, end, tenant_id),
+        "incomplete": incomplete_answers(start, end, tenant_id),
     }
 
 

@@ -94,8 +94,8 @@ _REASON_CODE = re.compile(r"[^a-z0-9]+")
 
 def reason_code(reason: str) -> str:
     """A bounded label from a free-text reason: the words before its first detail
-    (``"ungrounded facts: $5"`` -> ``ungrounded_facts``, ``"incomplete: finish reason 'length'"``
-    -> ``incomplete``, ``"not an answer (not_covered)"`` -> ``not_an_answer``)."""
+    (``"ungrounded facts: $5"`` -> ``ungrounded_facts``, ``"truncated: finish reason 'length'"``
+    -> ``truncated``, ``"not an answer (not_covered)"`` -> ``not_an_answer``)."""
     head = re.split(r"[:(]", reason, maxsplit=1)[0].strip().lower()
     return _REASON_CODE.sub("_", head).strip("_")[:40] or "unknown"
 

@@ -11,6 +11,7 @@ holds the word and sentence helpers they share with the extractive answerer.
 """
 from caching.answer_checks.answerable import AnswerableCheck
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
+from caching.answer_checks.completeness import CompletenessCheck
 from caching.answer_checks.context import FactContextCheck
 from caching.answer_checks.degenerate import DegenerateCheck
 from caching.answer_checks.facts import FactsCheck
@@ -18,8 +19,9 @@ from caching.answer_checks.grounding import LowTrustGroundingCheck
 from caching.answer_checks.polarity import PolarityCheck
 from caching.answer_checks.relevance import RelevanceCheck
 
-# Cheapest first: the relevance check embeds the answer.
+# Cheapest first: the relevance check embeds the answer. Completeness last: an answer to another
+# question, or a wrong one, is refused for that, not for lacking the asked fact.
 CHECKS: tuple[AnswerCheck, ...] = (AnswerableCheck(), DegenerateCheck(), FactsCheck(), FactContextCheck(),
-                                   LowTrustGroundingCheck(), PolarityCheck(), RelevanceCheck())
+                                   LowTrustGroundingCheck(), PolarityCheck(), RelevanceCheck(), CompletenessCheck())
 
 __all__ = ["AnswerCheck", "CHECKS", "Evidence", "Refusal"]

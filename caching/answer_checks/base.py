@@ -17,6 +17,7 @@ class Evidence:
     # whether a passage the answer cites passed the answerability check before the answer was written
     # (supportbot.answerability); None when no check ran
     answerable: bool | None = None
+    sections: tuple[tuple[str, str], ...] = ()  # (section heading, text) of each cited passage, when known
 
 
 @dataclass(frozen=True)

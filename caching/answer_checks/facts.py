@@ -28,7 +28,7 @@ CURRENCIES = {"$": "usd", "us$": "usd", "usd": "usd", "ca$": "cad", "cad": "cad"
               "£": "gbp", "gbp": "gbp", "mx$": "mxn", "mxn": "mxn"}
 _NUMBER = r"\d+(?:[.,]\d+)*"
 _WORD_NUMBER = "|".join(sorted(map(re.escape, NUMBER_WORDS), key=len, reverse=True))
-_QUANTITY = re.compile(
+QUANTITY = re.compile(
     rf"(?:(?P<cur1>ca\$|mx\$|us\$|[$€£]|\b(?:usd|cad|eur|gbp|mxn)\b)\s?)?"
     rf"(?P<num>{_NUMBER}|\b(?:{_WORD_NUMBER})\b)"
     rf"(?:\s?(?:[-–]|to|bis)\s?(?P<num2>{_NUMBER}))?"
@@ -50,7 +50,7 @@ def number(text: str) -> str:
 def quantities(text: str) -> tuple[set[str], set[tuple[str, str]], set[tuple[str, str]]]:
     """Numbers, (number, unit) pairs and (currency, number) pairs of a text."""
     numbers, measures, amounts = set(), set(), set()
-    for m in _QUANTITY.finditer(text):
+    for m in QUANTITY.finditer(text):
         values = [number(m.group("num"))] + ([number(m.group("num2"))] if m.group("num2") else [])
         numbers.update(values)
         unit = UNITS.get((m.group("unit") or "").lower())

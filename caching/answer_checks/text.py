@@ -23,7 +23,7 @@ _ABBREVIATION = re.compile(
 )
 NEGATION = re.compile(
     r"\b(?:not|never|cannot|can't|don't|doesn't|won't|isn't|aren't|wasn't|weren't|couldn't|shouldn't|unable|"
-    r"no\s+longer|nicht|kein\w*|nie|niemals|ausgeschlossen)\b|n't\b", re.IGNORECASE)
+    r"no\s+longer|there\s+(?:is|are)\s+no|nicht|kein\w*|nie|niemals|ausgeschlossen)\b|n't\b", re.IGNORECASE)
 CITATION_MARKER = re.compile(r"\s?\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 
+from caching.answer_checks import asked as asking
 from caching.answer_checks import text as words
-from caching.answer_checks.facts import quantities
 from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from generation.base import GenerationResult, Passage
@@ -36,17 +36,36 @@ MAX_UNITS = 6
 # Weight of the question's words found in a unit (or its section), rarer words weighing more: the
 # embedding model is English, and "Kanada" in a German question must find the sentence naming it.
 LEXICAL_WEIGHT = 0.3
-# A unit holding what the question asks for (a duration for "how long", an amount for "how much",
-# a time of day for "when ... open") gains this much.
-ANSWER_TYPE_WEIGHT = 0.1
-ANSWER_TYPES = (
-    ("duration", re.compile(r"\bhow long\b|\bhow soon\b|\bwie lange\b|\bbis wann\b|\bwie schnell\b", re.I)),
-    ("amount", re.compile(r"\bhow much\b|\bcosts?\b|\bprice\b|\bfees?\b|\bsurcharge\b|\bkostet\b|\bkosten\b|"
-                          r"\bpreis|\bgebühr", re.I)),
-    ("clock", re.compile(r"\bhours\b|\bopen\b|\bwhen can i (?:call|reach)\b|\berreichbar\b|öffnungszeit", re.I)),
-    ("count", re.compile(r"\bhow many\b|\bwie viele\b", re.I)),
-)
-_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
+# A unit stating the kind of fact the question wants (a duration for "how long", an amount for "how
+# much") gains KIND_WEIGHT; one labelled with the asked case (country, plan, product) gains CASE_WEIGHT,
+# one labelled only with other cases of that family, or stating the own figure of a plan or product
+# line the question does not name ("Premier: $19 per month" for the Pro plan), loses it.
+KIND_WEIGHT = 0.1
+CASE_WEIGHT = 0.1
+# A figure with the question's words around it ("Plus costs $49" for "How much does Plus cost?") is
+# what the question asks about; one beside other words ("a surcharge of $14.95, which also applies to
+# Plus members") is a neighbour's: the share of the question's words near a figure, times this.
+PROXIMITY_WEIGHT = 0.2
+TRIGGER_WEIGHT = 0.1  # the question's own word for the kind ("costs", "kostet") beside the figure
+# An article states its main rule first ("comes with a 2-year limited warranty"); a numbered step of a
+# procedure states a deadline within it ("drop the parcel off within 7 days"), seldom the rule asked for.
+INTRO_WEIGHT = 0.1
+STEP_WEIGHT = 0.15
+# An article whose title holds the question's words ("Acme Plus membership" for "How much does Acme Plus
+# cost?") is about what the question asks; another article's unit is at best a neighbour's.
+TITLE_WEIGHT = 0.15
+# For a fact question, the share of a unit's similarity taken with its section's name before it
+# ("How to start a return: Pack the items ...") rather than of the unit alone: a section's name
+# says what the section is about, not which of its sentences holds the asked figure.
+SECTION_SHARE = 0.0
+# A fact question's answer: the leading unit is the best unit stating the fact for the case, if it is
+# within LEAD_MARGIN of the best unit at all; at most FACT_MAX_UNITS units, within FACT_MARGIN of it.
+LEAD_MARGIN = 0.3
+FACT_MARGIN = 0.08
+FACT_MAX_UNITS = 3
+# One more unit stating a figure of the asked kind, of the asked case or of none, may follow the lead
+# within this margin (the passages often say the rule twice, once in passing): never a third.
+SECOND_FIGURE_MARGIN = 0.25
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -126,6 +145,8 @@ class Candidate:
     passage: Passage
     unit: Unit
     score: float
+    fit: int = 0  # to the asked case: 1 labelled with it, -1 only with other cases, 0 neither
+    states: bool = False  # states a fact of the asked kind
 
 
 class ExtractiveAnswerer(Answerer):
@@ -133,7 +154,7 @@ class ExtractiveAnswerer(Answerer):
 
     def spec(self) -> AnswererSpec:
         params = {"max_chars": settings.ASK_EXTRACT_MAX_CHARS, "min_similarity": settings.ASK_EXTRACT_MIN_SIMILARITY,
-                  "margin": MARGIN, "max_units": MAX_UNITS}
+                  "margin": MARGIN, "max_units": MAX_UNITS, "fact_margin": FACT_MARGIN, "fact_max_units": FACT_MAX_UNITS}
         return AnswererSpec(model=MODEL_NAME, model_revision="", prompt_version=RULES_VERSION, params=params)
 
     def stream(self, request: AnswerRequest) -> Iterator[str | Answer]:
@@ -159,7 +180,7 @@ class ExtractiveAnswerer(Answerer):
                      cited_explicitly=True)
 
     def select(self, request: AnswerRequest) -> list[tuple[Passage, list[Unit]]]:
-        """The chosen units, grouped by passage: articles by relevance, then document order."""
+        """The chosen units, grouped by passage: the leading unit's article first, then by relevance."""
         candidates = [(p, u) for p in request.passages for u in split_units(p.text)]
         if not candidates:
             return []
@@ -169,15 +190,55 @@ class ExtractiveAnswerer(Answerer):
         scores = vectors @ np.asarray(question, dtype=np.float32)
         scores = scores + LEXICAL_WEIGHT * lexical_overlap(request.question,
                                                            [f"{section_of(p)} {u.text}" for p, u in candidates])
-        wanted = answer_types(request.question)
-        if wanted:
-            scores = scores + ANSWER_TYPE_WEIGHT * np.array([bool(wanted & types_in(u.text)) for _, u in candidates],
-                                                            dtype=np.float32)
-        ranked = sorted((Candidate(p, u, float(s)) for (p, u), s in zip(candidates, scores)),
-                        key=lambda c: -c.score)
-        best = ranked[0].score
-        if best < settings.ASK_EXTRACT_MIN_SIMILARITY:
+        if float(scores.max()) < settings.ASK_EXTRACT_MIN_SIMILARITY:
             return []
+        wanted = asking.asked(request.question)
+        if wanted.wants_fact and SECTION_SHARE < 1.0:  # the fact is in the unit, not in its section's name
+            alone = embed([u.text for _, u in candidates]) @ np.asarray(question, dtype=np.float32)
+            scores = scores - (1.0 - SECTION_SHARE) * (vectors @ np.asarray(question, dtype=np.float32) - alone)
+        focus, triggers = asking.focus_terms(request.question), frozenset(asking.trigger_terms(request.question))
+        ranked = sorted((self._weigh(wanted, focus, p, u, float(s), triggers) for (p, u), s in zip(candidates, scores)),
+                        key=lambda c: -c.score)
+        if wanted.wants_fact or wanted.kind == "yesno":
+            kept = self._fact_units(wanted, ranked)
+        else:
+            kept = self._similar_units(ranked)
+        for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
+            if c.unit.text.endswith(":"):
+                used = sum(len(k.unit.text) + 4 for k in kept)
+                for u in list_after(c.passage, c.unit):
+                    item = self._weigh(wanted, focus, c.passage, u, c.score)
+                    if item.fit < 0 or (wanted.wants_fact and wanted.cases and item.states and item.fit == 0):
+                        continue  # another case's figure
+                    if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
+                        kept.append(item)
+                        used += len(u.text) + 4
+        return group(kept, lead_first=wanted.wants_fact or wanted.kind == "yesno")
+
+    @staticmethod
+    def _weigh(wanted: asking.Asked, focus: set[str], passage: Passage, unit: Unit, score: float,
+               triggers: frozenset[str] = frozenset()) -> Candidate:
+        labels = asking.labels_of(f"{lead_in(passage, unit)}\n{unit.text}", section_of(passage), passage.title,
+                                  with_currency=wanted.kind == "amount")
+        fit = asking.case_fit(wanted.cases, labels)
+        states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text)
+        if states and fit >= 0:
+            fit = min(fit, asking.special_fit(wanted, unit.text), context_fit(wanted, passage, unit))
+        score += KIND_WEIGHT * states + CASE_WEIGHT * fit
+        if states:
+            score += PROXIMITY_WEIGHT * asking.proximity(focus - words_of_title(passage), wanted.kind, unit.text)
+            score += TRIGGER_WEIGHT * asking.proximity(triggers, wanted.kind, unit.text)
+            score += INTRO_WEIGHT * (" — " not in passage.heading)
+        if wanted.wants_fact:
+            score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
+        if wanted.kind is not None:
+            score -= STEP_WEIGHT * is_step(unit)
+        return Candidate(passage, unit, score, fit, states)
+
+    @staticmethod
+    def _similar_units(ranked: list[Candidate]) -> list[Candidate]:
+        """The best unit and the others within MARGIN of it, while they fit the budget."""
+        best = ranked[0].score
         kept: list[Candidate] = []
         used = 0
         for c in ranked:
@@ -188,13 +249,43 @@ class ExtractiveAnswerer(Answerer):
                 continue
             kept.append(c)
             used += size
-        for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
-            if c.unit.text.endswith(":"):
-                for u in list_after(c.passage, c.unit):
-                    if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
-                        kept.append(Candidate(c.passage, u, c.score))
-                        used += len(u.text) + 4
-        return group(kept)
+        return kept
+
+    @staticmethod
+    def _fact_units(wanted: asking.Asked, ranked: list[Candidate]) -> list[Candidate]:
+        """The unit that states the asked fact for the asked case (a yes/no question: that speaks of
+        the asked case), and a little context of its article that states no other figure of the kind."""
+        best = ranked[0].score
+        near = [c for c in ranked if c.score >= best - LEAD_MARGIN]
+        if wanted.wants_fact:  # else the best unit of no other case: admission finds it incomplete
+            lead = next((c for c in near if c.states and c.fit >= 0), None) or next(
+                (c for c in ranked if c.fit >= 0), ranked[0])
+        else:  # yes/no: the best unit, another case's rule too ("Klarna ... in the UK, Germany and Austria")
+            lead = ranked[0]
+        kept, used, figures = [lead], len(lead.unit.text) + 4, 0
+        for c in ranked:
+            if len(kept) >= FACT_MAX_UNITS:
+                break
+            if c is lead or c.passage.article_id != lead.passage.article_id or c.fit < min(0, lead.fit):
+                continue
+            if c.states and lead.states:  # a second figure of the kind
+                same_case = lead.fit > 0 and c.fit > 0 and c.passage is lead.passage  # UK Standard, UK Express
+                if c.score < lead.score - SECOND_FIGURE_MARGIN:
+                    continue
+                if not same_case:
+                    if figures or (wanted.cases and c.fit <= 0):
+                        continue  # a third figure, or an unlabelled one: a neighbour's
+                    figures += 1
+            elif c.states:
+                continue  # the lead states nothing: nor may an unsuitable unit
+            elif c.score < lead.score - FACT_MARGIN and not follows(lead, c):
+                continue
+            size = len(c.unit.text) + 4
+            if used + size > settings.ASK_EXTRACT_MAX_CHARS:
+                continue
+            kept.append(c)
+            used += size
+        return kept
 
     @staticmethod
     def _result(text: str, started: float) -> GenerationResult:
@@ -203,23 +294,49 @@ class ExtractiveAnswerer(Answerer):
                                 completion_tokens=0, cached_tokens=None, ttft_ms=elapsed, total_ms=elapsed)
 
 
-def answer_types(question: str) -> set[str]:
-    return {name for name, pattern in ANSWER_TYPES if pattern.search(question)}
+def follows(lead: Candidate, c: Candidate) -> bool:
+    """Whether a unit is the sentence right after the leading one, in its paragraph: a yes/no answer's
+    rule often ends there ("... Pick up in store at checkout. Pickup at our Denver store is free ...")."""
+    return (c.passage is lead.passage and c.unit.kind == lead.unit.kind == "sentence"
+            and c.unit.paragraph == lead.unit.paragraph and c.unit.position == lead.unit.position + 1)
 
 
-def types_in(text: str) -> set[str]:
-    """The kinds of answer a unit holds: "duration", "amount", "clock", "count"."""
-    numbers, measures, amounts = quantities(text)
-    found = set()
-    if any(unit not in ("percent",) for _, unit in measures):
-        found.add("duration")
-    if amounts or any(unit == "percent" for _, unit in measures):
-        found.add("amount")
-    if _CLOCK.search(text):
-        found.add("clock")
-    if numbers:
-        found.add("count")
-    return found
+def is_step(unit: Unit) -> bool:
+    return bool(unit.marker) or asking.instruction_verb(unit.text) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _title_terms(title: str) -> frozenset[str]:
+    return frozenset(words.terms(title))
+
+
+def words_of_title(passage: Passage) -> frozenset[str]:
+    """The content words of a passage's article title: what every unit of it is about."""
+    return _title_terms(passage.title)
+
+
+def context_fit(wanted: asking.Asked, passage: Passage, unit: Unit) -> int:
+    """-1 when what a unit's list or paragraph opens with makes it another case's: a list under "Pro
+    (everything in Free, plus)", a paragraph opening "Plus members can ask for an advance replacement:
+    ..." (its later sentences spell that out); else 1."""
+    if unit.kind == "item":
+        plan = asking.plan_subject(lead_in(passage, unit))
+        return 1 if plan is None or wanted.cases.get("plan") == plan else -1
+    if unit.kind != "sentence":
+        return 1
+    first = next(u for u in split_units(passage.text) if u.kind == "sentence" and u.paragraph == unit.paragraph)
+    return asking.special_fit(wanted, first.text) if first != unit and ":" in first.text else 1
+
+
+def lead_in(passage: Passage, unit: Unit) -> str:
+    """For a list item, the sentence that introduces its list ("Pro (everything in Free, plus)"), or ""."""
+    if unit.kind != "item":
+        return ""
+    units = split_units(passage.text)
+    for u in reversed(units[:unit.position]):
+        if u.kind != "item":
+            return u.text if u.kind == "sentence" else ""
+    return ""
 
 
 def list_after(passage: Passage, unit: Unit) -> list[Unit]:
@@ -246,24 +363,37 @@ def lexical_overlap(question: str, texts: list[str]) -> np.ndarray:
     return np.array([sum(weight[w] for w in wanted if w in s) / total for s in sets], dtype=np.float32)
 
 
-def group(kept: list[Candidate]) -> list[tuple[Passage, list[Unit]]]:
-    """Articles in order of their best unit; within one, passages and units in document order."""
+def group(kept: list[Candidate], lead_first: bool = False) -> list[tuple[Passage, list[Unit]]]:
+    """Articles in order of their best unit; within one, passages and units in document order
+    (``lead_first``: the first kept unit's passage leads, and the unit itself when it is a sentence)."""
     article_rank: dict[str, int] = {}
     for c in kept:  # kept is best first
         article_rank.setdefault(c.passage.article_id, len(article_rank))
     by_passage: dict[int, tuple[Passage, list[Unit]]] = {}
     for c in kept:
         by_passage.setdefault(c.passage.chunk_id, (c.passage, []))[1].append(c.unit)
-    ordered = sorted(by_passage.values(), key=lambda pu: (article_rank[pu[0].article_id], pu[0].chunk_id))
-    return [(p, sorted(units, key=lambda u: u.position)) for p, units in ordered]
+    lead = kept[0] if lead_first and kept else None
+
+    def passage_order(pu):
+        return article_rank[pu[0].article_id], lead is None or pu[0].chunk_id != lead.passage.chunk_id, pu[0].chunk_id
+
+    def unit_order(u: Unit):  # the lead first, unless it is one item of a list quoted in its order
+        return lead is None or u != lead.unit or u.kind != "sentence", u.position
+
+    ordered = sorted(by_passage.values(), key=passage_order)
+    return [(p, sorted(units, key=unit_order)) for p, units in ordered]
 
 
 def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
-    """Lines of one passage's quoted units: list items and rows under their section's name,
-    the sentences of a paragraph together, the citation marker at the end."""
+    """Lines of one passage's quoted units: list items and rows under their section's name (and any
+    unit under it when the section names a case its units do not: "United Kingdom"), the sentences
+    of a paragraph together, the citation marker at the end."""
     lines: list[str] = []
-    if any(u.kind != "sentence" for u in units) and passage.heading and " — " in passage.heading:
-        lines.append(f"{section_of(passage)}:")
+    section = section_of(passage)
+    if passage.heading and " — " in passage.heading and (
+            any(u.kind != "sentence" for u in units) or
+            asking.all_cases_in(section).keys() - asking.all_cases_in(" ".join(u.text for u in units)).keys()):
+        lines.append(f"{section}:")
     last_paragraph = None
     for u in units:
         if u.kind == "sentence" and lines and last_paragraph == u.paragraph and not lines[-1].endswith(":"):
@@ -277,5 +407,7 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
     return lines
 
 
-RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, ANSWER_TYPE_WEIGHT, [p.pattern for _, p in ANSWER_TYPES], words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "v1"])[:16]
+RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
+                        INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
+                        FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
+                        "section: unit", "v2"])[:16]

@@ -167,7 +167,7 @@ def dashboard(request):
         "shadow_wrong": wrong["by_layer"].get("shadow"), "wrong_answers": data["wrong_answers"],
         "wrong_by_intent": [{"stratum": s, "intent": i, "rate": r} for (s, i), r in wrong["by_intent"].items()],
         "economics": data["economics"], "prices": data["prices"], "rate_chart": rate_chart,
-        "admission": data["admission"],
+        "admission": data["admission"], "incomplete": data["incomplete"],
         "volume_chart": volume_chart, "model_chart": _model_side_chart(period, tenant),
         "model_servers": selectors.prefix_cache_latest(), "ranges": list(RANGES) + ["custom"], "modes": Tenant.SemanticMode.choices,
         "can_switch_mode": request.user.has_perm("core.change_semantic_mode"),

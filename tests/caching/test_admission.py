@@ -121,7 +121,7 @@ def test_an_answer_cut_off_by_the_token_limit_is_not_stored(acme):
     result, event, key, _ = fresh(acme, "What is your return policy?", ("Unused items go back within 30 [1]", "length"))
     assert result.status == "answered" and event.finish_reason == "length"
     assert_not_cached(acme, event, key)
-    assert event.decisions.get(layer="admission").reason == "incomplete: finish reason 'length'"
+    assert event.decisions.get(layer="admission").reason == "truncated: finish reason 'length'"
 
 
 def test_a_model_error_is_reported_and_not_stored(acme):
@@ -166,4 +166,4 @@ def test_a_real_answer_cut_off_by_the_token_limit_is_not_stored(acme, model_serv
     assert event.finish_reason == "length" and event.completion_tokens == 4
     assert_not_cached(acme, event, probe.key)
     assert event.decisions.get(layer="admission").reason in (
-        "incomplete: finish reason 'length'", "not an answer (not_covered)")
+        "truncated: finish reason 'length'", "not an answer (not_covered)")

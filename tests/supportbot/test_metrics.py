@@ -91,7 +91,7 @@ def test_an_admission_refusal_is_counted_by_reason_code(client, acme):
     with scripted_model(("Unused items can be returned within 30 days of delivery [1]", "length")):
         assert ask(client, "How do returns work?")["cache"]["layer"] == "none"
     after = scrape(client)
-    labels = (("reason", "incomplete"), ("tenant", "acme"))
+    labels = (("reason", "truncated"), ("tenant", "acme"))
     assert after[("ask_admission_refusals_total", labels)] - before.get(("ask_admission_refusals_total", labels), 0) == 1
 
 
@@ -114,7 +114,8 @@ def test_with_a_token_every_scrape_must_bear_it(client, settings):
 @pytest.mark.parametrize("reason, code", [
     ("not an answer (not_covered)", "not_an_answer"),
     ("ungrounded facts: $5, help@example.com", "ungrounded_facts"),
-    ("incomplete: finish reason 'length'", "incomplete"),
+    ("truncated: finish reason 'length'", "truncated"),
+    ("incomplete: asks for a duration for Canada; the answer states none", "incomplete"),
     ("uncited", "uncited"),
 ])
 def test_reason_codes_are_bounded(reason, code):

@@ -1,0 +1,335 @@
+"""What a question asks for, and for whom: the kind of fact it wants and the case it is asked for.
+
+The kind is one of ``amount`` (how much, a price, a fee, a rate), ``duration`` (how long, until
+when), ``count`` (how many), ``clock`` (a time of day: opening hours), ``contact`` (a phone number or
+an e-mail address), ``name`` (which carrier, where), ``yesno`` (do you, can I) or None (how do I: the
+answer is a procedure, not a fact). The case is what the help centre states a fact separately for:
+a country, a plan or membership, a product line ("How much is Plus in the UK?" asks for an amount for
+the UK and Plus). The extractive answerer leads with the sentence that states the asked kind for the
+asked case, and admission's completeness check (``completeness``) refuses an answer that states none.
+
+English and German, by patterns: a question in another locale gets no kind and no case, and then
+only the other checks apply.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from caching.answer_checks.facts import QUANTITY, UNITS, quantities
+from caching.answer_checks.text import terms
+
+KINDS = ("amount", "duration", "count", "clock", "contact", "name", "yesno")
+FACT_KINDS = frozenset({"amount", "duration", "count", "clock", "contact"})  # a figure an answer must hold
+
+# A yes/no question starts with an auxiliary ("Do you ship ...", "Kann ich ...").
+YES_NO_QUESTION = re.compile(
+    r"^\s*(?:(?:hi|hello|hallo)\b[\s,!.]*)?(?:do|does|did|can|could|is|are|was(?!\s+(?:kost|ist|sind|passiert|muss|kann|gilt|bekomme|mache|tue|brauche|bedeutet))|were|will|would|should|shall|may|might|"
+    r"have|has|am|kann|können|kannst|darf|dürfen|gibt|ist|sind|muss|müssen|habe|haben|hat|wird|werden|liefern|"
+    r"liefert|bieten|bietet|akzeptieren|akzeptiert|nehmen|nehmt|verschicken|versendet|versenden|erstatten|"
+    r"erstattet|zahle|zahlen)\b", re.IGNORECASE)
+_TIME_UNIT = r"(?:minutes?|hours?|days?|business days|weeks?|months?|years?|minuten|stunden|tagen?|werktagen?|wochen|" \
+             r"monaten?|jahren?)"
+# Most specific first: "how many days" is a duration, "how much time" too.
+_KIND_PATTERNS = (
+    ("duration", re.compile(
+        rf"\bhow long\b|\bhow soon\b|\bhow quickly\b|\bhow fast\b|\bhow many {_TIME_UNIT}\b|\bhow much time\b|"
+        rf"\buntil when\b|\bby when\b|\bwhen do(?:es)? .{{0,40}}\bexpire|\bfor how long\b|\bwithin what time\b|"
+        rf"\bwie lange\b|\bbis wann\b|\bwie schnell\b|\bwie viele {_TIME_UNIT}\b|\bwie viel zeit\b|\bwann verf[äa]ll",
+        re.I)),
+    ("amount", re.compile(
+        r"\bhow much\b|\bwhat does .{0,60}\bcost\b|\bcosts?\b|\bprices?\b|\bfees?\b|\bsurcharge\b|\bcharge for\b|"
+        r"\b(?:vat|tax) rate\b|\brate\b|\bminimum\b|\bmaximum\b|\blimit\b|\bkostet\b|\bkosten\b|\bpreis|\bgebühr|"
+        r"\bzuschlag|\bwie hoch\b|\bwie viel\b|\bsteuersatz|\bmindest|\bhöchst", re.I)),
+    ("count", re.compile(r"\bhow many\b|\bwie viele\b|\bmit wie vielen\b|\bnumber of\b|\banzahl\b", re.I)),
+    ("clock", re.compile(
+        r"\bwhat time\b|\bopening hours\b|\bsupport hours\b|\boffice hours\b|\bhours\b|\bwhen (?:are|is) .{0,30}\bopen\b|"
+        r"\bwhen can i (?:call|reach)\b|\berreichbar\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist) .{0,30}\bgeöffnet",
+        re.I)),
+    ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\bwhich number\b|\be-?mail address\b|\btelefonnummer\b|"
+                           r"\bnummer\b|\be-?mail-adresse\b", re.I)),
+    ("name", re.compile(r"^\s*(?:which|who|where|what carrier|welche[rsmn]?|wer|wo|wohin|mit welchem)\b", re.I)),
+)
+
+# Cases the help centre states facts separately for. Each alias is a regular expression; those in
+# ``_CASED`` are matched case-sensitively ("US", not the pronoun "us").
+CASES: dict[str, dict[str, tuple[str, ...]]] = {
+    "country": {
+        "United States": (r"united states", r"contiguous", r"\bUSA?\b", r"\bU\.S\.", r"\bamerica\b", r"\busa\b",
+                          r"\bvereinigten? staaten", r"\bin den USA\b"),
+        "Canada": (r"\bcanad(?:a|ian)\b", r"\bkanad(?:a|ische[nrs]?)\b"),
+        "United Kingdom": (r"united kingdom", r"\bUK\b", r"\bbrit(?:ain|ish)\b", r"\bengland\b", r"großbritannien",
+                           r"\bvereinigte[ns]? königreich"),
+        "Germany": (r"\bgermany\b", r"\bdeutschland\b"),
+        "Austria": (r"\baustria\b", r"\bösterreich\b"),
+        "Mexico": (r"\bmexic(?:o|an)\b", r"\bmexiko\b"),
+        "Alaska and Hawaii": (r"\balaska\b", r"\bhawaii\b"),
+    },
+    "plan": {
+        "Plus": (r"\bplus\b",),
+        "Pro": (r"\bpro\b",),
+        "Premier": (r"\bpremier\b",),
+        "Free plan": (r"\bfree plan\b", r"\bon free\b", r"\bthe free\b(?= plan)"),
+    },
+    "product": {
+        "refurbished": (r"\brefurbished\b", r"\brenewed\b", r"generalüberholt"),
+        "sale": (r"\bsale items?\b", r"\bon sale\b", r"\bduring a sale\b", r"\breduced price", r"\breduziert\w* (?:artikel|preis|ware)",
+                 r"\bim sale\b", r"\bclearance\b"),
+        "personalised": (r"\bengrav", r"\bpersonali[sz]", r"\bgraviert", r"\bmonogram"),
+        "bulky": (r"\bbulky\b", r"\bsperrig", r"\bfreight\b", r"\bover 50 lb\b", r"\blarge (?:items?|tvs?)\b"),
+        "business": (r"\bbusiness partner\b", r"\bbusiness account\b"),
+        "replacement": (r"\breplacement items?\b", r"\badvance replacement\b", r"\bersatzartikel\b",
+                        r"\bvorab-austausch\b"),
+    },
+}
+_CASED = frozenset({r"\bUSA?\b", r"\bUK\b", r"\bU\.S\.", r"\bin den USA\b"})
+
+
+def _compile(aliases: tuple[str, ...]) -> re.Pattern:
+    loose = [a for a in aliases if a not in _CASED]
+    return re.compile("|".join(([f"(?i:{'|'.join(loose)})"] if loose else []) + [a for a in aliases if a in _CASED]))
+
+
+_CASE_PATTERNS = {family: {case: _compile(aliases) for case, aliases in cases.items()}
+                  for family, cases in CASES.items()}
+# An amount in a country's currency is that country's figure.
+CURRENCY_COUNTRY = {"usd": "United States", "cad": "Canada", "gbp": "United Kingdom", "mxn": "Mexico"}
+EURO_COUNTRIES = frozenset({"Germany", "Austria"})
+# Families whose cases admission's completeness check holds an answer to: a figure for another
+# country or plan is another customer's answer. Product lines only steer the extractive answerer.
+CHECKED_FAMILIES = ("country", "plan")
+
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:a\.?m\.?|p\.?m\.?|uhr)(?!\w)|\bnoon\b|\bmittags?\b|\b24/7\b|"
+                    r"\b24 hours a day\b|\brund um die uhr\b", re.I)
+_CONTACT = re.compile(r"\+?\d[\d ()./-]{6,}\d|[\w.+-]+@[\w-]+\.[\w.]+")
+# Durations and amounts said in words: "immediately", "the same day", "at no extra cost", "kostenlos".
+_DURATION_WORDS = re.compile(
+    r"\bimmediately\b|\bstraight away\b|\bsame day\b|\bnext (?:business )?day\b|\bnever expires?\b|"
+    r"\bfor the life of\b|\bat any time\b|\bsofort\b|\bam selben tag\b|\bnächste[nr]? werktag|\bverfällt nie\b|"
+    r"\bunbegrenzt\b|\bjederzeit\b", re.I)
+_FREE_WORDS = re.compile(r"(?-i:\bfree\b|^Free\b)|\bno (?:extra |additional )?(?:charge|cost|fee)\b|\bat no (?:extra )?cost\b|"
+                         r"\bnothing (?:extra )?to pay\b|\bdoes not charge\b|\bdon't charge\b|\bnot charge\b|"
+                         r"\bkostenlos\b|\bgratis\b|\bohne aufpreis\b|\bkeine gebühr|\bnicht berechnet|\bberechnen wir \W*nicht",
+                         re.I)
+_NUMBER_WORD = re.compile(r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|zwei|drei|vier|fünf|sechs|"
+                          r"sieben|acht|neun|zehn|zwölf)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Asked:
+    kind: str | None  # one of KINDS, or None
+    cases: dict[str, str]  # family -> case ("country" -> "United Kingdom")
+
+    @property
+    def wants_fact(self) -> bool:
+        return self.kind in FACT_KINDS
+
+    def describe(self) -> str:
+        for_ = " and ".join(self.cases.values())
+        return f"{_ARTICLE.get(self.kind, 'a ')}{self.kind}" + (f" for {for_}" if for_ else "")
+
+
+_ARTICLE = {"amount": "an ", "yesno": "a "}
+
+
+def asked(question: str) -> Asked:
+    return Asked(kind=kind_of(question), cases=cases_in(question))
+
+
+def kind_of(question: str) -> str | None:
+    """The kind of fact a question wants (``KINDS``), or None."""
+    if YES_NO_QUESTION.match(question) and not re.search(r"\bhow\b|\bwie\b", question, re.I):
+        return "yesno"
+    for name, pattern in _KIND_PATTERNS:
+        if pattern.search(question):
+            return name
+    return None
+
+
+def cases_in(text: str) -> dict[str, str]:
+    """The case of each family a text names, where it names exactly one ("in the UK" -> United Kingdom)."""
+    out = {}
+    for family, named in all_cases_in(text).items():
+        if len(named) == 1:
+            out[family] = next(iter(named))
+    return out
+
+
+def all_cases_in(text: str, *, with_currency: bool = False) -> dict[str, set[str]]:
+    """Every case of each family a text names; with ``with_currency`` an amount's currency names its country."""
+    out: dict[str, set[str]] = {}
+    for family, cases in _CASE_PATTERNS.items():
+        named = {case for case, pattern in cases.items() if pattern.search(text)}
+        if named:
+            out[family] = named
+    if with_currency:
+        _, _, amounts = quantities(text)
+        countries = set()
+        for currency, _ in amounts:
+            countries |= EURO_COUNTRIES if currency == "eur" else {CURRENCY_COUNTRY.get(currency, "")}
+        countries.discard("")
+        if countries:
+            out.setdefault("country", set()).update(countries)
+    return out
+
+
+def labels_of(text: str, section: str = "", title: str = "", *, with_currency: bool = False) -> dict[str, set[str]]:
+    """The cases a unit of an article is labelled with: those its text or its section names (an amount's
+    currency its country, ``with_currency``), and for a family neither names, the one case the
+    article's title names ("Acme Plus membership"; not "Free, Pro and Premier plans": an overview)."""
+    labels = all_cases_in(f"{section}\n{text}", with_currency=with_currency)
+    for family, named in all_cases_in(title).items():
+        if family not in labels and len(named) == 1:
+            labels[family] = set(named)
+    return labels
+
+
+def kinds_in(text: str) -> set[str]:
+    """The kinds of fact a text states: "amount", "duration", "count", "clock", "contact"."""
+    numbers, measures, amounts = quantities(text)
+    found = set()
+    if any(unit != "percent" for _, unit in measures) or _DURATION_WORDS.search(text):
+        found.add("duration")
+    if amounts or any(unit == "percent" for _, unit in measures) or _FREE_WORDS.search(text):
+        found.add("amount")
+    if _CLOCK.search(text):
+        found.add("clock")
+    if _CONTACT.search(text):
+        found.add("contact")
+    if numbers or _NUMBER_WORD.search(text):
+        found.add("count")
+    return found
+
+
+def states(kind: str | None, text: str) -> bool:
+    """Whether a text states a fact of this kind (a kind that is no figure is stated by any text)."""
+    if kind not in FACT_KINDS:
+        return True
+    return kind in kinds_in(text)
+
+
+def case_fit(wanted: dict[str, str], labels: dict[str, set[str]]) -> int:
+    """+1: the text is labelled with the asked case of some family; -1: it is labelled only with other
+    cases of a family the question asks about; 0: neither (it names no case of those families)."""
+    fit = 0
+    for family, case in wanted.items():
+        named = labels.get(family)
+        if not named:
+            continue
+        if case in named:
+            fit = max(fit, 1)
+        elif fit == 0:
+            fit = -1
+    return fit
+
+
+VERSION_BASE = [p.pattern for _, p in _KIND_PATTERNS] + [YES_NO_QUESTION.pattern, _CLOCK.pattern, _CONTACT.pattern,
+                                                    _DURATION_WORDS.pattern, _FREE_WORDS.pattern,
+                                                    sorted((f, sorted(c.items())) for f, c in CASES.items())]
+
+
+# Words that say which kind of fact is wanted, not what it is about ("how much does Plus cost").
+_TRIGGERS = frozenset(terms("cost costs price prices fee fees charge charges take takes long much many time times "
+                            "get valid kostet kosten preis preise gebühr gebühren dauert dauer lange hoch viel viele "
+                            "zeit wann gilt gültig"))
+PROXIMITY_CHARS = 80  # how near a figure the question's words must be to be what it is about
+
+
+def case_terms(text: str) -> set[str]:
+    """The content words of the case names in a text ("United Kingdom" -> {"unite", "kingd"})."""
+    words = set()
+    for named in _CASE_PATTERNS.values():
+        for pattern in named.values():
+            for m in pattern.finditer(text):
+                words |= terms(m.group(0))
+    return words
+
+
+def focus_terms(question: str, *, cases: bool = True) -> set[str]:
+    """The question's content words that say what the fact is about: not the words asking for a kind
+    ("cost", "how long"), and, without ``cases``, not the names of the asked case either."""
+    return terms(question) - _TRIGGERS - (set() if cases else case_terms(question))
+
+
+# A text about one plan's or membership's own terms names it first: "Premier: free Standard shipping",
+# "Plus members get ...", "Plus costs $49", "Pro-Mitglieder ..."; not "Phone (Pro and Premier plans): ..."
+# (what the plans include) nor "Free Standard shipping" (no plan at all).
+_PLAN_SUBJECT = re.compile(r"^[\s•*-]*(?:Acme[\s-]+)?(Plus|Pro|Premier|Free(?=\s*:|\s+plan\b))\b")
+# Special cases a sentence can be about that a question must name to be asked about: "A replacement
+# item keeps ... 6 months" is not the warranty on products, "Items bought ... during a sale can be
+# returned within 14 days" is not the return window.
+SPECIAL_FAMILIES = ("product",)
+
+
+def plan_subject(text: str) -> str | None:
+    """The plan or membership whose own figure a text states ("Premier: $19 per month" -> Premier)."""
+    m = _PLAN_SUBJECT.match(text)
+    if not m:
+        return None
+    return "Free plan" if m.group(1) == "Free" else m.group(1)
+
+
+def special_fit(wanted: Asked, text: str) -> int:
+    """-1 when a unit states the figure of a plan, or of a special case (a product line), that the
+    question does not ask about ("Premier: $19 per month" for the Pro plan's price, "Items bought on
+    sale can be returned within 14 days" for the return window); +1 for the asked plan's own figure."""
+    plan = plan_subject(text)
+    if plan:
+        return 1 if wanted.cases.get("plan") == plan else -1
+    for family in SPECIAL_FAMILIES:
+        if family not in wanted.cases and all_cases_in(text).get(family):
+            return -1
+    return 1
+
+
+# An instruction, a step of a procedure: "To join, go to ...", "Ship the item within 10 days", "Öffnen Sie ...".
+_INSTRUCTION = re.compile(
+    r"^[\s•*-]*(?:\d{1,3}[.)]\s*)?(?:to \w+[^,]{0,40},\s*)?(?P<verb>go|click|open|choose|select|enter|sign in|tick|type|pack|"
+    r"drop|take|make sure|ship|send|bring|mail|print|upload|describe|zum \w+ öffnen|öffnen sie|klicken sie|"
+    r"wählen sie|geben sie|melden sie|verpacken sie|schicken sie|senden sie)\b", re.I)
+
+
+def instruction_verb(text: str) -> str | None:
+    """The verb a text instructs with ("ship", "pack"), or None for a text that is no instruction."""
+    m = _INSTRUCTION.match(text)
+    return m.group("verb").lower() if m else None
+
+
+def figure_spans(kind: str | None, text: str) -> list[tuple[int, int]]:
+    """Where in a text its figures of a kind are (character spans)."""
+    if kind == "clock":
+        return [m.span() for m in _CLOCK.finditer(text)]
+    if kind == "contact":
+        return [m.span() for m in _CONTACT.finditer(text)]
+    spans = []
+    for m in QUANTITY.finditer(text):
+        unit = UNITS.get((m.group("unit") or "").lower())
+        money = m.group("cur1") or m.group("cur2") or unit == "percent"
+        if kind == "count" or (kind == "amount" and money) or (kind == "duration" and unit and unit != "percent"):
+            spans.append(m.span())
+    if kind == "amount":
+        spans += [m.span() for m in _FREE_WORDS.finditer(text)]
+    if kind == "duration":
+        spans += [m.span() for m in _DURATION_WORDS.finditer(text)]
+    return spans
+
+
+def proximity(focus: set[str], kind: str | None, text: str) -> float:
+    """The largest share of the focus words found within PROXIMITY_CHARS of one figure of the kind
+    (the figure's own words left out: "at no extra cost" is no cost named beside a figure)."""
+    if not focus:
+        return 0.0
+    best = 0
+    for start, end in figure_spans(kind, text):
+        near = terms(f"{text[max(0, start - PROXIMITY_CHARS):start]} {text[end:end + PROXIMITY_CHARS]}")
+        best = max(best, len(focus & near))
+    return best / len(focus)
+
+
+def trigger_terms(question: str) -> set[str]:
+    """The question's words asking for the kind of fact ("cost", "kostet", "fee"): said beside a figure,
+    they say it is the figure asked for ("Plus costs $49")."""
+    return terms(question) & _TRIGGERS
+
+
+VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern]

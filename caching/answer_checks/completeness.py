@@ -1,0 +1,147 @@
+"""Completeness: an answer to a question that wants a fact states that fact, for the asked case.
+
+"How long does shipping to the UK take?" wants a duration for the United Kingdom. An answer quoting
+the article's neighbouring sentences ("Delivery times below are counted in business days") states
+none; one quoting the US list ("Standard (3-5 business days): $4.95") states another country's.
+Either is shown to the asker (it is still the help centre's text) but never cached, and the refusal
+(``incomplete`` with its reason) is counted per tenant and per article on the staff dashboard, so an
+article that cannot answer a frequent question is seen.
+
+What the question wants comes from ``asked``. An answer is complete when one of its lines states a
+fact of the wanted kind (an amount, a duration, a count, a time of day, a phone number or e-mail
+address), not as the own figure of a plan or product line the question does not ask about
+("Premier: $19 per month" for the Pro plan), nor as the deadline of a step the question does not ask
+about ("Ship the item within 10 days" for "How long do I have to return an item?"), about what the question asks (the line, its section
+or the article it is quoted from, or for a model's own words any cited section, holds one of the question's words: "Standardversand" is not
+answered by "Plus kostet 45 € pro Jahr in Deutschland"), and, when the question names a country or
+a plan that the passages name too, that line is
+labelled with it (the line, or the section line it is listed under, names it, or an amount is in
+its currency), or it names no case and its figure is not one the passages give only for other
+cases. A figure of another case standing unlabelled beside the right one is refused as
+``mixed_cases``: the customer cannot tell which applies. A yes/no question about a country is
+complete only if the answer speaks of a country: that one, or those the rule applies to.
+"""
+from __future__ import annotations
+
+import re
+
+from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit, focus_terms,
+                                         instruction_verb, kinds_in, special_fit)
+from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
+from caching.answer_checks.context import ranges
+from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, number
+from caching.answer_checks.text import CITATION_MARKER, sentences_of, terms
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_CLOCK = re.compile(r"\b\d{1,2}[:.]\d{2}\b")
+
+
+def labelled_lines(text: str, heading: str = "") -> list[tuple[str, str]]:
+    """Each non-empty line of a text with what labels it: its section heading and, for a list item
+    or a table row, the line that introduces the list ("United Kingdom:")."""
+    out, lead_in = [], heading
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line:
+            lead_in = heading
+            continue
+        if _LIST_ITEM.match(line) or line.startswith("|"):
+            out.append((lead_in, line))
+        else:
+            out.append((heading, line))
+            if line.endswith(":"):
+                lead_in = f"{heading}\n{line}"
+    return out
+
+
+def foreign_instruction(line: str, asked_words: set[str]) -> bool:
+    """A step of a procedure whose action the question does not ask about: its figure is that step's
+    deadline ("Ship the item within 10 days" is no answer to "How long do I have to return an item?")."""
+    verb = instruction_verb(line)
+    return verb is not None and not terms(verb) & asked_words
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\W+", " ", text.casefold()).strip()
+
+
+def source_heading(line: str, sections: tuple[tuple[str, str], ...]) -> str:
+    """The heading (article title and section) of the cited section a quoted line comes from; for a
+    line quoted from none (a model's own words), the headings of every cited section."""
+    quoted = _plain(_LIST_ITEM.sub("", line))[:60]
+    found = next((heading for heading, text in sections if quoted in _plain(text)), None) if len(quoted) >= 12 else None
+    return found if found is not None else "\n".join(heading for heading, _ in sections)
+
+
+def figures(kind: str, text: str) -> set:
+    """The figures of a kind a text states, whole ("3–5 business days" is one figure, not 3 and 5),
+    comparable between answer and passages."""
+    if kind == "clock":
+        return set(_CLOCK.findall(text)) | ranges(text)
+    out = set()
+    for m in QUANTITY.finditer(text):
+        unit = UNITS.get((m.group("unit") or "").lower(), "")
+        currency = CURRENCIES.get((m.group("cur1") or m.group("cur2") or "").lower(), "")
+        if kind == "amount" and not (currency or unit == "percent"):
+            continue
+        if kind == "duration" and (not unit or unit == "percent"):
+            continue
+        out.add((number(m.group("num")), number(m.group("num2") or ""), unit, currency))
+    return out
+
+
+class CompletenessCheck(AnswerCheck):
+    code = "incomplete"
+
+    def refusal(self, evidence: Evidence) -> Refusal | None:
+        wanted = asked(evidence.question)
+        answer = CITATION_MARKER.sub("", evidence.answer)
+        sources = ([line for heading, text in evidence.sections for line in labelled_lines(text, heading)]
+                   if evidence.sections else labelled_lines(evidence.passages_text))
+        source_text = "\n".join(f"{h}\n{t}" for h, t in sources) or evidence.passages_text
+        named = all_cases_in(source_text)
+        cases = {f: c for f, c in wanted.cases.items() if f in CHECKED_FAMILIES and c in named.get(f, ())}
+        lines = labelled_lines(answer)
+        if wanted.kind == "yesno":  # the rule for the asked country, or for the countries it applies to
+            country = cases.get("country")
+            if country and not any(all_cases_in(f"{h}\n{t}").get("country") for h, t in lines):
+                return Refusal(self.code, f"asks whether, for {country}; the answer speaks of no country")
+            return None
+        if wanted.kind not in FACT_KINDS:
+            return None
+        asked_words = terms(evidence.question)
+        stating = [(h, t) for h, t in lines if any(
+            wanted.kind in kinds_in(sentence) and special_fit(wanted, sentence) >= 0
+            and not foreign_instruction(sentence, asked_words) for sentence in sentences_of(t))]
+        if not stating:
+            return Refusal(self.code, f"asks for {wanted.describe()}; the answer states none")
+        about = focus_terms(evidence.question, cases=False) - terms(evidence.known_names)
+        if about and not any(about & terms(f"{h}\n{t}\n{source_heading(t, evidence.sections)}") for h, t in stating):
+            return Refusal(self.code, f"asks for {wanted.describe()}; the answer states one, but not of "
+                                      f"{', '.join(sorted(about))}")
+        if not cases:
+            return None
+        money = wanted.kind == "amount"
+        judged = [(case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=money)),
+                   self._only_for_other_cases(wanted.kind, t, cases, sources), t) for h, t in stating]
+        right = [t for fit, foreign, t in judged if fit >= 0 and not foreign]
+        unlabelled = [t for fit, foreign, t in judged if fit >= 0 and foreign]  # or labelled as the asked case
+        if right and unlabelled:
+            return Refusal("mixed_cases", f"another case's figure stands unlabelled beside the answer: "
+                                          f"{unlabelled[0][:80]!r}")
+        if right:
+            return None
+        for_ = " and ".join(cases.values())
+        return Refusal(self.code, f"asks for {wanted.describe()}; the answer states it only for other cases than "
+                                  f"{for_}")
+
+    @staticmethod
+    def _only_for_other_cases(kind: str, line: str, cases: dict[str, str], sources: list[tuple[str, str]]) -> bool:
+        """Whether every figure of the kind on an unlabelled answer line is, in the passages, only on
+        lines labelled with other cases of the asked families."""
+        stated = figures(kind, line)
+        if not stated:
+            return False
+        fits = [case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=kind == "amount"))
+                for h, t in sources if figures(kind, t) & stated]
+        return bool(fits) and all(fit == -1 for fit in fits)

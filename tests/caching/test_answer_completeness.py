@@ -1,0 +1,163 @@
+"""Completeness and case: what a question asks for (``asked``), an answer that lacks it or states it
+for another case (``completeness``), and a yes or no borne out only by the asked case's sentences
+(``polarity``). Check by check on the demo articles' own sections; through admission (shown, recorded
+as ``incomplete``, stored nowhere, counted per tenant and article on the dashboard); and on the
+model answerer's path."""
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from caching import stats
+from caching.answer_checks import Evidence
+from caching.answer_checks.asked import asked
+from caching.answer_checks.completeness import CompletenessCheck
+from caching.answer_checks.polarity import PolarityCheck
+from caching.models import AskEvent, SemanticEntry
+from core.redis_client import get_redis
+from ingestion.parsing import chunk_markdown, parse_article
+from supportbot import pipeline
+from tests.caching.helpers import decided, offer, scripted_model
+
+KB = Path(__file__).resolve().parents[2] / "kb"
+
+
+def article(path: str) -> tuple[tuple[str, str], ...]:
+    """(heading, text) of each section of a demo article, as retrieval hands them to admission."""
+    parsed = parse_article((KB / path).read_text())
+    return tuple((c.heading, c.text) for c in chunk_markdown(parsed.title, parsed.body, 4000))
+
+
+def evidence(question: str, answer: str, path: str, locale: str = "en") -> Evidence:
+    sections = article(path)
+    return Evidence(question, answer, "\n".join(f"{h}\n{t}" for h, t in sections), locale, sections=sections)
+
+
+@pytest.mark.parametrize("question, kind, cases", [
+    ("How long does shipping to the United Kingdom take?", "duration", {"country": "United Kingdom"}),
+    ("How much does Plus cost in the UK?", "amount", {"country": "United Kingdom", "plan": "Plus"}),
+    ("Was kostet Acme Plus?", "amount", {"plan": "Plus"}),  # "Was" is German "what", not "was"
+    ("Wie lange dauert der Expressversand nach Österreich?", "duration", {"country": "Austria"}),
+    ("How many backup codes do I get?", "count", {}),
+    ("What are the phone support hours on Saturday?", "clock", {}),
+    ("What is the phone number for support in the UK?", "contact", {"country": "United Kingdom"}),
+    ("Which carrier delivers orders in Canada?", "name", {"country": "Canada"}),
+    ("Do you ship to Canada?", "yesno", {"country": "Canada"}),
+    ("How do I reset my password?", None, {}),
+    ("Can you contact us about my order?", "yesno", {}),  # "us" the pronoun is no country
+])
+def test_what_a_question_asks_for(question, kind, cases):
+    wanted = asked(question)
+    assert (wanted.kind, wanted.cases) == (kind, cases)
+
+
+UK = "How long does shipping to the United Kingdom take?"
+SHIPPING = "acme/en/shipping-times-and-costs.md"
+
+
+@pytest.mark.parametrize("question, answer, path, code", [
+    # the asked fact missing: the article's neighbouring sentence
+    (UK, "Delivery times below are counted in business days (Monday to Friday, excluding public holidays) from "
+         "the day your order ships. [1]", SHIPPING, "incomplete"),
+    # another case's figure, unlabelled
+    (UK, "Standard (3–5 business days): $4.95, free on orders over $75 [1]", SHIPPING, "incomplete"),
+    # the right figure, and another country's standing unlabelled beside it
+    (UK, "United Kingdom:\n• Standard (4–7 business days): £5.95, free on orders over £70\n"
+         "• Standard (5–8 business days): CA$9.95, free on orders over CA$100 [1]", SHIPPING, "mixed_cases"),
+    # a German answer quoting the neighbouring article's figure (Plus, not shipping)
+    ("Was kostet der Standardversand nach Deutschland?", "Bestellungen nach Deutschland werden in Leipzig verpackt. [1]",
+     "acme/de/shipping-times-and-costs.md", "incomplete"),
+    ("How many backup codes do I get with two-factor authentication?",
+     "Save your backup codes somewhere safe, not on the same phone. [1]", "acme/en/two-factor-authentication.md",
+     "incomplete"),
+    ("Do you ship to Canada?", "We currently do not ship to any other country, including Switzerland. [1]",
+     "acme/en/shipping-countries.md", "incomplete"),
+])
+def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question, answer, path, code):
+    refusal = CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en"))
+    assert refusal is not None and refusal.code == code, refusal
+
+
+@pytest.mark.parametrize("question, answer, path", [
+    (UK, "United Kingdom:\n• Standard (4–7 business days): £5.95, free on orders over £70\n"
+         "• Express (2–3 business days): £12.95 [1]", SHIPPING),
+    ("How much does Plus cost in the UK?", "Plus costs $49 per year (CA$65 in Canada, £42 in the UK, €45 in Germany "
+                                           "and Austria). [1]", "acme/en/plus-membership.md"),
+    ("How long do I have to return an item?", "If something isn't right, you can send it back within 30 days of "
+                                              "delivery. [1]", "acme/en/return-policy.md"),
+    ("Was kostet der Standardversand nach Deutschland?",
+     "Deutschland und Österreich:\n• Standard mit DHL (2–4 Werktage): 4,95 €, kostenlos ab einem Bestellwert über "
+     "75 € [1]", "acme/de/shipping-times-and-costs.md"),
+    ("How do I reset my password?", "Click Forgot password on the sign-in page. [1]", "acme/en/password-reset.md"),
+])
+def test_an_answer_stating_the_asked_fact_for_the_asked_case_passes(question, answer, path):
+    assert CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en")) is None
+
+
+def test_a_yes_or_no_counts_only_sentences_about_the_asked_case():
+    """Canada's "no Saturday delivery" says nothing of the UK, where Royal Mail delivers on Saturdays."""
+    question = "Is Saturday delivery available in Canada?"
+    no = evidence(question, "No, there is no Saturday delivery option for Canadian orders. [1]",
+                  "acme/en/weekend-delivery.md")
+    assert PolarityCheck().refusal(no) is None
+    uk = evidence("Is Saturday delivery available in Germany?", "No. There is no Saturday delivery option. [1]",
+                  "acme/en/weekend-delivery.md")
+    refusal = PolarityCheck().refusal(uk)
+    assert refusal is not None and refusal.code == "polarity", refusal
+
+
+def asker(tenant) -> pipeline.Asker:
+    return pipeline.Asker(tenant, "en")
+
+
+def test_an_incomplete_answer_is_shown_recorded_and_stored_nowhere_and_counted_on_the_dashboard(
+        client, acme, django_user_model):
+    text = ("Delivery times below are counted in business days (Monday to Friday, excluding public holidays) from "
+            "the day your order ships. [1]")
+    state = offer(asker(acme), UK, text, article="shipping-times-and-costs", containing="Delivery times below",
+                  checks=True)
+    assert not state.admitted and state.answer == text  # shown to the asker as it is
+    reason = decided(state, "admission").reason
+    assert reason.startswith("incomplete: asks for a duration for United Kingdom"), reason
+    assert get_redis().get(state.key) is None
+    assert not SemanticEntry.objects.filter(tenant=acme, normalized_question=state.normalized).exists()
+    event = AskEvent.objects.get(request_id=state.request_id)
+    assert event.answer == text and event.decisions.get(layer="admission").disposition == "refused"
+
+    now = timezone.now()
+    counted = stats.incomplete_answers(now - timedelta(hours=1), now + timedelta(minutes=1))
+    assert counted["total"] == 1 and counted["by_tenant"] == [(acme.slug, 1)]
+    assert counted["by_article"] == [{"tenant": acme.slug, "article": "shipping-times-and-costs",
+                                      "title": "Shipping times and costs", "answers": 1}]
+    assert dict(stats.admission_totals(now - timedelta(hours=1), now + timedelta(minutes=1))["refused"]) == {
+        "incomplete": 1}
+
+    from tests.staff.conftest import _user
+    from caching.roles import SUPPORT_AGENTS
+    client.force_login(_user("agent", SUPPORT_AGENTS))
+    html = client.get("/admin/ask/", {"range": "24h"}).content.decode()
+    row = html.split('id="incomplete-table"')[1].split('data-article="shipping-times-and-costs"')[1].split("</tr>")[0]
+    assert "Shipping times and costs" in row and ">1<" in row
+
+
+def test_the_model_answerers_answers_get_the_same_checks(acme, settings):
+    """With ASK_ANSWERER=model (vLLM), an answer lacking the asked fact and a yes/no borne out by no
+    sentence about the asked case are shown, refused, and not served again from a cache."""
+    settings.ASK_ANSWERER, settings.GENERATION_TRUST = "model", "standard"
+    incomplete = "Delivery times are counted in business days from the day your order ships [1]."
+    wrong_no = "No, there is no Saturday delivery option [1]."
+    with scripted_model(incomplete, incomplete, wrong_no, wrong_no):
+        for _ in range(2):
+            outcome = pipeline.ask(asker(acme), UK)
+            assert outcome.status == "answered" and outcome.layer == "none", outcome.layer
+            assert "counted in business days" in outcome.answer
+            admission = next(d for d in outcome.decisions if d["layer"] == "admission")
+            assert admission["disposition"] == "refused" and admission["reason"].startswith("incomplete:"), admission
+        for _ in range(2):
+            outcome = pipeline.ask(asker(acme), "Is Saturday delivery available in Germany?")
+            assert outcome.status == "answered" and outcome.layer == "none", outcome.layer
+            admission = next(d for d in outcome.decisions if d["layer"] == "admission")
+            assert admission["disposition"] == "refused" and admission["reason"].startswith("polarity:"), admission
