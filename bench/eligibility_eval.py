@@ -45,7 +45,7 @@ def embedding_fit_predict(examples: list[et.Example]):
     from sentence_transformers import SentenceTransformer
     from sklearn.linear_model import LogisticRegression
 
-    from caching.judge_train import base_model_dir
+    from modelbuild.judge_train import base_model_dir
 
     torch.set_num_threads(1)
     model = SentenceTransformer(str(base_model_dir()), device="cpu")

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from caching import judge_data
+from modelbuild import judge_data
 from caching.guards.eligibility import RULES, classify_rules
 from caching.guards.eligibility_model import (
     DATA_DIR, DEFAULT_ROOT, FEATURE_PARTS, EligibilityConfig, artefact_version, vectorizer_params,

@@ -37,7 +37,7 @@ fi
 # The semantic judge (gradient-boosted trees over pair features and a cross-encoder fine-tuned from
 # the shipped MiniLM weights on one torch thread): built once for the current training data and
 # recipe, under var/judge/<version>; about 20 minutes on 2 cores (1,146 cross-encoder steps), seconds once built.
-.venv/bin/python -m caching.judge_train --root "${SEMANTIC_JUDGE_DIR:-var/judge}"
+.venv/bin/python -m modelbuild.judge_train --root "${SEMANTIC_JUDGE_DIR:-var/judge}"
 
 # The eligibility model (a TF-IDF logistic regression, P(general) of a question): built once for the
 # current labels, data, rules and config under var/eligibility/<version>; about 2 minutes, seconds once built.

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "ingestion",
     "retrieval",
     "caching",
+    "modelbuild",
 ]
 
 MIDDLEWARE = [
@@ -246,7 +247,7 @@ SEMANTIC_AMBIGUITY_MARGIN = env.float("SEMANTIC_AMBIGUITY_MARGIN", default=0.02)
 # The least cosine at which the learned judge alone may serve (with SEMANTIC_JUDGE_SERVES); a strict match
 # keeps the per-intent floors. Unset: the judge's own, chosen when it is trained (the least cosine from which
 # what it alone serves is 99% right when its held-out calibration intents ask a dense cache,
-# caching/judge_replay.py; bench.judge_replay prints the table); docs/semantic-guards.md.
+# modelbuild/judge_replay.py; bench.judge_replay prints the table); docs/semantic-guards.md.
 SEMANTIC_JUDGE_MIN_SIMILARITY = env.float("SEMANTIC_JUDGE_MIN_SIMILARITY", default=None)
 # Whether a question only soft eligibility rules refused (first-person wording, "my" + noun, time words;
 # no hard rule) may read the semantic cache: the judge and the vetoes decide as for any question, and its

@@ -9,9 +9,9 @@ In order, the first that refuses decides:
 4. a strict match (every signature field, content term and word link equal) serves without the judge;
 5. the learned judge (``LearnedJudge``: gradient-boosted trees over ``pair_features``, the MiniLM
    cosine and the guards' soft evidence, stacked with a fine-tuned MiniLM cross-encoder,
-   ``guards.cross_encoder``; see ``caching.judge_train``): serve when its calibrated
+   ``guards.cross_encoder``; see ``modelbuild.judge_train``): serve when its calibrated
    probability that the cached answer answers the new question reaches the artefact's threshold
-   and the cosine is at least its least cosine (chosen at training, ``caching.judge_replay``;
+   and the cosine is at least its least cosine (chosen at training, ``modelbuild.judge_replay``;
    ``SEMANTIC_JUDGE_MIN_SIMILARITY`` overrides it). It reads English only: in another
    locale it abstains and the strict lexical match (every signature field, content term and word
    link equal) decides instead, as before the judge.
@@ -25,12 +25,13 @@ import json
 import logging
 import pickle
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from caching.guards import judge_recipe
 from caching.guards.cross_encoder import CrossEncoderScorer
 from caching.guards.eligibility import INTENT_FAMILIES, _analyse, soft_only
 from caching.guards.lexicon import OPPOSITE_OF, concept
@@ -167,7 +168,7 @@ class _Trees:
 
 
 class LearnedJudge:
-    """A built judge artefact (``caching.judge_train``) loaded for scoring: ``probability`` is the
+    """A built judge artefact (``modelbuild.judge_train``) loaded for scoring: ``probability`` is the
     calibrated probability that the cached question's answer is the right answer to the new one.
     Its ``model`` is the kind chosen at training: ``trees`` (or ``linear``) over ``pair_features``,
     ``cross_encoder`` (the fine-tuned MiniLM cross-encoder's logit), or ``stacked`` (a logistic
@@ -186,12 +187,12 @@ class LearnedJudge:
         point = meta if chosen else meta["alternatives"][self.kind]
         self.threshold: float = float(point["threshold"])
         # the least cosine at which it alone serves, chosen at training for the chosen model at its
-        # threshold (``caching.judge_replay``); None for an alternative model or an artefact without one
+        # threshold (``modelbuild.judge_replay``); None for an alternative model or an artefact without one
         least = meta.get("min_similarity") if chosen else None
         self.min_similarity: float | None = None if least is None else float(least)
         self.meta = meta
         with open(self.path / "model.pkl", "rb") as fh:
-            self._model = pickle.load(fh)  # noqa: S301 - our own artefact, written by caching.judge_train
+            self._model = pickle.load(fh)  # noqa: S301 - our own artefact, written by modelbuild.judge_train
         self._calibration = (np.array(point["calibration_map"]["x"]), np.array(point["calibration_map"]["y"]))
         self._trees = _Trees(self._model) if hasattr(self._model, "_predictors") else None
         self.cross_encoder = None
@@ -244,28 +245,11 @@ _learned_missing: str = ""
 _learned_lock = threading.Lock()
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """Which artefact the current training data and configs build, and where artefacts live outside
-    Django. The trainer (``caching.judge_train``, which imports this module) registers it when
-    imported; ``caching.apps`` imports the trainer at start-up. The judge never imports its trainer."""
-
-    default_root: Path
-    artefact_version: Callable[[], str]
-
-
-_recipe: Recipe | None = None
-
-
-def recipe_register(recipe: Recipe) -> None:
-    global _recipe
-    _recipe = recipe
-
-
-def _registered_recipe() -> Recipe:
-    if _recipe is None:
-        raise RuntimeError("the judge's training recipe is not registered: import caching.judge_train first")
-    return _recipe
+@cache
+def artefact_version() -> str:
+    """The version the current recipe builds (``guards.judge_recipe``), computed once a process: it
+    hashes the training data and the base model's weights."""
+    return judge_recipe.artefact_version(FEATURES)
 
 
 def judge_root() -> Path:
@@ -274,7 +258,7 @@ def judge_root() -> Path:
 
     if settings.configured:
         return Path(settings.SEMANTIC_JUDGE_DIR)
-    return _registered_recipe().default_root
+    return judge_recipe.DEFAULT_ROOT
 
 
 def learned_judge() -> LearnedJudge | None:
@@ -285,7 +269,7 @@ def learned_judge() -> LearnedJudge | None:
         return _learned
     with _learned_lock:
         if _learned is None and not _learned_missing:
-            path = judge_root() / _registered_recipe().artefact_version()
+            path = judge_root() / artefact_version()
             if (path / "judge.json").exists():
                 _learned = LearnedJudge(path)
             else:
@@ -423,7 +407,7 @@ def same_question(a_q: str, b_q: str, a_sig: dict | None = None, b_sig: dict | N
 # How every reason the learned judge gives starts: a hit with such a reason is one it alone served.
 JUDGE_REASON = "judge: "
 # How many nearest cached entries a semantic lookup judges (``caching.layers.semantic``, and the
-# replay that chooses the judge's least cosine, ``caching.judge_replay``).
+# replay that chooses the judge's least cosine, ``modelbuild.judge_replay``).
 CANDIDATES = 3
 
 

@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from caching import calibration, guards, judge_calibration, stats
+from caching import calibration, guards, stats
 from caching.pairs import PairFileError
 from caching.models import Label, ReasonCode, ReviewItem, SampledHit
 from supportbot.review import REASON_KEYS, ReviewError, label_sample, next_sample, review_confirm_wrong, \
@@ -30,6 +30,7 @@ from supportbot.review import REASON_KEYS, ReviewError, label_sample, next_sampl
 from caching.rollups import floor_hour
 from caching.thresholds import judge_threshold
 from core.models import Tenant
+from modelbuild import judge_calibration
 from supportbot.staff import charts, selectors
 from supportbot.staff.services import semantic_mode_set
 from core.tenancy import scoped_object_or_404, tenant_scope

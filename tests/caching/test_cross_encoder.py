@@ -16,7 +16,8 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from caching import guards, judge_train  # noqa: E402
+from caching import guards  # noqa: E402
+from modelbuild import judge_train  # noqa: E402
 from caching.guards.cross_encoder import CrossEncoderScorer  # noqa: E402
 
 

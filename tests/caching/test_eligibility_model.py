@@ -65,7 +65,7 @@ def digest(path: Path) -> dict[str, str]:
 
 def test_every_intent_of_clinc150_and_banking77_has_one_known_label():
     intents = json.loads((em.DATA_DIR / "eligibility_intents.json").read_text())["intents"]
-    from caching.judge_data import load_banking77, load_clinc150
+    from modelbuild.judge_data import load_banking77, load_clinc150
 
     assert {q.intent for q in load_clinc150() + load_banking77()} == set(intents)
     assert {v["category"] for v in intents.values()} == set(et.CATEGORIES) | {"exclude"}

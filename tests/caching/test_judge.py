@@ -18,7 +18,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from django.conf import settings  # noqa: E402
 
-from caching import guards, judge_data, judge_replay, judge_train  # noqa: E402
+from caching import guards  # noqa: E402
+from modelbuild import judge_data, judge_replay, judge_train  # noqa: E402
 from caching.guards.judge import pair_features  # noqa: E402
 
 
@@ -131,7 +132,7 @@ def test_the_judge_alone_serves_only_from_its_least_similarity(learned):
 
 def test_unset_the_least_similarity_is_the_one_chosen_with_the_judge(learned, monkeypatch):
     """``judge_min_similarity=None`` (``SEMANTIC_JUDGE_MIN_SIMILARITY`` unset, the default): the
-    least cosine is the artefact's own, chosen when it was trained (``caching.judge_replay``); a
+    least cosine is the artefact's own, chosen when it was trained (``modelbuild.judge_replay``); a
     judge without one never serves alone."""
     assert learned.min_similarity is not None and 0.0 <= learned.min_similarity <= 1.0
     assert learned.min_similarity == learned.meta["min_similarity"]

@@ -1,10 +1,10 @@
 """``manage.py train_judge [--force]``: build the semantic judge for the current data and recipe
-(``caching.judge_train``) under ``SEMANTIC_JUDGE_DIR``; a version already built is kept unless
+(``modelbuild.judge_train``) under ``SEMANTIC_JUDGE_DIR``; a version already built is kept unless
 ``--force``. The running processes load the new version on their next start."""
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from caching import judge_train
+from modelbuild import judge_train
 
 
 class Command(BaseCommand):
