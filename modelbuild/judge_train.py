@@ -40,7 +40,8 @@ The artefact is a directory ``<root>/<version>/`` (``model.pkl``, ``judge.json``
 (``caching.guards.judge_recipe``, which the request path reads too) hashes the data files, both configs
 and the base model, so the same inputs give the same
 directory and ``ensure_artefact`` skips a build that exists. Runs without Django:
-``python -m modelbuild.judge_train`` (bootstrap) or ``manage.py train_judge``.
+``python -m modelbuild.judge_train [--recipe small]``, ``manage.py train_judge`` or the background job
+``modelbuild.tasks.judge_build`` that ``make run`` queues (``modelbuild.services``).
 """
 from __future__ import annotations
 
@@ -63,18 +64,27 @@ from caching.guards.cross_encoder import CrossEncoderScorer
 from caching.guards.eligibility import classify_rules
 from caching.guards.judge import FEATURES, LearnedJudge, pair_features
 # the recipe (its configs, where artefacts live) is shared with the request path from below
-from caching.guards.judge_recipe import DEFAULT_ROOT, RECIPE, TrainConfig, base_model_dir, weights_digest  # noqa: F401
+from caching.guards.judge_recipe import (  # noqa: F401
+    DEFAULT_ROOT, FULL, RECIPE, RECIPES, Recipe, TrainConfig, base_model_dir, weights_digest)
 from modelbuild import judge_data, judge_replay
 from modelbuild.judge_data import Pair, PairConfig
 
 log = logging.getLogger(__name__)
 
 
-def artefact_version(config: TrainConfig = TrainConfig(), pair_config: PairConfig = PairConfig(),
-                     data_dir: Path = judge_data.DATA_DIR, model_dir: Path | None = None) -> str:
+def artefact_version(recipe: Recipe = FULL, data_dir: Path = judge_data.DATA_DIR, model_dir: Path | None = None) -> str:
     """``judge-<12 hex>`` (``guards.judge_recipe.artefact_version`` over the judge's features): the
-    version the request path loads for these configs."""
-    return judge_recipe.artefact_version(FEATURES, config, pair_config, data_dir, model_dir)
+    version the request path loads for this recipe."""
+    return judge_recipe.artefact_version(FEATURES, recipe, data_dir, model_dir)
+
+
+def recipe_questions(recipe: Recipe) -> list[judge_data.Question]:
+    """The training questions of a recipe: the ``train`` split of its datasets, its first intents only."""
+    questions = [q for q in judge_data.load_questions(recipe.datasets) if q.split == "train"]
+    if recipe.intents:
+        keep = set(sorted({q.intent for q in questions})[:recipe.intents])
+        questions = [q for q in questions if q.intent in keep]
+    return questions
 
 
 # --------------------------------------------------------------------------- features
@@ -270,8 +280,10 @@ def train_cross_encoder(out_dir: Path, pairs: list[tuple[str, str]], labels: np.
         torch.set_num_threads(threads)
     model.eval()
     encoder.save(str(out_dir))
-    return {"steps": steps, "pairs": len(pairs), "loss_first_100": float(np.mean(losses[:100])),
-            "loss_last_100": float(np.mean(losses[-100:])), "seconds": round(time.perf_counter() - started, 1)}
+    window = max(1, min(100, steps // 2))  # the first and last 100 steps; the halves of a shorter run
+    return {"steps": steps, "pairs": len(pairs), "loss_first_100": float(np.mean(losses[:window])),
+            "loss_last_100": float(np.mean(losses[-window:])), "loss_window": window,
+            "seconds": round(time.perf_counter() - started, 1)}
 
 
 def cross_encoder_key(pairs: list[tuple[str, str]], labels: np.ndarray, config: TrainConfig) -> str:
@@ -454,25 +466,27 @@ def choose_min_similarity(path: Path, questions, config: TrainConfig, progress=p
     return least, {"asked": len(rows), "by_least_cosine": {f"{k:.2f}": v for k, v in table.items()}}
 
 
-def ensure_artefact(root: Path = DEFAULT_ROOT, *, force: bool = False, progress=print) -> Path:
-    """Build the artefact for the current data and configs unless it is already there."""
-    version = artefact_version()
+def ensure_artefact(root: Path = DEFAULT_ROOT, *, recipe: Recipe = FULL, force: bool = False, progress=print) -> Path:
+    """Build the recipe's artefact for the current data and configs unless it is already there."""
+    version = artefact_version(recipe)
     out = Path(root) / version
     if (out / "judge.json").exists() and not force:
         progress(f"judge {version} already built in {out}")
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    questions = [q for q in judge_data.load_questions() if q.split == "train"]
-    train_judge(out, questions, version=version, progress=progress)
+    train_judge(out, recipe_questions(recipe), recipe.train, recipe.pairs, version=version, progress=progress)
     return out
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Build the semantic judge artefact (see modelbuild/judge_train.py).")
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default=FULL.name,
+                        help="full: the judge the app serves; small: the tests' judge, built in seconds")
     parser.add_argument("--force", action="store_true", help="rebuild even when the current version exists")
     args = parser.parse_args(argv)
-    ensure_artefact(args.root, force=args.force, progress=lambda m: print(f"train_judge: {m}", flush=True))
+    ensure_artefact(args.root, recipe=RECIPES[args.recipe], force=args.force,
+                    progress=lambda m: print(f"train_judge: {m}", flush=True))
     return 0
 
 

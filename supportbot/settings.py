@@ -253,7 +253,7 @@ SEMANTIC_JUDGE_MIN_SIMILARITY = env.float("SEMANTIC_JUDGE_MIN_SIMILARITY", defau
 # no hard rule) may read the semantic cache: the judge and the vetoes decide as for any question, and its
 # own answer is never stored (caching/guards/eligibility.py::soft_only, docs/semantic-guards.md).
 SEMANTIC_SOFT_READS = env.bool("SEMANTIC_SOFT_READS", default=True)
-# Folder of the semantic judge's artefacts (built by `manage.py train_judge` / bootstrap, one folder a version).
+# Folder of the semantic judge's artefacts (built by the judge_build job `make run` queues, or `manage.py train_judge`; one folder a version).
 SEMANTIC_JUDGE_DIR = env.path("SEMANTIC_JUDGE_DIR", default=BASE_DIR / "var" / "judge")
 # Whether the learned eligibility model may let in a question only a soft rule refused (first-person
 # wording, "my" + noun, time words), at its threshold for precision 0.99 on held-out intents; hard rules
@@ -276,7 +276,7 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Queues a worker started by `make run` consumes; production runs embedding workers apart.
-CELERY_WORKER_QUEUES = env.list("CELERY_WORKER_QUEUES", default=["default", "embedding", "purge"])
+CELERY_WORKER_QUEUES = env.list("CELERY_WORKER_QUEUES", default=["default", "embedding", "purge", "modelbuild"])
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Routes: embedding work never queues behind (or in front of) fast purges; everything else is "default".
 CELERY_TASK_ROUTES = {
@@ -284,6 +284,7 @@ CELERY_TASK_ROUTES = {
     "retrieval.tasks.*": {"queue": "embedding"},
     "caching.tasks.purge_article": {"queue": "purge"},
     "caching.tasks.purge_retrieving": {"queue": "embedding"},  # one search per cached answer: CPU work
+    "modelbuild.tasks.judge_build": {"queue": "modelbuild"},  # minutes of CPU: a worker of its own at scale
 }
 # Tasks are idempotent: ack after the work, so a worker that dies mid-task has it redelivered.
 CELERY_TASK_ACKS_LATE = True
@@ -297,6 +298,16 @@ CELERY_RESULT_EXPIRES = env.int("CELERY_RESULT_EXPIRES_S", default=86400)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # A job's lock expires this long after its last progress (a crashed worker blocks the job no longer).
 JOBS_LOCK_TTL_S = env.int("JOBS_LOCK_TTL_S", default=900)
+# Which recipe's judge the semantic layer serves (caching/guards/judge_recipe.py): "full", or "small" (the
+# tests' judge: the same code on a slice of the data, built in about a minute; not for serving customers).
+SEMANTIC_JUDGE_RECIPE = env.str("SEMANTIC_JUDGE_RECIPE", default="full")
+if SEMANTIC_JUDGE_RECIPE not in ("full", "small"):
+    raise ImproperlyConfigured(f"SEMANTIC_JUDGE_RECIPE must be 'full' or 'small', not {SEMANTIC_JUDGE_RECIPE!r}")
+# While the judge is not built, each process looks for it again this often (one stat) and serves it once
+# it appears, without a restart; until then the judge abstains and only a strict match serves.
+SEMANTIC_JUDGE_RECHECK_S = env.float("SEMANTIC_JUDGE_RECHECK_S", default=30.0)
+# `make run` queues the judge's build (a Celery job, modelbuild.tasks.judge_build) when it is not built yet.
+JUDGE_BUILD_ON_START = env.bool("JUDGE_BUILD_ON_START", default=True)
 # After a generation switch, the old vectors are dropped this much later: web processes re-read the
 # active generation every few seconds and must not search an emptied one meanwhile.
 GENERATION_DROP_GRACE_S = env.int("GENERATION_DROP_GRACE_S", default=120)

@@ -25,6 +25,7 @@ import json
 import logging
 import pickle
 import threading
+import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -242,37 +243,64 @@ class LearnedJudge:
 
 _learned: LearnedJudge | None = None
 _learned_missing: str = ""
+_learned_looked = 0.0  # time.monotonic() of the last look for a judge that was not built
 _learned_lock = threading.Lock()
 
 
+def _setting(name: str, default):
+    from django.conf import settings
+
+    return getattr(settings, name, default) if settings.configured else default
+
+
+def recipe_name() -> str:
+    """``SEMANTIC_JUDGE_RECIPE``: which recipe's artefact this process serves ("full"; the tests: "small")."""
+    return _setting("SEMANTIC_JUDGE_RECIPE", "full")
+
+
 @cache
-def artefact_version() -> str:
-    """The version the current recipe builds (``guards.judge_recipe``), computed once a process: it
-    hashes the training data and the base model's weights."""
-    return judge_recipe.artefact_version(FEATURES)
+def _artefact_version(name: str) -> str:
+    return judge_recipe.artefact_version(FEATURES, judge_recipe.RECIPES[name])
+
+
+def artefact_version(name: str | None = None) -> str:
+    """The version a recipe builds (``guards.judge_recipe``; by default the one this process serves),
+    computed once a process: it hashes the training data and the base model's weights."""
+    return _artefact_version(name or recipe_name())
 
 
 def judge_root() -> Path:
     """``SEMANTIC_JUDGE_DIR``; ``var/judge`` where Django is not configured (training, pure tests)."""
-    from django.conf import settings
+    return Path(_setting("SEMANTIC_JUDGE_DIR", judge_recipe.DEFAULT_ROOT))
 
-    if settings.configured:
-        return Path(settings.SEMANTIC_JUDGE_DIR)
-    return judge_recipe.DEFAULT_ROOT
+
+def judge_path() -> Path:
+    """Where the artefact this process serves is, or will be once built."""
+    return judge_root() / artefact_version()
+
+
+def _look_again() -> bool:
+    return time.monotonic() - _learned_looked >= _setting("SEMANTIC_JUDGE_RECHECK_S", 30)
 
 
 def learned_judge() -> LearnedJudge | None:
-    """The process's judge: the artefact built for the current data and configs, loaded once; None
-    (logged once) when it has not been built (``manage.py train_judge``)."""
-    global _learned, _learned_missing
-    if _learned is not None or _learned_missing:
+    """The process's judge: the artefact built for the current data and configs, loaded once. None while
+    it is not built (logged once): the judge abstains and only a strict match serves. Meanwhile the
+    process looks again every ``SEMANTIC_JUDGE_RECHECK_S`` seconds (one ``stat``), so a judge built in
+    the background (``modelbuild``'s judge build job) is served without a restart."""
+    global _learned, _learned_missing, _learned_looked
+    if _learned is not None or (_learned_missing and not _look_again()):
         return _learned
     with _learned_lock:
-        if _learned is None and not _learned_missing:
-            path = judge_root() / artefact_version()
-            if (path / "judge.json").exists():
+        if _learned is None and (not _learned_missing or _look_again()):
+            path = judge_path()
+            _learned_looked = time.monotonic()
+            if (path / "judge.json").exists():  # a build renames its complete folder into place
                 _learned = LearnedJudge(path)
-            else:
+                if _learned_missing:
+                    log.warning("semantic judge: %s is built, loaded; it decides from now on", path.name)
+                _learned_missing = ""
+            elif not _learned_missing:
                 _learned_missing = f"judge abstains: not built ({path.name} missing; run manage.py train_judge)"
                 log.warning("semantic judge: %s", _learned_missing)
     return _learned

@@ -31,6 +31,7 @@ from caching.rollups import floor_hour
 from caching.thresholds import judge_threshold
 from core.models import Tenant
 from modelbuild import judge_calibration
+from modelbuild.services import builds_status
 from supportbot.staff import charts, selectors
 from supportbot.staff.services import semantic_mode_set
 from core.tenancy import scoped_object_or_404, tenant_scope
@@ -180,6 +181,7 @@ def dashboard(request):
         "target": settings.CALIBRATION_TARGET_PRECISION, "locales": locales,
         "abstaining": [r["locale"] for r in locales if r["abstained"]],
         "near_misses": stats.near_miss_stats(period["start"], period["end"], tenant.pk if tenant else [t.pk for t in tenants]),
+        "builds": builds_status(),
     }, "Cache dashboard")
 
 
