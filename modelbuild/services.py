@@ -75,7 +75,8 @@ def _judge_status() -> BuildStatus:
         return BuildStatus("semantic judge", "failed", failed.finished_at,
                            f"{version}: {failed.error[:200]}; only strict matches serve (manage.py train_judge)")
     return BuildStatus("semantic judge", "missing", None,
-                       f"{version} is not built: only strict matches serve (queued by make run, or manage.py train_judge)")
+                       f"{version} is not built: only strict matches serve until it is (make run queues its build; "
+                       "manage.py train_judge builds it by hand)")
 
 
 def builds_status() -> list[BuildStatus]:

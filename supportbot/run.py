@@ -70,9 +70,11 @@ def builds_banner(settings, answerer: str) -> str:
     lines = []
     for build in services.builds_status():
         when = f" since {build.since:%Y-%m-%d %H:%M} UTC" if build.since else ""
-        state = ("building in the background, queued now (see Job runs in the admin)" if queued and build.state == "missing"
-                 else build.state)
-        lines.append(f"  {build.name.capitalize()}: {state}{when}: {build.detail}\n")
+        if queued and build.state == "missing":
+            lines.append(f"  {build.name.capitalize()}: queued now, builds in the background (Job runs in the admin); "
+                         f"until then only strict matches serve\n")
+        else:
+            lines.append(f"  {build.name.capitalize()}: {build.state}{when}: {build.detail}\n")
     if answerer == "model" and not settings.VLLM_BASE_URL:
         ready = importlib.util.find_spec("llama_cpp") is not None
         lines.append("  Embedded model: " + ("ready (llama-cpp-python installed)\n" if ready else

@@ -68,7 +68,7 @@ def test_the_make_run_banner_queues_a_missing_judge_and_says_so(empty_root, sett
     queued = []
     monkeypatch.setattr(judge_build, "delay", lambda: queued.append(1))
     banner = run.builds_banner(settings, "extractive")
-    assert queued == [1] and "Semantic judge: building in the background, queued now" in banner
+    assert queued == [1] and "Semantic judge: queued now, builds in the background" in banner
     settings.JUDGE_BUILD_ON_START = False
     assert "Semantic judge: missing" in run.builds_banner(settings, "extractive") and queued == [1]
 
