@@ -3,13 +3,15 @@ PY := .venv/bin/python
 .PHONY: run test bench bootstrap migrate demo clean-var
 
 ## make run: install, start PostgreSQL/Redis (embedded unless DATABASE_URL/REDIS_URL are set),
-## migrate, load the demo knowledge base, then run web + Celery worker + beat + model server.
+## migrate, load the demo knowledge base, then run web + Celery worker + beat (+ the embedded model
+## server when ASK_ANSWERER=model). A missing judge is built in the background (docs/first-run.md).
 run: bootstrap
 	$(PY) -m supportbot.run
 
-## make test: same bootstrap, then the whole pytest suite against the real services.
+## make test: same bootstrap with the embedded model and a browser, then the whole pytest suite against
+## the real services (the tests build their own small judge, tests/conftest.py).
 test:
-	BOOTSTRAP_BROWSER=1 bash scripts/bootstrap.sh
+	BOOTSTRAP_BROWSER=1 BOOTSTRAP_LLAMA=1 bash scripts/bootstrap.sh
 	$(PY) -m pytest
 
 ## make bench: every benchmark in bench/, then docs/benchmarks.md is rewritten.

@@ -1,15 +1,18 @@
-"""Run every benchmark in ``bench/`` and rewrite ``docs/benchmarks.md``.
+"""Run benchmarks and rewrite their sections of ``docs/benchmarks.md`` in place.
 
     .venv/bin/python -m bench.all [--only NAME,...] [--skip NAME,...] [--timeout-min 60] [--full]
 
 Each ``bench/NAME.py`` (all but ``common``, ``all``, ``__init__`` and ``_*``) runs as its own process,
 ``python -m bench.NAME``, one after the other (they measure latency: they must not share the
-machine with each other). Its last output line is its summary; its full output and the figures it
-stored with ``bench_result`` (``var/bench/NAME.json``) go into the report, with the machine it ran on.
+machine with each other). Its last output line is its summary.
+
+The report has one current section per benchmark: the command, the date, the kind of machine, the
+last line and the tail of the output. A run replaces its benchmark's section and summary row; every
+other section stays as it was (run earlier, or on another machine). No history: git keeps it. Paths
+of the machine are written relative to the checkout, or as their last two parts.
 
 A benchmark too long for a routine run (``ROUTINE_ARGS``) runs smaller; ``--full`` runs the chosen
-ones at their own default size instead, and the report keeps the latest full-size run of each in a
-section of its own (carried over from the previous report when this run made none).
+ones at their own default size instead, in a section of their own ("full size").
 """
 from __future__ import annotations
 
@@ -34,7 +37,6 @@ OUTPUT_LINES = 80  # the tail of a benchmark's output kept in the report
 # Routine sizes of benchmarks whose own default takes too long for ``make bench`` (``--full`` lifts them).
 ROUTINE_ARGS = {"semantic_scale": ["--entries", "100000", "--tenants", "200"],
                 "stream_load": ["--ramp", "16,32,100,300,1000"]}
-FULL_BEGIN, FULL_END = "<!-- full-size runs -->", "<!-- end of full-size runs -->"
 
 
 def discover() -> list[str]:
@@ -105,26 +107,25 @@ def run(name: str, timeout_s: float, full: bool = False) -> dict:
     return result
 
 
-def previous(name: str) -> dict | None:
+def previous(key: str) -> dict | None:
+    """The run of a benchmark stored on this machine (``var/bench/runs``), for a report without its section."""
     try:
-        return json.loads((RUNS_DIR / f"{name}.json").read_text())
+        return json.loads((RUNS_DIR / f"{key}.json").read_text())
     except (OSError, ValueError):
         return None
 
 
-def full_runs() -> list[dict]:
-    out = []
-    for path in sorted(RUNS_DIR.glob("*@full.json")):
-        try:
-            out.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            pass
-    return out
+def _key(name: str, full: bool) -> str:
+    return f"{name}@full" if full else name
+
+
+_HEADING = re.compile(r"^## `bench\.(\w+)`( \(full size\))?\s*$")
+_ROW = re.compile(r"^\| `(\w+)`( \(full size\))? \|")
 
 
 def carried_sections() -> dict[str, dict]:
-    """The summary row and section of each benchmark in the report being replaced, by name: a benchmark
-    with no stored run on this machine keeps them (another machine ran it)."""
+    """The summary row and section of each benchmark in the report being replaced, by key (``NAME``,
+    ``NAME@full``): a benchmark this run does not run keeps them as they are."""
     try:
         lines = REPORT.read_text().splitlines()
     except OSError:
@@ -132,33 +133,36 @@ def carried_sections() -> dict[str, dict]:
     out: dict[str, dict] = {}
     current = None
     for line in lines:
-        row = re.match(r"^\| `(\w+)` \|", line)
+        row = _ROW.match(line)
         if row:
-            out.setdefault(row.group(1), {"row": line, "lines": []})["row"] = line
+            out.setdefault(_key(row.group(1), bool(row.group(2))), {"row": "", "lines": []})["row"] = line
             continue
-        head = re.match(r"^## `bench\.(\w+)`", line)
+        head = _HEADING.match(line)
         if head:
-            current = out.setdefault(head.group(1), {"row": "", "lines": []})
+            current = out.setdefault(_key(head.group(1), bool(head.group(2))), {"row": "", "lines": []})
             current["lines"] = [line]
-        elif line.startswith("## ") or line == FULL_BEGIN:
+        elif line.startswith("## ") or line.startswith("# "):
             current = None
         elif current is not None:
             current["lines"].append(line)
     for section in out.values():
         while section["lines"] and not section["lines"][-1].strip():
             section["lines"].pop()
-    return {name: s for name, s in out.items() if s["row"] and s["lines"]}
+    return {key: s for key, s in out.items() if s["row"] and s["lines"]}
 
 
-def carried_full_section() -> list[str]:
-    """The full-size section of the report being replaced (no full-size run is stored on this machine)."""
-    try:
-        text = REPORT.read_text()
-    except OSError:
-        return []
-    if FULL_BEGIN not in text or FULL_END not in text:
-        return []
-    return text[text.index(FULL_BEGIN):text.index(FULL_END) + len(FULL_END)].splitlines()
+_PATH = re.compile(r"(?<![\w.:/~-])/(?:[\w.@+-]+/)+[\w.@+-]*")
+
+
+def scrub(text: str) -> str:
+    """No paths of the machine: the checkout's own relative, any other as its last two parts."""
+    text = text.replace(str(ROOT) + "/", "").replace(str(ROOT), ".")
+
+    def short(match: re.Match) -> str:
+        parts = [p for p in match.group(0).split("/") if p]
+        return "…/" + "/".join(parts[-2:]) + ("/" if match.group(0).endswith("/") else "")
+
+    return _PATH.sub(short, text)
 
 
 def _text(value) -> str:
@@ -167,71 +171,69 @@ def _text(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def _flatten(figures, prefix="") -> list[tuple[str, str]]:
-    rows = []
-    for key, value in (figures or {}).items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            rows += _flatten(value, name + ".")
-        elif isinstance(value, float):
-            rows.append((name, f"{value:.4g}"))
-        elif isinstance(value, list):
-            rows.append((name, "; ".join(map(str, value))[:300]))
-        else:
-            rows.append((name, str(value)))
-    return rows
+def machine_kind(info: dict) -> str:
+    """"AMD EPYC, 2 cores, 23.5 GiB RAM": what a reader needs to compare runs, no host name."""
+    parts = [info.get("CPU", "unknown CPU")]
+    if info.get("cores"):
+        parts.append(f"{info['cores']} cores")
+    if info.get("RAM"):
+        parts.append(f"{info['RAM']} RAM")
+    return ", ".join(parts)
 
 
-def section(r: dict, level: str) -> list[str]:
-    out = ["", f"{level} `bench.{r['name']}`{' (full size)' if r.get('full') else ''}", ""]
-    if r.get("earlier"):
-        out += [f"*Not run this time: the result of the run on {r.get('date', '?')}"
-                f" (CPU {r.get('machine', {}).get('CPU', '?')}).*", ""]
+def row(r: dict) -> str:
+    status = "ok" if r["status"] == 0 else f"failed ({r['status']})"
+    title = f"`{r['name']}`{' (full size)' if r.get('full') else ''}"
+    seconds = f"{r['seconds']:.0f}" if r.get("seconds") else "-"
+    return f"| {title} | {status} | {r.get('date', '?')} | {seconds} | `{scrub(r['last_line'] or '-')}` |"
+
+
+def section(r: dict) -> list[str]:
+    out = [f"## `bench.{r['name']}`{' (full size)' if r.get('full') else ''}", ""]
     summary = summary_of(r["name"])
     if summary:
         out += [summary, ""]
-    if r.get("command") and (r.get("full") or r["name"] in ROUTINE_ARGS):
-        out += [f"Command: `{r['command']}` ({r.get('date', '?')}, load average at start "
-                f"{r.get('machine', {}).get('load average at start (1/5/15 min)', '?')}).", ""]
+    info = r.get("machine", {})
+    load = info.get("load average at start (1/5/15 min)")
+    out += [f"Command: `{r.get('command') or 'python -m bench.' + r['name']}`, run {r.get('date', '?')} on "
+            f"{machine_kind(info)}{f' (load average at start {load})' if load else ''}.", ""]
+    if r["status"] != 0:
+        out += [f"Status: failed ({r['status']}).", ""]
     if r["last_line"]:
-        out += ["Last line:", "", "```", r["last_line"], "```", ""]
-    out += ["Output:", "", "```", *(r["output"] or ["(no output)"]), "```"]
+        out += ["Last line:", "", "```", scrub(r["last_line"]), "```", ""]
+    out += ["<details><summary>Output (tail)</summary>", "", "```", *[scrub(line) for line in r["output"] or ["(no output)"]],
+            "```", "", "</details>"]
     if r["status"] != 0 and r["errors"]:
-        out += ["", "Errors (tail):", "", "```", *r["errors"], "```"]
-    rows = _flatten(r["figures"])
-    if rows:
-        out += ["", "<details><summary>All figures</summary>", "", "| figure | value |", "| --- | --- |"]
-        out += [f"| {k} | {v.replace('|', '/')} |" for k, v in rows]
-        out += ["", "</details>"]
+        out += ["", "Errors (tail):", "", "```", *[scrub(line) for line in r["errors"]], "```"]
     return out
 
 
-def render(info: dict[str, str], results: list[dict]) -> str:
+def render(results: list[dict]) -> str:
+    """The report from one entry per benchmark: a run (``run``'s result) or a carried section."""
     out = ["# Benchmarks", "",
-           "Written by `python -m bench.all` (`make bench`); every section is the output of one "
-           "`python -m bench.NAME` run on the machine below. Do not edit by hand.", "",
-           "## Machine", "", "| | |", "| --- | --- |"]
-    out += [f"| {k} | {v} |" for k, v in info.items()]
-    out += ["", "## Summary", "", "| benchmark | status | run | seconds | last line |", "| --- | --- | --- | --- | --- |"]
+           "Written by `python -m bench.all` (`make bench`): one section per benchmark, its latest run, replaced "
+           "in place by the next. Each says its command, date and kind of machine. Do not edit by hand.", "",
+           "## Summary", "", "| benchmark | status | run | seconds | last line |", "| --- | --- | --- | --- | --- |"]
+    out += [r["carried"]["row"] if r.get("carried") else row(r) for r in results]
     for r in results:
-        if r.get("carried"):
-            out.append(r["carried"]["row"])
-            continue
-        status = "ok" if r["status"] == 0 else f"failed ({r['status']})"
-        out.append(f"| `{r['name']}` | {status} | {r.get('date', '?')} | {r['seconds']:.0f} | `{r['last_line'] or '-'}` |")
-    for r in results:
-        out += ["", *r["carried"]["lines"]] if r.get("carried") else section(r, "##")
-    full = full_runs()
-    if full:
-        out += ["", FULL_BEGIN, "", "## Full-size runs", "",
-                "Benchmarks that `make bench` runs smaller (`bench/all.py`: `ROUTINE_ARGS`), as last run at their "
-                "own size with `python -m bench.all --only NAME --full`.", ""]
-        for r in full:
-            out += section(r, "###")
-        out += ["", FULL_END]
-    elif carried := carried_full_section():
-        out += ["", *carried]
+        out += ["", *(r["carried"]["lines"] if r.get("carried") else section(r))]
     return "\n".join(out) + "\n"
+
+
+def report_entries(fresh: dict[str, dict]) -> list[dict]:
+    """Every benchmark that exists, in order, each at its full size too when it has one: this run's
+    result, else its section in the current report, else its last run stored on this machine."""
+    carried = carried_sections()
+    entries = []
+    for name in discover():
+        for key in (name, _key(name, True)):
+            if key in fresh:
+                entries.append(fresh[key])
+            elif key in carried:
+                entries.append({"name": name, "carried": carried[key]})
+            elif (stored := previous(key)) is not None:
+                entries.append(stored)
+    return entries
 
 
 def main(argv=None) -> int:
@@ -250,23 +252,13 @@ def main(argv=None) -> int:
             parser.error(f"no such benchmark: {', '.join(sorted(unknown))} (have {', '.join(names)})")
         names = [n for n in names if n in wanted]
     names = [n for n in names if n not in set(args.skip.split(","))]
-    info = machine()
     if args.full:
         names = [n for n in names if n in ROUTINE_ARGS]
         if not names:
             parser.error(f"--full applies to {', '.join(ROUTINE_ARGS)}")
-    fresh = {name: run(name, args.timeout_min * 60, args.full) for name in names}
-    results = []
-    carried = carried_sections()
-    for name in discover():  # every benchmark in the report: this run's result, else its last one
-        if name in fresh and not args.full:
-            results.append(fresh[name])
-        elif (earlier := previous(name)) is not None:
-            results.append({**earlier, "earlier": True})
-        elif name in carried:  # run on another machine: its section stays as it was
-            results.append({"name": name, "carried": carried[name]})
+    fresh = {_key(name, args.full): run(name, args.timeout_min * 60, args.full) for name in names}
     REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(render(info, results))
+    REPORT.write_text(render(report_entries(fresh)))
     print(f"wrote {REPORT.relative_to(ROOT)}")
     return 0 if all(r["status"] == 0 for r in fresh.values()) else 1
 

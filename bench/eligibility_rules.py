@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.common import bench_result
-from caching import judge_data
+from modelbuild import judge_data
 from caching.guards import RULES, classify
 
 LABELS = judge_data.DATA_DIR / "eligibility_intents.json"

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.judge_eval [--splits heldout,to_clinc,to_banking] [--lexical 900]
 
-Each split trains a judge from scratch with the production recipe (``caching.judge_train``: its
+Each split trains a judge from scratch with the production recipe (``modelbuild.judge_train``: its
 own calibration intents held out of the training part, threshold chosen there), then scores pairs
 built the same way from questions it never saw (the datasets' *test* rows):
 
@@ -12,7 +12,7 @@ built the same way from questions it never saw (the datasets' *test* rows):
 - ``to_banking``: train on CLINC150 (and the paraphrase sets), evaluate on BANKING77 + NLU++.
 
 Evaluation pairs: same-intent positives, nearest-other-intent negatives and one-detail
-perturbations (both kinds of pair ``caching.judge_data`` makes), of evaluation questions only,
+perturbations (both kinds of pair ``modelbuild.judge_data`` makes), of evaluation questions only,
 and one-word opposite/synonym pairs made from the word pairs held out of training (the "avoid X"
 template is the same in both); the figures are also given without those, as the evaluation was
 before them. ``--lexical 0`` trains without the one-word pairs, for comparison.
@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import bench_result
-from caching import judge_data, judge_train
-from caching.judge_data import BANKING77, CLINC150, NLUPP
+from modelbuild import judge_data, judge_train
+from modelbuild.judge_data import BANKING77, CLINC150, NLUPP
 
 SPLITS = ("heldout", "to_clinc", "to_banking")
 # Fewer pairs than the production recipe (``PairConfig()``), so that three trainings embed fewer

@@ -3,8 +3,8 @@
     .venv/bin/python -m bench.judge_replay [--seeds 1] [--queries 50]
 
 The judge's operating point is chosen on balanced *pairs* of its held-out calibration intents
-(``caching.judge_train``); a lookup is another distribution: a question meets its *nearest* cached
-entries, most of them another intent's, and the first that passes is served. ``caching.judge_replay``
+(``modelbuild.judge_train``); a lookup is another distribution: a question meets its *nearest* cached
+entries, most of them another intent's, and the first that passes is served. ``modelbuild.judge_replay``
 replays that on questions the judge never trained on (every intent's most central question
 cached, the calibration intents' other questions asking); this prints its figures:
 
@@ -35,8 +35,9 @@ setup()
 
 from django.conf import settings  # noqa: E402
 
-from caching import guards, judge_data, judge_train  # noqa: E402
-from caching.judge_replay import LEAST_COSINES, choose_least_cosine, figures, replay_rows  # noqa: E402
+from caching import guards  # noqa: E402
+from modelbuild import judge_data, judge_train  # noqa: E402
+from modelbuild.judge_replay import LEAST_COSINES, choose_least_cosine, figures, replay_rows  # noqa: E402
 
 MARGINS = (None, 0.0, 0.02, 0.05, 0.1)
 # what the judge's threshold is chosen for on balanced pairs; its least cosine is chosen for it on the replay

@@ -8,7 +8,6 @@ class CachingConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_delete, post_save
 
-        from caching import judge_train  # noqa: F401 - registers the judge's recipe with the guards
         from caching.citations import article_saved
         from caching.receivers import article_changed_queue_purge, generation_switched_retire, index_refreshed_purge
         from ingestion.models import Article

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from caching import judge_calibration, purge, rollups, verification
+from caching import purge, rollups, verification
 from core.locks import LockHeld
 from core.retry import RETRY_POLICY
 
@@ -18,12 +18,6 @@ def rollup_hourly() -> int:
 def pair_verify(verification_id: int) -> str:
     """Ask the model server whether a near miss's cached answer would have been right (``caching.verification``)."""
     return verification.pair_verify(verification_id).verdict
-
-
-@shared_task(name="caching.tasks.judge_recalibrate_tenants", ignore_result=True, **RETRY_POLICY)
-def judge_recalibrate_tenants() -> int:
-    """Nightly: recalibrate the judge threshold of every tenant with enough new staff labels."""
-    return len(judge_calibration.judge_recalibrate_all())
 
 
 # --------------------------------------------------------------------------- purges and clean-up (issue 5)

@@ -32,6 +32,15 @@ class JobContext:
             JobRun.objects.filter(pk=self.run.pk).update(progress_done=done, progress_total=total)
             self.run.progress_done, self.run.progress_total = done, total
 
+    def note(self, message: str) -> None:
+        """A job that counts no items says where it is in words (``detail["note"]``); keeps its lock alive."""
+        self._lock.extend()
+        self.run.detail["note"] = message[:500]
+        now = time.monotonic()
+        if now - self._last_write >= 0.5:
+            self._last_write = now
+            JobRun.objects.filter(pk=self.run.pk).update(detail=self.run.detail)
+
     def record(self, **fields) -> None:
         for name, value in fields.items():
             setattr(self.run, name, value)

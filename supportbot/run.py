@@ -74,6 +74,44 @@ def web_command(settings, py: str = sys.executable) -> list[str]:
             "--worker-class", "supportbot.uvicorn_worker.UvicornWorker"]
 
 
+def builds_banner(settings, answerer: str) -> str:
+    """The banner's lines on what the app builds after it starts: the judge (its build queued here when
+    it is missing) and the embedded model's llama-cpp wheel (bootstrap builds it when the model answers)."""
+    # deferred: the apps are imported after django.setup() (main)
+    import importlib.util
+
+    from modelbuild import services, tasks
+
+    queued = settings.JUDGE_BUILD_ON_START and services.judge_build_needed()
+    if queued:
+        tasks.judge_build.delay()
+    lines = []
+    for build in services.builds_status():
+        when = f" since {build.since:%Y-%m-%d %H:%M} UTC" if build.since else ""
+        if queued and build.state == "missing":
+            lines.append(f"  {build.name.capitalize()}: queued now, builds in the background (Job runs in the admin); "
+                         f"until then only strict matches serve\n")
+        else:
+            lines.append(f"  {build.name.capitalize()}: {build.state}{when}: {build.detail}\n")
+    if answerer == "model" and not settings.VLLM_BASE_URL:
+        ready = importlib.util.find_spec("llama_cpp") is not None
+        lines.append("  Embedded model: " + ("ready (llama-cpp-python installed)\n" if ready else
+                     "missing: run scripts/bootstrap.sh with ASK_ANSWERER=model (builds llama-cpp-python once)\n"))
+    return "".join(lines)
+
+
+def builds_became_ready(waiting: set[str]) -> set[str]:
+    """Print a line for each build in ``waiting`` that is ready now; the ones still waiting."""
+    # deferred: the apps are imported after django.setup() (main)
+    from modelbuild import services
+
+    for build in services.builds_status():
+        if build.name in waiting and build.state == "ready":
+            print(f"run: {build.name} ready ({build.detail}); served from now on, no restart", flush=True)
+            waiting = waiting - {build.name}
+    return waiting
+
+
 def main() -> int:
     # deferred: django.setup() starts the embedded services first; the apps are imported after it
     import django
@@ -124,10 +162,16 @@ def main() -> int:
                       else f"model: {SERVED_MODEL_NAME} on the embedded model server")
         print(f"\n  Ask is running. Chat page: {base}/t/acme/  (also {base}/t/initech/, admin: {base}/admin/)\n"
               f"  Answerer: {writer}\n"
+              f"{builds_banner(settings, answerer)}"
               f"  Prometheus metrics: {base}/metrics ({metrics_access(settings)})\n"
               f"  Create a staff login with: .venv/bin/python manage.py createsuperuser\n"
               f"  Ctrl-C stops everything.\n", flush=True)
+        from modelbuild.services import builds_status
+
+        waiting, looked = {b.name for b in builds_status() if b.state != "ready"}, time.monotonic()
         while not stopping:
+            if waiting and time.monotonic() - looked > 15:
+                waiting, looked = builds_became_ready(waiting), time.monotonic()
             for name, p in procs.items():
                 if p.poll() is not None:
                     print(f"run: {name} exited with {p.returncode}; stopping everything", flush=True)

@@ -43,11 +43,11 @@ DEFAULT_SCHEDULES = (
              {"minute": "30", "hour": "3"},
              "Deletes Ask and decision records older than RECORD_RETENTION_DAYS (or the days argument).",
              requires="supportbot.retention"),
-    Schedule("Nightly judge recalibration per tenant", "caching.tasks.judge_recalibrate_tenants",
+    Schedule("Nightly judge recalibration per tenant", "modelbuild.tasks.judge_recalibrate_tenants",
              {"minute": "45", "hour": "3"},
              "Recalibrates the learned judge's threshold of every tenant with JUDGE_RECALIBRATE_MIN_LABELS staff "
              "labels for CALIBRATION_TARGET_PRECISION (a new Judge threshold version when it changes).",
-             requires="caching.judge_calibration"),
+             requires="modelbuild.judge_calibration"),
 )
 
 

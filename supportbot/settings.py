@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "ingestion",
     "retrieval",
     "caching",
+    "modelbuild",
 ]
 
 # Django's own middleware, with hooks that run on the event loop under ASGI (supportbot/middleware.py).
@@ -271,13 +272,13 @@ SEMANTIC_AMBIGUITY_MARGIN = env.float("SEMANTIC_AMBIGUITY_MARGIN", default=0.02)
 # The least cosine at which the learned judge alone may serve (with SEMANTIC_JUDGE_SERVES); a strict match
 # keeps the per-intent floors. Unset: the judge's own, chosen when it is trained (the least cosine from which
 # what it alone serves is 99% right when its held-out calibration intents ask a dense cache,
-# caching/judge_replay.py; bench.judge_replay prints the table); docs/semantic-guards.md.
+# modelbuild/judge_replay.py; bench.judge_replay prints the table); docs/semantic-guards.md.
 SEMANTIC_JUDGE_MIN_SIMILARITY = env.float("SEMANTIC_JUDGE_MIN_SIMILARITY", default=None)
 # Whether a question only soft eligibility rules refused (first-person wording, "my" + noun, time words;
 # no hard rule) may read the semantic cache: the judge and the vetoes decide as for any question, and its
 # own answer is never stored (caching/guards/eligibility.py::soft_only, docs/semantic-guards.md).
 SEMANTIC_SOFT_READS = env.bool("SEMANTIC_SOFT_READS", default=True)
-# Folder of the semantic judge's artefacts (built by `manage.py train_judge` / bootstrap, one folder a version).
+# Folder of the semantic judge's artefacts (built by the judge_build job `make run` queues, or `manage.py train_judge`; one folder a version).
 SEMANTIC_JUDGE_DIR = env.path("SEMANTIC_JUDGE_DIR", default=BASE_DIR / "var" / "judge")
 # Tenant rows, API keys and cited article versions are kept in each process under a revision
 # in Redis (core.localcache); no local copy is older than this, even if a bump was lost.
@@ -294,7 +295,7 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Queues a worker started by `make run` consumes; production runs embedding workers apart.
-CELERY_WORKER_QUEUES = env.list("CELERY_WORKER_QUEUES", default=["default", "embedding", "purge"])
+CELERY_WORKER_QUEUES = env.list("CELERY_WORKER_QUEUES", default=["default", "embedding", "purge", "modelbuild"])
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Routes: embedding work never queues behind (or in front of) fast purges; everything else is "default".
 CELERY_TASK_ROUTES = {
@@ -302,6 +303,7 @@ CELERY_TASK_ROUTES = {
     "retrieval.tasks.*": {"queue": "embedding"},
     "caching.tasks.purge_article": {"queue": "purge"},
     "caching.tasks.purge_retrieving": {"queue": "embedding"},  # one search per cached answer: CPU work
+    "modelbuild.tasks.judge_build": {"queue": "modelbuild"},  # minutes of CPU: a worker of its own at scale
 }
 # Tasks are idempotent: ack after the work, so a worker that dies mid-task has it redelivered.
 CELERY_TASK_ACKS_LATE = True
@@ -315,6 +317,16 @@ CELERY_RESULT_EXPIRES = env.int("CELERY_RESULT_EXPIRES_S", default=86400)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # A job's lock expires this long after its last progress (a crashed worker blocks the job no longer).
 JOBS_LOCK_TTL_S = env.int("JOBS_LOCK_TTL_S", default=900)
+# Which recipe's judge the semantic layer serves (caching/guards/judge_recipe.py): "full", or "small" (the
+# tests' judge: the same code on a slice of the data, built in about a minute; not for serving customers).
+SEMANTIC_JUDGE_RECIPE = env.str("SEMANTIC_JUDGE_RECIPE", default="full")
+if SEMANTIC_JUDGE_RECIPE not in ("full", "small"):
+    raise ImproperlyConfigured(f"SEMANTIC_JUDGE_RECIPE must be 'full' or 'small', not {SEMANTIC_JUDGE_RECIPE!r}")
+# While the judge is not built, each process looks for it again this often (one stat) and serves it once
+# it appears, without a restart; until then the judge abstains and only a strict match serves.
+SEMANTIC_JUDGE_RECHECK_S = env.float("SEMANTIC_JUDGE_RECHECK_S", default=30.0)
+# `make run` queues the judge's build (a Celery job, modelbuild.tasks.judge_build) when it is not built yet.
+JUDGE_BUILD_ON_START = env.bool("JUDGE_BUILD_ON_START", default=True)
 # After a generation switch, the old vectors are dropped this much later: web processes re-read the
 # active generation every few seconds and must not search an emptied one meanwhile.
 GENERATION_DROP_GRACE_S = env.int("GENERATION_DROP_GRACE_S", default=120)

@@ -21,8 +21,24 @@ django_settings.REDIS_URL = os.environ["REDIS_TEST_URL"]
 # The cache tests offer hand-written answers to the usual checks: admission trusts their generator as it
 # trusts vLLM. Low trust (the embedded model's default) has its own tests (caching/test_answer_grounding.py).
 django_settings.GENERATION_TRUST = os.environ.get("GENERATION_TRUST") or "standard"
+# The tests' judge is the small recipe's (caching/guards/judge_recipe.py: the same training code on a slice
+# of the data, built once under var/judge in about a minute); the full judge's figures are the benchmarks'
+# (bench.judge_eval, bench.judge_replay). SEMANTIC_JUDGE_RECIPE=full runs the tests on the full judge.
+os.environ["SEMANTIC_JUDGE_RECIPE"] = django_settings.SEMANTIC_JUDGE_RECIPE = (
+    os.environ.get("SEMANTIC_JUDGE_RECIPE") or "small")
 
 from tests import factories  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def judge_built():
+    """The judge the tests serve, built once (a stat when it is there) by the same code as ``make run``'s."""
+    from caching.guards import judge_recipe
+    from modelbuild import judge_train
+
+    return judge_train.ensure_artefact(django_settings.SEMANTIC_JUDGE_DIR,
+                                       recipe=judge_recipe.RECIPES[django_settings.SEMANTIC_JUDGE_RECIPE],
+                                       progress=lambda m: print(f"tests: judge: {m}", flush=True))
 
 
 @pytest.fixture(scope="session")

@@ -91,42 +91,36 @@ def _run(name: str, last: str, full: bool) -> dict:
             "command": f"python -m bench.{name}"}
 
 
-def test_report_keeps_the_last_full_size_run(tmp_path, monkeypatch):
+def test_a_run_replaces_its_section_in_place(tmp_path, monkeypatch):
+    """One current section per benchmark: a run replaces its own section and summary row, full-size runs
+    have their own, and every other section stays as it was (run earlier or on another machine)."""
     monkeypatch.setattr(bench_all, "RUNS_DIR", tmp_path / "runs")
     monkeypatch.setattr(bench_all, "REPORT", tmp_path / "benchmarks.md")
-    (tmp_path / "runs").mkdir()
-    (tmp_path / "runs" / "semantic_scale@full.json").write_text(json.dumps(_run("semantic_scale", "entries=1000000",
-                                                                                 True)))
-    routine = _run("semantic_scale", "entries=100000", False)
-    report = bench_all.render({"CPU": "test"}, [routine])
-    assert "## Full-size runs" in report and "entries=1000000" in report and "entries=100000" in report
-    bench_all.REPORT.write_text(report)
-
-    # a machine without the full-size run on disk carries the section over from the report it replaces
-    (tmp_path / "runs" / "semantic_scale@full.json").unlink()
-    again = bench_all.render({"CPU": "test"}, [_run("semantic_scale", "entries=100001", False)])
-    assert "entries=1000000" in again and "entries=100001" in again and "entries=100000`" not in again
-    assert again.count(bench_all.FULL_BEGIN) == 1 and again.count(bench_all.FULL_END) == 1
-
-    # and nothing is invented when there was none
-    bench_all.REPORT.write_text("# Benchmarks\n")
-    assert "Full-size runs" not in bench_all.render({"CPU": "test"}, [routine])
-
-
-def test_report_keeps_sections_of_benchmarks_run_elsewhere(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench_all, "RUNS_DIR", tmp_path / "runs")
-    monkeypatch.setattr(bench_all, "REPORT", tmp_path / "benchmarks.md")
-    (tmp_path / "runs").mkdir()
-    first = bench_all.render({"CPU": "test"}, [_run("reembed", "chunks=20000", False),
-                                               _run("fleet", "web=1,2 rps=90,100", False)])
-    bench_all.REPORT.write_text(first)
+    bench_all.REPORT.write_text(bench_all.render(bench_all.report_entries({
+        "reembed": _run("reembed", "chunks=20000", False), "fleet": _run("fleet", "web=1,2 rps=90,100", False),
+        "semantic_scale@full": _run("semantic_scale", "entries=1000000", True)})))
     carried = bench_all.carried_sections()
-    assert set(carried) == {"reembed", "fleet"}
+    assert set(carried) == {"reembed", "fleet", "semantic_scale@full"}
     assert carried["reembed"]["row"].startswith("| `reembed` | ok |")
-    assert "chunks=20000" in "\n".join(carried["reembed"]["lines"])
     assert "rps=90,100" not in "\n".join(carried["reembed"]["lines"])  # a section ends where the next begins
 
-    second = bench_all.render({"CPU": "test"}, [{"name": "reembed", "carried": carried["reembed"]},
-                                                _run("fleet", "web=1,2 rps=95,120", False)])
+    second = bench_all.render(bench_all.report_entries({"fleet": _run("fleet", "web=1,2 rps=95,120", False),
+                                                        "semantic_scale": _run("semantic_scale", "entries=100000", False)}))
     assert "chunks=20000" in second and "rps=95,120" in second and "rps=90,100" not in second
-    assert second.count("## `bench.reembed`") == 1
+    assert "entries=1000000" in second and "entries=100000`" in second  # the full-size section kept beside it
+    for heading in ("## `bench.reembed`", "## `bench.fleet`", "## `bench.semantic_scale`",
+                    "## `bench.semantic_scale` (full size)"):
+        assert second.count(heading + "\n") == 1, heading
+    assert second.index("## `bench.fleet`") < second.index("## `bench.reembed`")  # in the benchmarks' order
+
+
+def test_a_section_says_command_date_and_machine_and_no_paths(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench_all, "RUNS_DIR", tmp_path / "runs")
+    monkeypatch.setattr(bench_all, "REPORT", tmp_path / "benchmarks.md")
+    run = {**_run("reembed", "chunks=20000", False),
+           "machine": {"CPU": "AMD EPYC", "cores": "2", "RAM": "23.5 GiB", "load average at start (1/5/15 min)": "1 / 1 / 1"},
+           "output": [f"read {bench_all.ROOT}/kb/questions.jsonl and /srv/someone/shared/data, see https://example.org/a/b"]}
+    text = bench_all.render([run])
+    assert "Command: `python -m bench.reembed`, run 2026-12-01 10:00 UTC on AMD EPYC, 2 cores, 23.5 GiB RAM" in text
+    assert "read kb/questions.jsonl and …/shared/data, see https://example.org/a/b" in text
+    assert str(bench_all.ROOT) not in text and "/srv/someone" not in text

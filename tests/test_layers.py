@@ -15,18 +15,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The layers, bottom up. A package may import its own modules and any package of a lower rank;
 # ``generation`` sits beside ``caching`` (caching may ask the model: admission's model check, the
-# near-miss verifier), so caching ranks just above it. bench/ and scripts/ are tools on top.
+# near-miss verifier), so caching ranks just above it. ``modelbuild`` (training data, training, replay
+# and calibration of the learned models) sits above the request path it builds for: it reads the
+# guards and the labels, and only supportbot's staff pages and the tools reach it. bench/ and scripts/
+# are tools on top.
 RANK = {
     "core": 0,
     "ingestion": 1,
     "retrieval": 2,
     "generation": 3,
     "caching": 4,
-    "supportbot": 5,
-    "bench": 6,
-    "scripts": 6,
-    "manage": 6,
-    "gunicorn": 6,  # gunicorn.conf.py
+    "modelbuild": 5,
+    "supportbot": 6,
+    "bench": 7,
+    "scripts": 7,
+    "manage": 7,
+    "gunicorn": 7,  # gunicorn.conf.py
 }
 # The model server is its own process: it imports nothing of Django or the apps; only the
 # process that starts it (generation's local backend, supportbot.run, the benches) imports it.
@@ -106,7 +110,7 @@ def _top(module: str) -> str:
 
 def test_the_walk_sees_the_project():
     modules = project_modules()
-    for package in ("core", "ingestion", "retrieval", "generation", "caching", "supportbot", MODELSERVER):
+    for package in ("core", "ingestion", "retrieval", "generation", "caching", "modelbuild", "supportbot", MODELSERVER):
         assert package in modules, f"{package} is not a package at the top level"
     assert sum(1 for edges in imports().values() for _, _, nested in edges if nested) > 0  # it sees inside functions
 
@@ -124,6 +128,36 @@ def test_arrows_point_down():
             if here == MODELSERVER or RANK[there] > RANK[here] or (RANK[there] == RANK[here]):
                 wrong.append(f"{module}:{line} imports {target}{' (in a function)' if nested else ''}")
     assert not wrong, "imports against the layers:\n" + "\n".join(sorted(set(wrong)))
+
+
+# What a request runs: the Ask pipeline, the views that call it, the Ask tasks.
+REQUEST_PATH = ("supportbot.pipeline", "supportbot.views", "supportbot.tasks")
+
+
+def test_the_request_path_imports_no_model_building():
+    """The request path loads a built judge (``caching.guards.judge``, the recipe from
+    ``caching.guards.judge_recipe``) and reaches nothing of ``modelbuild``, however indirectly."""
+    modules = project_modules()
+    starts = [m for m in REQUEST_PATH if m in modules]
+    assert "supportbot.pipeline" in starts
+    seen, todo, via = set(starts), list(starts), {}
+    while todo:
+        module = todo.pop()
+        for target, _, _ in imports().get(module, []):
+            target = target if target in modules else ".".join(target.split(".")[:-1])
+            if target in modules and target not in seen:
+                seen.add(target)
+                via[target] = module
+                todo.append(target)
+    reached = sorted(m for m in seen if _top(m) == "modelbuild")
+    chains = []
+    for module in reached:
+        chain = [module]
+        while chain[-1] in via:
+            chain.append(via[chain[-1]])
+        chains.append(" <- ".join(chain))
+    assert not chains, "the request path imports model building:\n" + "\n".join(chains)
+    assert "caching.guards.judge" in seen and "caching.guards.judge_recipe" in seen  # it does load the judge
 
 
 def test_modelserver_imports_nothing_of_django_or_the_apps():

@@ -12,7 +12,7 @@ from near misses. The guards, one module a job:
 * ``eligibility``: personal, action and time-dependent questions bypass every shared cache (rules, hard
   or soft; a question only soft rules refuse may still read the semantic cache, ``soft_only``);
 * ``judge``: the serve/no-serve decision: eligibility, a cosine floor, the vetoes, then the learned
-  judge (trees over pair features and a fine-tuned MiniLM cross-encoder, ``caching.judge_train``) and its calibrated threshold.
+  judge (trees over pair features and a fine-tuned MiniLM cross-encoder, ``modelbuild.judge_train``) and its calibrated threshold.
 
 Everything but the learned judge is pure Python on strings (results memoised per question text).
 """

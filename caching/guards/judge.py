@@ -9,9 +9,9 @@ In order, the first that refuses decides:
 4. a strict match (every signature field, content term and word link equal) serves without the judge;
 5. the learned judge (``LearnedJudge``: gradient-boosted trees over ``pair_features``, the MiniLM
    cosine and the guards' soft evidence, stacked with a fine-tuned MiniLM cross-encoder,
-   ``guards.cross_encoder``; see ``caching.judge_train``): serve when its calibrated
+   ``guards.cross_encoder``; see ``modelbuild.judge_train``): serve when its calibrated
    probability that the cached answer answers the new question reaches the artefact's threshold
-   and the cosine is at least its least cosine (chosen at training, ``caching.judge_replay``;
+   and the cosine is at least its least cosine (chosen at training, ``modelbuild.judge_replay``;
    ``SEMANTIC_JUDGE_MIN_SIMILARITY`` overrides it). It reads English only: in another
    locale it abstains and the strict lexical match (every signature field, content term and word
    link equal) decides instead, as before the judge.
@@ -25,12 +25,14 @@ import json
 import logging
 import pickle
 import threading
-from collections.abc import Callable
+import time
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from caching.guards import judge_recipe
 from caching.guards.cross_encoder import CrossEncoderScorer
 from caching.guards.eligibility import INTENT_FAMILIES, _analyse, classify, soft_only
 from caching.guards.lexicon import OPPOSITE_OF, concept
@@ -167,7 +169,7 @@ class _Trees:
 
 
 class LearnedJudge:
-    """A built judge artefact (``caching.judge_train``) loaded for scoring: ``probability`` is the
+    """A built judge artefact (``modelbuild.judge_train``) loaded for scoring: ``probability`` is the
     calibrated probability that the cached question's answer is the right answer to the new one.
     Its ``model`` is the kind chosen at training: ``trees`` (or ``linear``) over ``pair_features``,
     ``cross_encoder`` (the fine-tuned MiniLM cross-encoder's logit), or ``stacked`` (a logistic
@@ -186,12 +188,12 @@ class LearnedJudge:
         point = meta if chosen else meta["alternatives"][self.kind]
         self.threshold: float = float(point["threshold"])
         # the least cosine at which it alone serves, chosen at training for the chosen model at its
-        # threshold (``caching.judge_replay``); None for an alternative model or an artefact without one
+        # threshold (``modelbuild.judge_replay``); None for an alternative model or an artefact without one
         least = meta.get("min_similarity") if chosen else None
         self.min_similarity: float | None = None if least is None else float(least)
         self.meta = meta
         with open(self.path / "model.pkl", "rb") as fh:
-            self._model = pickle.load(fh)  # noqa: S301 - our own artefact, written by caching.judge_train
+            self._model = pickle.load(fh)  # noqa: S301 - our own artefact, written by modelbuild.judge_train
         self._calibration = (np.array(point["calibration_map"]["x"]), np.array(point["calibration_map"]["y"]))
         self._trees = _Trees(self._model) if hasattr(self._model, "_predictors") else None
         self.cross_encoder = None
@@ -241,54 +243,64 @@ class LearnedJudge:
 
 _learned: LearnedJudge | None = None
 _learned_missing: str = ""
+_learned_looked = 0.0  # time.monotonic() of the last look for a judge that was not built
 _learned_lock = threading.Lock()
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """Which artefact the current training data and configs build, and where artefacts live outside
-    Django. The trainer (``caching.judge_train``, which imports this module) registers it when
-    imported; ``caching.apps`` imports the trainer at start-up. The judge never imports its trainer."""
+def _setting(name: str, default):
+    from django.conf import settings
 
-    default_root: Path
-    artefact_version: Callable[[], str]
+    return getattr(settings, name, default) if settings.configured else default
 
 
-_recipe: Recipe | None = None
+def recipe_name() -> str:
+    """``SEMANTIC_JUDGE_RECIPE``: which recipe's artefact this process serves ("full"; the tests: "small")."""
+    return _setting("SEMANTIC_JUDGE_RECIPE", "full")
 
 
-def recipe_register(recipe: Recipe) -> None:
-    global _recipe
-    _recipe = recipe
+@cache
+def _artefact_version(name: str) -> str:
+    return judge_recipe.artefact_version(FEATURES, judge_recipe.RECIPES[name])
 
 
-def _registered_recipe() -> Recipe:
-    if _recipe is None:
-        raise RuntimeError("the judge's training recipe is not registered: import caching.judge_train first")
-    return _recipe
+def artefact_version(name: str | None = None) -> str:
+    """The version a recipe builds (``guards.judge_recipe``; by default the one this process serves),
+    computed once a process: it hashes the training data and the base model's weights."""
+    return _artefact_version(name or recipe_name())
 
 
 def judge_root() -> Path:
     """``SEMANTIC_JUDGE_DIR``; ``var/judge`` where Django is not configured (training, pure tests)."""
-    from django.conf import settings
+    return Path(_setting("SEMANTIC_JUDGE_DIR", judge_recipe.DEFAULT_ROOT))
 
-    if settings.configured:
-        return Path(settings.SEMANTIC_JUDGE_DIR)
-    return _registered_recipe().default_root
+
+def judge_path() -> Path:
+    """Where the artefact this process serves is, or will be once built."""
+    return judge_root() / artefact_version()
+
+
+def _look_again() -> bool:
+    return time.monotonic() - _learned_looked >= _setting("SEMANTIC_JUDGE_RECHECK_S", 30)
 
 
 def learned_judge() -> LearnedJudge | None:
-    """The process's judge: the artefact built for the current data and configs, loaded once; None
-    (logged once) when it has not been built (``manage.py train_judge``)."""
-    global _learned, _learned_missing
-    if _learned is not None or _learned_missing:
+    """The process's judge: the artefact built for the current data and configs, loaded once. None while
+    it is not built (logged once): the judge abstains and only a strict match serves. Meanwhile the
+    process looks again every ``SEMANTIC_JUDGE_RECHECK_S`` seconds (one ``stat``), so a judge built in
+    the background (``modelbuild``'s judge build job) is served without a restart."""
+    global _learned, _learned_missing, _learned_looked
+    if _learned is not None or (_learned_missing and not _look_again()):
         return _learned
     with _learned_lock:
-        if _learned is None and not _learned_missing:
-            path = judge_root() / _registered_recipe().artefact_version()
-            if (path / "judge.json").exists():
+        if _learned is None and (not _learned_missing or _look_again()):
+            path = judge_path()
+            _learned_looked = time.monotonic()
+            if (path / "judge.json").exists():  # a build renames its complete folder into place
                 _learned = LearnedJudge(path)
-            else:
+                if _learned_missing:
+                    log.warning("semantic judge: %s is built, loaded; it decides from now on", path.name)
+                _learned_missing = ""
+            elif not _learned_missing:
                 _learned_missing = f"judge abstains: not built ({path.name} missing; run manage.py train_judge)"
                 log.warning("semantic judge: %s", _learned_missing)
     return _learned
@@ -425,7 +437,7 @@ def same_question(a_q: str, b_q: str, a_sig: dict | None = None, b_sig: dict | N
 # How every reason the learned judge gives starts: a hit with such a reason is one it alone served.
 JUDGE_REASON = "judge: "
 # How many nearest cached entries a semantic lookup judges (``caching.layers.semantic``, and the
-# replay that chooses the judge's least cosine, ``caching.judge_replay``).
+# replay that chooses the judge's least cosine, ``modelbuild.judge_replay``).
 CANDIDATES = 3
 
 

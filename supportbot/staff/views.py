@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from caching import calibration, guards, judge_calibration, stats
+from caching import calibration, guards, stats
 from caching.pairs import PairFileError
 from caching.models import Label, ReasonCode, ReviewItem, SampledHit
 from supportbot.review import REASON_KEYS, ReviewError, label_sample, next_sample, review_confirm_wrong, \
@@ -30,6 +30,8 @@ from supportbot.review import REASON_KEYS, ReviewError, label_sample, next_sampl
 from caching.rollups import floor_hour
 from caching.thresholds import judge_threshold
 from core.models import Tenant
+from modelbuild import judge_calibration
+from modelbuild.services import builds_status
 from supportbot.staff import charts, gaps, selectors
 from supportbot.staff.services import semantic_mode_set
 from core.tenancy import scoped_object_or_404, tenant_scope
@@ -179,6 +181,7 @@ def dashboard(request):
         "target": settings.CALIBRATION_TARGET_PRECISION, "locales": locales,
         "abstaining": [r["locale"] for r in locales if r["abstained"]],
         "near_misses": stats.near_miss_stats(period["start"], period["end"], tenant.pk if tenant else [t.pk for t in tenants]),
+        "builds": builds_status(),
     }, "Cache dashboard")
 
 

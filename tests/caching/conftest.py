@@ -14,5 +14,5 @@ from caching import guards  # noqa: E402
 def learned():
     """The semantic judge built for the current data and recipe (``var/judge``)."""
     judge = guards.learned_judge()
-    assert judge is not None, "the judge is not built: run scripts/bootstrap.sh or manage.py train_judge"
+    assert judge is not None, "the judge is not built: manage.py train_judge (the tests build theirs in tests/conftest.py)"
     return judge

@@ -1,7 +1,7 @@
 """The learned semantic judge: its artefact, its output, the vetoes around it, its training data.
 
-Uses the judge built for the current data and recipe (``var/judge``: bootstrap or
-``manage.py train_judge``); no database:
+Uses the judge built for the current data and recipe (``var/judge``; the tests' small recipe,
+built by ``tests/conftest.py``); no database:
 
     .venv/bin/python -m pytest tests/caching/test_judge.py -q
 """
@@ -18,12 +18,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from django.conf import settings  # noqa: E402
 
-from caching import guards, judge_data, judge_replay, judge_train  # noqa: E402
-from caching.guards.judge import pair_features  # noqa: E402
+from caching import guards  # noqa: E402
+from modelbuild import judge_data, judge_replay, judge_train  # noqa: E402
+from caching.guards import judge_recipe  # noqa: E402
+from caching.guards.judge import pair_features, recipe_name  # noqa: E402
 
 
 def test_the_judge_for_the_current_data_and_recipe_loads(learned):
-    assert learned.version == judge_train.artefact_version()
+    assert learned.version == judge_train.artefact_version(judge_recipe.RECIPES[recipe_name()])
     assert guards.judge_version() == learned.version
     assert 0.0 < learned.threshold < 1.0
     calibration = learned.meta["calibration"]
@@ -61,8 +63,18 @@ def test_the_tree_walk_gives_scikit_learns_probabilities(learned):
     assert np.allclose(learned.scores(rows), expected, rtol=0, atol=1e-9)
 
 
-def test_the_judgement_carries_the_probability_and_the_version(learned):
-    j = guards.judge("Do you take PayPal?", "Can I pay with PayPal?", 0.7)  # no strict match: the judge decides
+# (new, cached): no strict match, so the judge decides; any judge worth serving serves it at the cosine the
+# semantic layer sees (``paypal``)
+PAYPAL = ("Do you take PayPal?", "Can I pay with PayPal?")
+
+
+@pytest.fixture(scope="module")
+def paypal() -> float:
+    return float(judge_train.cosines([PAYPAL])[0])
+
+
+def test_the_judgement_carries_the_probability_and_the_version(learned, paypal):
+    j = guards.judge(*PAYPAL, paypal)
     assert j.serve, j.reason
     assert j.probability is not None and j.probability >= learned.threshold
     assert j.judge_version == learned.version and j.reason.startswith("judge: p=")
@@ -92,10 +104,10 @@ def test_a_strict_match_agrees_on_whether_the_question_asks_what_it_costs():
     assert where.serve, where.reason  # the other answer types are not compared: one article answers both
 
 
-def test_by_default_the_judge_alone_serves_nothing_but_its_probability_is_recorded(learned):
+def test_by_default_the_judge_alone_serves_nothing_but_its_probability_is_recorded(learned, paypal):
     """``SEMANTIC_JUDGE_SERVES`` off: a pair the judge would serve, but no strict match, is refused
     with the judge's probability and a reason that says so; on, the judge serves it."""
-    new, cached, similarity = "Do you take PayPal?", "Can I pay with PayPal?", 0.7
+    (new, cached), similarity = PAYPAL, paypal
     refused = guards.judge(new, cached, similarity, judge_serves=False)
     assert not refused.serve and refused.probability is not None and refused.probability >= learned.threshold
     assert "but the judge does not serve (SEMANTIC_JUDGE_SERVES off); strict match refused" in refused.reason
@@ -115,35 +127,34 @@ def test_by_default_the_judge_alone_serves_nothing_but_its_probability_is_record
     assert guards.score_pair("Wie setze ich mein Passwort zurück?", "Passwort zurücksetzen", 0.9, locale="de") == (None, "")
 
 
-def test_the_judge_alone_serves_only_from_its_least_similarity(learned):
+def test_the_judge_alone_serves_only_from_its_least_similarity(learned, paypal):
     """``SEMANTIC_JUDGE_MIN_SIMILARITY``: below it the judge's probability is recorded but it does not
     serve alone, and the reason says so; a strict match keeps the per-intent floor."""
-    new, cached = "Do you take PayPal?", "Can I pay with PayPal?"
-    served = guards.judge(new, cached, 0.7, judge_serves=True, judge_min_similarity=0.6)
+    new, cached = PAYPAL
+    served = guards.judge(new, cached, paypal, judge_serves=True, judge_min_similarity=paypal - 0.01)
     assert served.serve and served.reason.startswith("judge: p=")
-    low = guards.judge(new, cached, 0.55, judge_serves=True, judge_min_similarity=0.6)
+    low = guards.judge(new, cached, paypal, judge_serves=True, judge_min_similarity=paypal + 0.01)
     assert not low.serve and low.probability is not None and low.probability >= learned.threshold
-    assert "but the judge does not serve (similarity 0.550 below its least, 0.60)" in low.reason
+    assert f"but the judge does not serve (similarity {paypal:.3f} below its least, {paypal + 0.01:.2f})" in low.reason
     strict = guards.judge("how can i reset my password", "How do I reset my password?", 0.5, judge_serves=True,
                           judge_min_similarity=0.6)
     assert strict.serve and strict.reason.startswith("strict match")
 
 
-def test_unset_the_least_similarity_is_the_one_chosen_with_the_judge(learned, monkeypatch):
+def test_unset_the_least_similarity_is_the_one_chosen_with_the_judge(learned, monkeypatch, paypal):
     """``judge_min_similarity=None`` (``SEMANTIC_JUDGE_MIN_SIMILARITY`` unset, the default): the
-    least cosine is the artefact's own, chosen when it was trained (``caching.judge_replay``); a
+    least cosine is the artefact's own, chosen when it was trained (``modelbuild.judge_replay``); a
     judge without one never serves alone."""
     assert learned.min_similarity is not None and 0.0 <= learned.min_similarity <= 1.0
     assert learned.min_similarity == learned.meta["min_similarity"]
     assert settings.SEMANTIC_JUDGE_MIN_SIMILARITY is None
-    new, cached = "Do you take PayPal?", "Can I pay with PayPal?"
-    above = min(1.0, learned.min_similarity + 0.05)
-    served = guards.judge(new, cached, above, judge_serves=True, judge_min_similarity=None)
-    assert served.serve and served.reason.startswith("judge: p=")
-    below = learned.min_similarity - 0.05
-    low = guards.judge(new, cached, below, judge_serves=True, judge_min_similarity=None)
-    assert not low.serve and low.probability is not None and low.probability >= learned.threshold
-    assert f"below its least, {learned.min_similarity:.2f}" in low.reason
+    new, cached = PAYPAL
+    for least in (paypal - 0.01, paypal + 0.01):  # the artefact's own, whatever it is, decides
+        monkeypatch.setattr(learned, "min_similarity", least)
+        judged = guards.judge(new, cached, paypal, judge_serves=True, judge_min_similarity=None)
+        assert judged.probability is not None and judged.probability >= learned.threshold
+        assert judged.serve == (least < paypal), judged.reason
+    assert f"below its least, {paypal + 0.01:.2f}" in judged.reason
     monkeypatch.setattr(learned, "min_similarity", None)
     never = guards.judge(new, cached, 0.99, judge_serves=True, judge_min_similarity=None)
     assert not never.serve and "below its least, 1.00" in never.reason
@@ -279,6 +290,7 @@ def test_the_judges_training_pairs_are_those_its_artefact_was_trained_on():
     judge = guards.learned_judge()
     assert judge is not None
     built = json.loads((judge.path / "judge.json").read_text())
-    questions = [q for q in judge_data.load_questions() if q.split == "train"]
-    train, _ = judge_train.split_for_calibration(questions, judge_train.TrainConfig(), judge_train.PairConfig(), True, True)
+    recipe = judge_recipe.RECIPES[recipe_name()]  # the recipe in force (the tests': small)
+    questions = judge_train.recipe_questions(recipe)
+    train, _ = judge_train.split_for_calibration(questions, recipe.train, recipe.pairs, True, True)
     assert int(judge_train.judge_sees([(p.cached, p.new) for p in train]).sum()) == built["training_pairs"]

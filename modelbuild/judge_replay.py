@@ -1,7 +1,7 @@
 """The judge's calibration intents asked of a dense cache: where the judge alone may serve.
 
 The judge's operating point is chosen on balanced *pairs* of its held-out calibration intents
-(``caching.judge_train``: same-intent positives against nearest-other-intent and perturbation
+(``modelbuild.judge_train``: same-intent positives against nearest-other-intent and perturbation
 negatives). A lookup is another distribution: a question meets its *nearest* cached entries, most
 of them another intent's, and the first that passes is served. Where a veto or the floor refused
 the question's own entry, the judge is asked about entries the question barely resembles, and at
@@ -21,7 +21,7 @@ Eligible means by the rules alone (``classify_rules``), as for the judge's train
 replay chooses does not depend on the eligibility model.
 
 ``choose_least_cosine`` reads the replay for the judge's own setting: the least cosine (of
-``LEAST_COSINES``) from which what the judge alone serves is ``target`` right. ``caching.judge_train``
+``LEAST_COSINES``) from which what the judge alone serves is ``target`` right. ``modelbuild.judge_train``
 stores it in the artefact (``min_similarity``), the semantic layer serves with it unless
 ``SEMANTIC_JUDGE_MIN_SIMILARITY`` overrides it, and ``bench.judge_replay`` prints the whole table.
 """
@@ -31,7 +31,8 @@ import random
 
 import numpy as np
 
-from caching import guards, judge_data
+from caching import guards
+from modelbuild import judge_data
 from caching.guards import CANDIDATES
 from caching.guards.eligibility import classify_rules
 

@@ -8,7 +8,8 @@ import json
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from caching import calibration, judge_calibration
+from caching import calibration
+from modelbuild import judge_calibration
 from caching.pairs import PairFileError
 from core.models import Tenant
 

@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
+from caching.guards.judge_recipe import DATA_DIR, PairConfig, data_files, data_hash  # noqa: F401 - the recipe's, shared
 from caching.guards.lexicon import OPPOSITE_OF
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 # Dataset names, as the leave-one-dataset-out splits use them.
 BANKING77, CLINC150, NLUPP = "banking77", "clinc150", "nlupp"
@@ -59,21 +59,6 @@ class Pair:
     label: int
     kind: str  # how the pair was made: same_intent, neighbour, perturb:number, paraphrase, ...
     intents: tuple[str, ...] = ()  # the intents the pair's questions come from (for the held-out checks)
-
-
-def data_files(data_dir: Path = DATA_DIR) -> list[Path]:
-    """Every file the pairs are built from (their bytes are part of the judge's version); the eligibility
-    labels are not one of them (``caching.guards.eligibility_model`` versions its own artefact)."""
-    return sorted(p for p in data_dir.rglob("*") if p.is_file() and p.suffix in {".gz", ".csv", ".json"}
-                  and p.name != "eligibility_intents.json")
-
-
-def data_hash(data_dir: Path = DATA_DIR) -> str:
-    digest = hashlib.sha256()
-    for f in data_files(data_dir):
-        digest.update(f.relative_to(data_dir).as_posix().encode())
-        digest.update(f.read_bytes())
-    return digest.hexdigest()
 
 
 # --------------------------------------------------------------------------- loading
@@ -570,16 +555,6 @@ def oos_pairs(data_dir: Path, rng: random.Random, split: str) -> list[Pair]:
             if j is not None:
                 out.append(Pair(qs[j].text, q.text, 0, "out_of_scope", (qs[j].intent,)))
     return out
-
-
-@dataclass(frozen=True)
-class PairConfig:
-    positives_per_intent: int = 24
-    negatives_per_question: float = 0.35
-    perturbations: int = 4000
-    seed: int = 12
-    lexical: int = 1500  # one-word opposite negatives and as many synonym positives (``lexical_pairs``)
-    word_pairs: str = "all"  # which ANTONYMS/SYNONYMS/prefix pairs make them (``word_pairs_part``)
 
 
 def build_pairs(questions: list[Question], config: PairConfig, *, with_paraphrases: bool = True,
