@@ -41,6 +41,26 @@ def judge_built():
                                        progress=lambda m: print(f"tests: judge: {m}", flush=True))
 
 
+@pytest.fixture
+def full_judge(settings):
+    """The product's judge (the full recipe) for a test of what it decides: served where it is built
+    (``make run`` builds it in the background, ``manage.py train_judge`` in the foreground), skipped
+    with the reason where it is not (a fresh CI machine: its figures there are ``bench.judge_eval``'s).
+    Every such property also has a twin on what a fresh install serves, strict matches only."""
+    import importlib
+
+    judge_module = importlib.import_module("caching.guards.judge")  # the package's ``judge`` is the function
+    settings.SEMANTIC_JUDGE_RECIPE = "full"
+    judge_module.set_learned_judge(None)
+    model = judge_module.learned_judge()
+    if model is None:
+        judge_module.set_learned_judge(None)
+        pytest.skip("the full judge is not built here (manage.py train_judge); bench.judge_eval measures it")
+    yield model
+    settings.SEMANTIC_JUDGE_RECIPE = django_settings.SEMANTIC_JUDGE_RECIPE
+    judge_module.set_learned_judge(None)
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """The demo tenants and knowledge base, loaded and indexed once per session."""

@@ -32,7 +32,7 @@ def pair_count(path: Path) -> tuple[int, int]:
     return len(rows), sum(1 for r in rows if r["should_hit"])
 
 
-def test_dev_pairs_have_no_false_hit(demo, tmp_path):
+def test_dev_pairs_have_no_false_hit(demo, full_judge, tmp_path):
     tenants = Tenant.objects.count()
     result, text = evalcache(DEV_PAIRS, "--json", str(tmp_path / "pairs.json"))
 
@@ -48,9 +48,17 @@ def test_dev_pairs_have_no_false_hit(demo, tmp_path):
     assert not SemanticEntry.objects.filter(tenant__slug__startswith="eval-").exists()
 
 
-def test_dev_pairs_meet_the_paraphrase_bar(demo):
+def test_dev_pairs_meet_the_paraphrase_bar(demo, full_judge):
     result, text = evalcache(DEV_PAIRS)
     assert result["false"] == 0.0 and result["hit"] >= 0.60, text
+
+
+def test_dev_pairs_with_strict_matches_only(demo, settings):
+    """What a fresh install serves before its judge is built: no false hit, and the paraphrase bar."""
+    settings.SEMANTIC_JUDGE_SERVES = False
+    result, text = evalcache(DEV_PAIRS)
+    assert result["false"] == 0.0 and result["hit"] >= 0.60, text
+    assert result["pairs"] == pair_count(DEV_PAIRS)[0]
 
 
 def test_heldout_pairs_have_no_false_hit(demo):

@@ -352,17 +352,28 @@ def test_words_that_do_not_change_the_answer_are_no_veto(cached, new):
     assert guards.veto(cached, new) is None
 
 
-@pytest.mark.parametrize("cached,new,field", [
+OPPOSITE_OPERATIONS = [
     ("How do I export my contacts to CSV?", "How do I import my contacts from CSV?", "operations"),
     ("What time does the downtown office open?", "What time does the downtown office close?", "operations"),
     ("How do I enable notifications?", "How do I disable notifications?", "operations"),
     ("How do I move money from savings to checking?", "How do I move money from checking to savings?", "roles"),
-])
-def test_the_judge_refuses_opposite_operations(model, cached, new, field):
+]
+
+
+@pytest.mark.parametrize("cached,new,field", OPPOSITE_OPERATIONS)
+def test_the_judge_refuses_opposite_operations(model, full_judge, cached, new, field):
     j = judged(model, cached, new)
     assert not j.serve, j.reason
     assert field in (j.difference or {}), j.difference  # recorded for staff, decided by the judge
     assert j.reason.startswith("judge:") and j.probability is not None
+
+
+@pytest.mark.parametrize("cached,new,field", OPPOSITE_OPERATIONS)
+def test_strict_matching_refuses_opposite_operations(model, cached, new, field):
+    """A fresh install, before its judge is built, serves strict matches only: none across an operation."""
+    j = guards.judge(new, cached, cosine(model, cached, new), judge_serves=False)
+    assert not j.serve, j.reason
+    assert field in (j.difference or {}), j.difference
 
 
 @pytest.mark.parametrize("cached,new", [
@@ -497,13 +508,27 @@ SWAPS = st.sampled_from([
 ])
 
 
+def swapped_pair(noun: str, swap: tuple[str, str, str]) -> tuple[str, str]:
+    template, x, y = swap
+    return " ".join(template.format(noun=noun, x=x).split()), " ".join(template.format(noun=noun, x=y).split())
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(noun=WORDS, swap=SWAPS)
+def test_judge_is_symmetric_in_what_it_rejects(model, full_judge, noun, swap):
+    a, b = swapped_pair(noun, swap)
+    ab, ba = judged(model, b, a), judged(model, a, b)
+    assert not ab.serve and not ba.serve, (a, b, ab.reason, ba.reason)
+    assert set(ab.difference or {}) == set(ba.difference or {})
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(noun=WORDS, swap=SWAPS)
-def test_judge_is_symmetric_in_what_it_rejects(model, noun, swap):
-    template, x, y = swap
-    a = " ".join(template.format(noun=noun, x=x).split())
-    b = " ".join(template.format(noun=noun, x=y).split())
-    ab, ba = judged(model, b, a), judged(model, a, b)
+def test_strict_matching_is_symmetric_in_what_it_rejects(model, noun, swap):
+    a, b = swapped_pair(noun, swap)
+    ab = guards.judge(b, a, cosine(model, a, b), judge_serves=False)
+    ba = guards.judge(a, b, cosine(model, a, b), judge_serves=False)
     assert not ab.serve and not ba.serve, (a, b, ab.reason, ba.reason)
     assert set(ab.difference or {}) == set(ba.difference or {})
 
