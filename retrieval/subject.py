@@ -12,15 +12,49 @@ answers the question.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Case, IntegerField, Value, When
 
 from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
 from retrieval.search import _AnyTerm, compound_alternatives, query_terms, term_weights
+
+
+# English verbs whose forms a stemmer cannot join ("wore" / "wear" / "worn"): a question's past tense is
+# the same subject as the article's present or participle. Each group's words are one another's forms.
+IRREGULAR_EN = (
+    "wear wore worn", "buy bought", "send sent", "pay paid", "break broke broken", "lose lost",
+    "give gave given", "take took taken", "get got gotten", "leave left", "spend spent", "sell sold",
+    "choose chose chosen", "keep kept", "find found", "go went gone", "come came", "hold held",
+    "tear tore torn", "ring rang rung", "forget forgot forgotten", "write wrote written", "drive drove driven",
+    "ride rode ridden", "fly flew flown", "eat ate eaten", "drink drank drunk", "swim swam swum",
+    "freeze froze frozen", "steal stole stolen", "wake woke woken", "fall fell fallen", "bring brought",
+    "think thought", "catch caught", "teach taught", "build built", "lend lent", "bend bent", "feel felt",
+    "meet met", "hear heard",
+)
+
+
+@functools.lru_cache(maxsize=4)
+def _irregular_stems(config: str) -> dict[str, tuple[str, ...]]:
+    """Stem -> the other stems of its verb's forms, as the configuration stems them (one query a process)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tsvector_to_array(to_tsvector(%s::regconfig, g)) FROM unnest(%s::text[]) AS g",
+                       [config, list(IRREGULAR_EN)])
+        groups = [tuple(dict.fromkeys(row[0] or [])) for row in cursor.fetchall()]
+    return {stem: tuple(s for s in group if s != stem) for group in groups for stem in group if len(group) > 1}
+
+
+def irregular_alternatives(config: str, terms: list[str]) -> dict[str, list[str]]:
+    """For English, the other forms of each term that is an irregular verb form ("wore" -> "wear", "worn")."""
+    if config != "english" or not terms:
+        return {}
+    stems = _irregular_stems(config)
+    return {t: list(stems[t]) for t in terms if stems.get(t)}
 
 
 @dataclass(frozen=True)
@@ -81,6 +115,10 @@ def subject_of(generation: IndexGeneration, tenant_id: int, locale: str, questio
     groups = {t: [t] for t in terms}
     weights, df = term_weights(scope, groups)
     partial: set[str] = set()
+    forms = irregular_alternatives(config, [t for t in terms if not df[t]])
+    if forms:  # another form of the same verb is the same subject, stated as it is
+        groups.update({t: [t, *alts] for t, alts in forms.items()})
+        weights, df = term_weights(scope, groups)
     if config in settings.TEXT_SEARCH_COMPOUNDS:
         expanded = compound_alternatives(generation.pk, tenant_id, locale, [t for t in terms if not df[t]])
         if expanded:

@@ -291,6 +291,10 @@ def _antecedent_before(words: list[str], i: int) -> bool:
                for j in range(max(0, i - 1)))
 
 
+# "this is Jane", "this is the Smith household": an introduction, not a pointer into the conversation.
+_INTRODUCTION = re.compile(r"\bthis is (?:[A-Z][\w'-]+|the [A-Z][\w'-]+)")
+
+
 def _points_back_en(words: list[str], text: str) -> str:
     """The word that makes an English message point back at the conversation, or ""."""
     lowered = text.casefold()
@@ -316,6 +320,8 @@ def _points_back_en(words: list[str], text: str) -> str:
         if w in ("that", "this"):
             if w == "this" and after in _THIS_TIME:
                 continue
+            if w == "this" and after == "is" and _INTRODUCTION.search(text):
+                continue  # "Hello, this is Jane from …": the customer introducing themselves
             if not before or not after or before in _POINTING_BEFORE or after in ("one", "ones"):
                 return w
             if w == "this":

@@ -141,3 +141,9 @@ def test_the_chat_page_and_the_api_show_the_hand_off_with_related_links_not_as_t
     events = parse_sse(b"".join(streamed.streaming_content).decode())
     done = json.loads(events[-1][1])
     assert events[-1][0] == "done" and done["status"] == "not_covered" and done["related"] == body["related"]
+
+
+def test_an_irregular_verb_form_is_the_subject_the_article_states(acme):
+    """'wore' is the return policy's 'worn': the question is answered, not handed off."""
+    result = pipeline.ask(pipeline.Asker(acme, "en"), "Can I return a jacket I wore once?")
+    assert result.status == "answered", result.reason

@@ -56,8 +56,8 @@ def test_a_miss_is_one_span_tree_with_a_child_per_step(acme, spans):
     assert outcome.layer == "none" and outcome.status == "answered"
     root, children = tree(spans, outcome.request_id)
     assert root.parent is None
-    assert sorted(children) == ["ask.admission", "ask.exact", "ask.generation", "ask.guards", "ask.retrieval",
-                                "ask.semantic"]
+    assert sorted(children) == ["ask.admission", "ask.answerability", "ask.exact", "ask.generation", "ask.guards",
+                                "ask.retrieval", "ask.semantic"]
     assert all(len(v) == 1 for v in children.values())
     a = root.attributes
     assert (a["ask.tenant"], a["ask.locale"], a["ask.layer"], a["ask.status"]) == ("acme", "en", "none", "answered")
@@ -65,7 +65,7 @@ def test_a_miss_is_one_span_tree_with_a_child_per_step(acme, spans):
     # the steps happen inside the Ask, in the order of the path
     steps = sorted(children.values(), key=lambda v: v[0].start_time)
     assert [s[0].name for s in steps] == ["ask.guards", "ask.exact", "ask.semantic", "ask.retrieval",
-                                          "ask.generation", "ask.admission"]
+                                          "ask.answerability", "ask.generation", "ask.admission"]
     assert all(root.start_time <= s[0].start_time and s[0].end_time <= root.end_time for s in steps)
 
     exact = children["ask.exact"][0].attributes
