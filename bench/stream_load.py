@@ -216,7 +216,7 @@ async def one_stream(port: int, url: str, deadline_s: float, started_at: float, 
                         done = json.loads((await reader.readline()).split(b"data: ", 1)[1])
                         if done.get("status") in ("unavailable", "interrupted"):
                             return f"answer {done['status']}"  # the model failed (a timeout, the breaker)
-                        return "ok" if deltas > 1 else "not streamed"
+                        return "ok" if deltas > 1 else "not streamed " + str(done.get("status"))
             finally:
                 live[0] -= 1
     except TimeoutError:

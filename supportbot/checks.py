@@ -62,3 +62,26 @@ def broker_is_not_a_cluster_node_check(app_configs, **kwargs):
                       hint="Give the Celery broker a plain Redis primary of its own (noeviction).",
                       id="supportbot.E003")]
     return []
+
+
+# Django's own deploy checks W001-W003 look for its middleware by dotted path; MIDDLEWARE holds
+# subclasses that run on the event loop (supportbot/middleware.py), so those checks are silenced in
+# settings and this one asks the same of the classes themselves.
+_REQUIRED_MIDDLEWARE = {
+    "security.W001": "django.middleware.security.SecurityMiddleware",
+    "security.W002": "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "security.W003": "django.middleware.csrf.CsrfViewMiddleware",
+}
+
+
+@register(Tags.security, deploy=True)
+def security_middleware_check(app_configs, **kwargs):
+    from django.utils.module_loading import import_string
+
+    installed = [import_string(path) for path in settings.MIDDLEWARE]
+    out = []
+    for code, path in _REQUIRED_MIDDLEWARE.items():
+        required = import_string(path)
+        if not any(isinstance(cls, type) and issubclass(cls, required) for cls in installed):
+            out.append(Warning(f"{path} (or a subclass) is not in MIDDLEWARE", id=code.replace("security.", "ask.")))
+    return out

@@ -430,8 +430,9 @@ def conditions(text: str, *, names: bool = True) -> dict[str, str]:
             found[value] = "amount"
     # and every detail the semantic cache's guards would veto a hit on (caching.guards.signature):
     # "the sale", "express", "yearly", "students", sizes, ids, dates
+    # (not the mood: "start it from your orders page" is how a turn is said, not a detail of the case)
     for field_name, values in guards.signature(text).items():
-        if field_name in guards.VETO_FIELDS:
+        if field_name in guards.VETO_FIELDS and field_name != "mood":
             for value in values:
                 value = str(value).casefold()
                 if field_name == "time_words" and value in _SMALL_TALK_TIMES:

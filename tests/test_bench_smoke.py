@@ -20,6 +20,8 @@ from core.servers import ROOT
 
 # name: (tiny arguments, keys its last line must hold)
 SMOKE: dict[str, tuple[list[str], list[str]]] = {
+    "conversations": ([], ["dev_served", "dev_wrong", "pairs"]),
+    "answerability": (["--oos", "5"], ["unanswerable_refused", "answerable_refused", "oos_refused"]),
     "eligibility_rules": (["--limit", "300"], [
         "eligibility_heldout_general_precision", "eligibility_heldout_general_recall",
         "eligibility_seen_general_precision", "eligibility_seen_general_recall", "eligibility_heldout_questions"]),
@@ -34,6 +36,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
 # Benchmarks without a tiny size yet (the run is minutes at its smallest, or needs a model server or a
 # cluster the suite does not start): each one's reason. Moving one into SMOKE is the work left.
 NOT_YET_TINY: dict[str, str] = {
+    "stream_load": "its stand-in's streamed answers end not_covered since the answerability check "
+                   "(run with --ramp 2: 'not streamed not_covered'); to fix before its figures are read",
     "answer_quality": "asks the embedded model (minutes); needs an extractive-only tiny run",
     "banking77": "no size flag: replays every BANKING77 test question",
     "cache_latency": "starts gunicorn and a 100k-entry table; needs a tiny --entries/--parts run verified",

@@ -22,6 +22,8 @@ def asker(tenant) -> pipeline.Asker:
 
 
 def test_a_question_as_close_to_another_answer_is_refused_and_the_reason_names_it(acme, settings):
+    # the check on a strict match, whatever the learned judge (the tests' small one) would say of the nearer entry
+    settings.SEMANTIC_JUDGE_SERVES = False
     charge, why = offer(asker(acme), CHARGE), offer(asker(acme), WHY_CHARGED)
     assert charge.admitted and why.admitted
 

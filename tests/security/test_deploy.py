@@ -89,3 +89,12 @@ def test_admin_is_staff_only(demo):
     assert r.get("/admin/caching/askevent/").status_code == 200
     keys = r.get("/admin/core/tenantapikey/")
     assert keys.status_code == 200
+
+
+def test_the_security_middleware_check_names_a_missing_one(settings):
+    """Django's own W001-W003 are silenced for our subclasses; ours must still fire when one is gone."""
+    from supportbot.checks import security_middleware_check
+
+    assert security_middleware_check(None) == []
+    settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if not m.endswith("CsrfViewMiddleware")]
+    assert [w.id for w in security_middleware_check(None)] == ["ask.W003"]

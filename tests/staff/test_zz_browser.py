@@ -2,7 +2,7 @@
 on the chat page and says "no" to a cached answer; a support agent logs into the admin, labels
 the sampled hit with the keyboard and confirms it wrong in the review queue.
 
-Named to run last in this folder: ``live_server`` (the async server, ``asgi_live_server``) flushes
+Named to run last in this folder: ``site`` (the async server, ``asgi_live_server``) flushes
 the database afterwards, and the fixtures of later tests reload the demo knowledge base."""
 from pathlib import Path
 
@@ -27,8 +27,9 @@ pytestmark = [
 
 
 @pytest.fixture
-def live_server(asgi_live_server):
-    """The browser talks to the async server (ASGI under uvicorn), as ``make run`` serves."""
+def site(asgi_live_server):
+    """The browser talks to the async server (ASGI under uvicorn), as ``make run`` serves. Not named
+    ``live_server``: pytest-django's own helper would treat it as its WSGI live server."""
     return asgi_live_server
 
 
@@ -49,14 +50,14 @@ def browser_page(monkeypatch):
             browser.close()
 
 
-def test_customer_says_no_and_an_agent_labels_and_quarantines(live_server, acme, agent, sample_everything,
+def test_customer_says_no_and_an_agent_labels_and_quarantines(site, acme, agent, sample_everything,
                                                               browser_page):
     page = browser_page
     offered = offer(pipeline.Asker(acme, "en", None), QUESTION, ANSWER)
     assert offered.admitted
 
     # the customer asks; the answer comes from the exact cache, streamed over SSE
-    page.goto(f"{live_server.url}/t/{acme.slug}/")
+    page.goto(f"{site.url}/t/{acme.slug}/")
     page.fill("#question", QUESTION)
     page.click("form.ask-form button[type=submit]")
     footer = page.locator(".answer-footer").first
@@ -72,7 +73,7 @@ def test_customer_says_no_and_an_agent_labels_and_quarantines(live_server, acme,
     sample = SampledHit.objects.get(decision=item.decision)
 
     # the agent logs in and labels with the keyboard: w, then 1 (entity)
-    page.goto(f"{live_server.url}/admin/login/?next=/admin/ask/label/")
+    page.goto(f"{site.url}/admin/login/?next=/admin/ask/label/")
     page.fill("#id_username", agent.username)
     page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
@@ -88,7 +89,7 @@ def test_customer_says_no_and_an_agent_labels_and_quarantines(live_server, acme,
     assert (label.verdict, label.reason, label.labeler_id) == ("wrong", "entity", agent.pk)
 
     # in the review queue, confirm wrong: the entry leaves every cache at once
-    page.goto(f"{live_server.url}/admin/ask/queue/")
+    page.goto(f"{site.url}/admin/ask/queue/")
     review_card = page.locator(f"#review-{item.pk}")
     assert QUESTION in review_card.inner_text() and "30 days" in review_card.inner_text()
     review_card.locator("select[name=reason]").select_option("entity")
@@ -98,12 +99,12 @@ def test_customer_says_no_and_an_agent_labels_and_quarantines(live_server, acme,
     assert not pipeline.exact_layer.lookup(offered.key, acme.pk).hit
 
 
-def test_a_first_question_gets_a_cited_answer_quoted_from_the_help_centre(live_server, acme, browser_page, settings):
+def test_a_first_question_gets_a_cited_answer_quoted_from_the_help_centre(site, acme, browser_page, settings):
     """The default install (no VLLM_BASE_URL): the extractive answerer quotes the article that
     says Acme delivers to Canada, cites it, and the page says where the answer comes from."""
     settings.VLLM_BASE_URL, settings.ASK_ANSWERER = "", ""
     page = browser_page
-    page.goto(f"{live_server.url}/t/{acme.slug}/")
+    page.goto(f"{site.url}/t/{acme.slug}/")
     page.fill("#question", "Do you ship to Canada?")
     page.click("form.ask-form button[type=submit]")
     footer = page.locator(".answer-footer").first
