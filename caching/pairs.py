@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterator
 
 KINDS = ("paraphrase", "entity", "negation", "condition", "time", "personal", "tenant", "locale", "action", "different")
 REQUIRED = ("id", "kind", "cached", "new", "should_hit", "ctx_cached", "ctx_new")
@@ -15,8 +16,9 @@ class PairFileError(ValueError):
     pass
 
 
-def read_pairs(path: Path) -> list[dict]:
-    pairs = []
+def jsonl_rows(path: Path) -> Iterator[tuple[int, object]]:
+    """(line number, parsed value) of each non-blank line; a file that cannot be read or a line that is
+    not JSON is a ``PairFileError`` naming it."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -25,9 +27,14 @@ def read_pairs(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            yield n, json.loads(line)
         except ValueError:
             raise PairFileError(f"{path}:{n}: not JSON") from None
+
+
+def read_pairs(path: Path) -> list[dict]:
+    pairs = []
+    for n, row in jsonl_rows(path):
         missing = [k for k in REQUIRED if k not in row] if isinstance(row, dict) else list(REQUIRED)
         if missing:
             raise PairFileError(f"{path}:{n}: missing {', '.join(missing)}")

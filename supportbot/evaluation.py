@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from caching import guards
 from caching.layers import exact_layer
 from caching.models import SemanticEntry
-from caching.pairs import PairFileError
+from caching.pairs import PairFileError, jsonl_rows
 from core.models import Tenant
 from generation.base import Passage
 from ingestion.models import Chunk
@@ -144,17 +144,7 @@ def read_conversation_pairs(path: Path, *, tenant: str | None = None) -> list[di
     that does not fit is refused whole with the line at fault (``PairFileError``)."""
     tenant = tenant or Path(path).stem
     pairs = []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PairFileError(f"{path}: cannot read ({exc})") from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            raise PairFileError(f"{path}:{n}: not JSON") from None
+    for n, row in jsonl_rows(path):
         missing = [k for k in CONVERSATION_REQUIRED if k not in row] if isinstance(row, dict) else ["a", "b"]
         if missing:
             raise PairFileError(f"{path}:{n}: missing {', '.join(missing)}")
