@@ -287,31 +287,17 @@ class OpenAIHTTPBackend(GenerationBackend):
                             started: float) -> AsyncIterator[str]:
         stream = await self._acreate(request, deadline=deadline)
         try:
-            content_type = stream.response.headers.get("content-type", "")
-            if "text/event-stream" not in content_type:
-                raise GenerationError("bad_response", f"expected an event stream, got {content_type or 'nothing'}")
-            async for chunk in stream:
-                if time.monotonic() > deadline:
-                    raise GenerationError("timeout", f"no complete answer within {self.timeout_s:.0f}s")
-                delta = state.apply(chunk)
-                if delta:
-                    if state.ttft_ms is None:
-                        state.ttft_ms = (time.monotonic() - started) * 1000
-                    state.yielded = True
-                    yield delta
-        except openai.APIError as exc:
-            raise _stream_failure(exc, state) from exc
-        except ValueError as exc:  # a data line that is not JSON
-            raise GenerationError("interrupted" if state.yielded else "bad_response",
-                                  f"invalid JSON in stream: {exc}") from exc
+            with _stream_errors(state):
+                _expect_event_stream(stream)
+                async for chunk in stream:
+                    delta = state.take(chunk, deadline, self.timeout_s, started)
+                    if delta:
+                        yield delta
         finally:
             # shielded: a cancelled caller (the customer left) must still close the connection,
             # or the model server would write on into a socket nobody reads
             await asyncio.shield(stream.close())
-        if state.finish_reason is None:  # ended without a last chunk: the server went away
-            if state.yielded:
-                raise GenerationError("interrupted", "stream ended without a finish_reason")
-            raise _BrokeOffEarly("stream ended before any text")
+        state.check_ended()
 
     async def _acreate(self, request: ChatRequest, *, deadline: float):
         """``_create`` of a stream on the async client."""
@@ -419,33 +405,37 @@ class OpenAIHTTPBackend(GenerationBackend):
                      started: float) -> Iterator[str]:
         stream = self._create(request, stream=True, deadline=deadline)
         try:
-            content_type = stream.response.headers.get("content-type", "")
-            if "text/event-stream" not in content_type:
-                raise GenerationError("bad_response", f"expected an event stream, got {content_type or 'nothing'}")
-            for chunk in stream:
-                if time.monotonic() > deadline:
-                    raise GenerationError("timeout", f"no complete answer within {self.timeout_s:.0f}s")
-                delta = state.apply(chunk)
-                if delta:
-                    if state.ttft_ms is None:
-                        state.ttft_ms = (time.monotonic() - started) * 1000
-                    state.yielded = True
-                    yield delta
-        except openai.APIError as exc:
-            raise _stream_failure(exc, state) from exc
-        except ValueError as exc:  # a data line that is not JSON
-            raise GenerationError("interrupted" if state.yielded else "bad_response",
-                                  f"invalid JSON in stream: {exc}") from exc
+            with _stream_errors(state):
+                _expect_event_stream(stream)
+                for chunk in stream:
+                    delta = state.take(chunk, deadline, self.timeout_s, started)
+                    if delta:
+                        yield delta
         finally:
             stream.close()
-        if state.finish_reason is None:  # ended without a last chunk: the server went away
-            if state.yielded:
-                raise GenerationError("interrupted", "stream ended without a finish_reason")
-            raise _BrokeOffEarly("stream ended before any text")
+        state.check_ended()
 
 
 class _BrokeOffEarly(Exception):
     pass
+
+
+def _expect_event_stream(stream) -> None:
+    content_type = stream.response.headers.get("content-type", "")
+    if "text/event-stream" not in content_type:
+        raise GenerationError("bad_response", f"expected an event stream, got {content_type or 'nothing'}")
+
+
+@contextlib.contextmanager
+def _stream_errors(state: _StreamState):
+    """What reading a stream's chunks may raise, as the sync and async streams report it."""
+    try:
+        yield
+    except openai.APIError as exc:
+        raise _stream_failure(exc, state) from exc
+    except ValueError as exc:  # a data line that is not JSON
+        raise GenerationError("interrupted" if state.yielded else "bad_response",
+                              f"invalid JSON in stream: {exc}") from exc
 
 
 def _stream_failure(exc: openai.APIError, state: _StreamState) -> Exception:
@@ -472,6 +462,24 @@ class _StreamState:
 
     def text(self) -> str:
         return "".join(self.parts)
+
+    def take(self, chunk, deadline: float, timeout_s: float, started: float) -> str:
+        """One chunk of a stream that must end by ``deadline``: its text delta, the first one timed."""
+        if time.monotonic() > deadline:
+            raise GenerationError("timeout", f"no complete answer within {timeout_s:.0f}s")
+        delta = self.apply(chunk)
+        if delta:
+            if self.ttft_ms is None:
+                self.ttft_ms = (time.monotonic() - started) * 1000
+            self.yielded = True
+        return delta
+
+    def check_ended(self) -> None:
+        """A stream that ended without a last chunk: the server went away (retried if nothing was shown)."""
+        if self.finish_reason is None:
+            if self.yielded:
+                raise GenerationError("interrupted", "stream ended without a finish_reason")
+            raise _BrokeOffEarly("stream ended before any text")
 
     def apply(self, chunk) -> str:
         """Fold one ``ChatCompletionChunk`` into the state; return its text delta."""
