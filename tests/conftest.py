@@ -42,6 +42,17 @@ def judge_built():
 
 
 @pytest.fixture
+def empty_root(tmp_path, settings):
+    """A judge folder with nothing built in it, the process's judge forgotten before and after."""
+    from caching import guards
+
+    settings.SEMANTIC_JUDGE_DIR = tmp_path
+    guards.set_learned_judge(None)
+    yield tmp_path
+    guards.set_learned_judge(None)
+
+
+@pytest.fixture
 def full_judge(settings):
     """The product's judge (the full recipe) for a test of what it decides: served where it is built
     (``make run`` builds it in the background, ``manage.py train_judge`` in the foreground), skipped

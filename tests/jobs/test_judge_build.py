@@ -17,14 +17,6 @@ from supportbot import run
 from tests.jobs.conftest import wait_until
 
 
-@pytest.fixture
-def empty_root(tmp_path, settings):
-    settings.SEMANTIC_JUDGE_DIR = tmp_path
-    guards.set_learned_judge(None)
-    yield tmp_path
-    guards.set_learned_judge(None)
-
-
 @pytest.mark.django_db
 def test_a_built_judge_is_ready_and_its_build_is_a_job_run_that_builds_nothing(judge_built, settings):
     assert not services.judge_build_needed()

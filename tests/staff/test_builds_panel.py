@@ -5,16 +5,6 @@ import shutil
 
 import pytest
 
-from caching import guards
-
-
-@pytest.fixture
-def empty_root(tmp_path, settings):
-    settings.SEMANTIC_JUDGE_DIR = tmp_path
-    guards.set_learned_judge(None)
-    yield tmp_path
-    guards.set_learned_judge(None)
-
 
 @pytest.mark.django_db
 def test_the_dashboard_lists_the_builds(client, agent, empty_root, judge_built):
