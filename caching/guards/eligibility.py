@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from caching.guards.lexicon import (
-    _ACTION_VERBS, _ASKS_ABOUT, _ID_HEADS, _IMPERATIVE_FOLLOWERS, _INFO_VERBS, _MY_PERSONAL_NOUN, _NOUN_FRAME_AFTER_VERB,
+    _ACTION_VERBS, _ASKS_ABOUT, _ID_HEADS, _ASKING_VERBS, _asks_for_information, _IMPERATIVE_FOLLOWERS, _INFO_VERBS, _MY_PERSONAL_NOUN, _NOUN_FRAME_AFTER_VERB,
     _REQUEST_VERBS, _STOP, _TIME_DEPENDENT, _TRANSACTIONAL_VERBS,
 )
 from caching.guards.signature import parsed
@@ -124,9 +124,13 @@ _REQUEST_FOR_ME = re.compile(r"\b(?:can|could|would|will) you (?:please |kindly 
 # "Which plan am I on", "am I verified", "are we still on the trial", "do I still have access": the
 # asker's own state in every wording, even where the words without "I" would be general ("which plan
 # am I on if I signed up through the app?"): a wrong bypass costs one fresh answer, a wrong serve
-# shows another customer's answer. "Am I allowed (to) ..." asks what is permitted: the policy.
+# shows another customer's answer. Not the asker's state: what a rule does to whoever asks ("am I allowed
+# (to) ...", "am I charged for receiving money?", "am I going to need a visa?", "am I limited in ...", "why
+# am I being asked to verify my identity?") and whom the asker is talking to ("am I talking to a real person?"); "why am I being charged" stays personal.
 _OWN_STATE_Q = re.compile(
-    r"\bam i\b(?! (?:allowed|able|permitted|supposed|required|meant|expected)\b)"
+    r"\bam i\b(?! (?:allowed|able|permitted|supposed|required|meant|expected)\b"
+    r"| (?:going to be |gonna be )?(?:charged|billed)\b| (?:going to|gonna) need\b| in need of\b| limited\b| free to\b"
+    r"| (?:talking|speaking|chatting) (?:to|with)\b| being asked\b)"
     r"|\bare we (?:still |currently |already |now )?(?:on|in|subscribed|signed|enrolled|registered|verified|due|owed|"
     r"being|using|eligible|entitled|over|under|a|an)\b"
     r"|\b(?:do|did) (?:i|we) (?:still |already |currently |even |actually |now )?(?:have|own)\b(?! to\b)"
@@ -134,7 +138,8 @@ _OWN_STATE_Q = re.compile(
 # A message that starts with a verb and the customer as its object ("rotate my key.", "send me the
 # invoice", "can you regenerate my token") tells us to act, whatever the verb. Not imperatives: a
 # function word, a past tense or a gerund ("lost my card", "changing my email"), a verb that asks for
-# information ("tell me how", "show me where", "help me"), and "... me how/where/if/about".
+# information ("tell me how", "show me where", "help me", "inform me of"), "... me how/where/if/about", and
+# a verb of giving with information as what we should give ("provide me the name of ...").
 _IMPERATIVE_MINE = re.compile(
     r"^(?:(?:hi|hello|hey|ok|okay|so|yes|hi there|thanks|thank you|great)[, ]+)?(?:(?:please|pls|kindly|just|now|also)[, ]+)?"
     r"(?:(?:can|could|would|will) you (?:please |kindly |just )?)?([a-z]+) (my|me|our|us)\b(?: (\w+))?")
@@ -256,6 +261,10 @@ def _imperative(norm: str, tokens: list[str], sig: dict, intent: str) -> Iterato
         return
     if obj in ("me", "us") and after in _ASKS_ABOUT:
         return
+    rest = norm[m.start(2):].split()
+    if obj in ("me", "us") and ((verb in _ASKING_VERBS and not {"my", "our"} & set(rest[1:7]))
+                                or _asks_for_information(verb, rest)):
+        return  # "inform me of the fees", "provide me the name of ..." (not "inform my bank", "inform me of my balance")
     yield Eligibility(False, "action", intent, f"action: tells us to {verb} something of the customer's ('{m.group(0)}')",
                       rule="action_imperative")
 

@@ -453,6 +453,37 @@ _IMPERATIVE_MOOD = re.compile(
     r"(?:((?:can|could|would|will) you) (?:please |kindly |just )?)?([a-z]+) ([a-z]+)\b(?: ([a-z]+))?")
 # After "... me" / "... us", words that ask for information ("send me how to ...", "email us about ..."), not an action.
 _ASKS_ABOUT = frozenset("how what where when why which who whether if about know".split())
+# Verbs that ask us for help, information or leave, as "tell", "help" and "let" do ("inform me of the fees",
+# "instruct me on changing the oil", "assist me with activation", "allow me to swap salt for baking soda"):
+# with the asker as their object, a question in the imperative, not an action.
+_ASKING_VERBS = frozenset("inform instruct assist educate enlighten brief allow permit".split())
+# What a message asks us to give when it asks for information, not for something done ("share the
+# nutrition info", "provide me with the restrictions", "give me the definition of ..."): a general question
+# in the imperative, unless the information is the customer's own ("share my APR").
+_INFORMATION_NOUNS = frozenset("""
+information info details detail definition definitions meaning facts fact name names knowledge restrictions
+rules policy policies steps instructions directions requirements explanation difference differences reasons
+options overview summary
+""".split())
+_OBJECT_FILLERS = frozenset("me us with the a an some any more of on about your".split())
+_GIVING_VERBS = frozenset("give provide share send get supply offer".split())
+
+
+def _asks_for_information(verb: str, words: list[str]) -> bool:
+    """Whether an imperative asks us to give information: a verb of giving, and information within the
+    first two content words after it ("the nutrition info", "me with the restrictions"), none of the
+    customer's ("share my APR" stays a request)."""
+    if verb not in _GIVING_VERBS:
+        return False
+    content = []
+    for word in words[:6]:
+        if word in ("my", "our"):
+            return False
+        if word not in _OBJECT_FILLERS:
+            content.append(word)
+        if len(content) == 2:
+            break
+    return any(word in _INFORMATION_NOUNS for word in content)
 _MY_PERSONAL_NOUN = re.compile(r"\b(?:my|our) (?:\w+ ){0,2}?(" + "|".join(sorted(_PERSONAL_NOUNS, key=len, reverse=True)) + r")\b")
 _IMPERATIVE_FOLLOWERS = frozenset("my me our us the a an this that these those it them all to from for back up off out down in on some your his her".split())
 _NOUN_FRAME_AFTER_VERB = frozenset("policy policies details detail steps process procedure options option fee fees time times window period form label status rules rule limit limits info information request requests address number code method methods terms cost costs price prices charge charges deadline".split())

@@ -12,7 +12,7 @@ from caching.guards.lexicon import (
     _ACTION_VERBS, _AMBIGUOUS_TIERS, _AUDIENCE, _COMPARATIVE_WORDS, _CONDITIONS, _CURRENCY_SYMBOLS, _CURRENCY_WORDS,
     _FRAME, _FRAME_LEMMAS, _ID_HEADS, _IRREGULAR, _LIGHT, _LIGHT_LEMMAS, _MONTHS, _NEGATIONS, _NUMBER_WORDS,
     _OPERATIONS, _PLACE_BIGRAMS, _PLACES, _SIZE_WORDS, _STOP, _TIER_HEADS, _TIER_WORDS, _TIME_WORDS, _UNITS,
-    _WEEKDAYS, _ASKS_ABOUT, _IMPERATIVE_MOOD, _MOOD_OBJECTS, _MOOD_OWN_OBJECTS, _MOOD_VERBS, _lemma, _normalise, _tokens, concept,
+    _WEEKDAYS, _ASKS_ABOUT, _IMPERATIVE_MOOD, _asks_for_information, _MOOD_OBJECTS, _MOOD_OWN_OBJECTS, _MOOD_VERBS, _lemma, _normalise, _tokens, concept,
 )
 
 # 3: ``mood`` (a request for us to act, vetoed against a question about the same thing).
@@ -205,6 +205,8 @@ def _mood(norm: str) -> set[str]:
     order?") wants instructions, and an answer for one is wrong for the other."""
     m = _IMPERATIVE_MOOD.match(norm)
     if not m or m.group(2) not in _MOOD_VERBS or (m.group(3) in ("me", "us") and m.group(4) in _ASKS_ABOUT):
+        return set()
+    if _asks_for_information(m.group(2), norm[m.end(2):].split()):  # "share the nutrition info": a question, no act
         return set()
     return {"imperative"} if m.group(3) in (_MOOD_OWN_OBJECTS if m.group(1) else _MOOD_OBJECTS) else set()
 

@@ -175,6 +175,32 @@ def test_policy_and_how_to_questions_in_the_first_person_stay_general(question):
     assert guards.classify(question).eligible, guards.classify(question).reason
 
 
+# What a rule does to whoever asks, and whom the asker talks to, are no state of the asker's: the fee
+# for an act, what a trip needs, a limit, leave, the reason for a procedure, the bot itself.
+@pytest.mark.parametrize("question", [
+    "Am I charged for receiving money?",
+    "Am I going to be charged for topping up by transfer?",
+    "How much am I charged for a SEPA transfer?",
+    "Am I going to need a visa for Canada?",
+    "Am I limited in the number of virtual cards?",
+    "Am I free to top up as much as I want?",
+    "Why am I being asked to verify my identity?",
+    "Am I talking to a real person?",
+])
+def test_what_a_rule_does_to_whoever_asks_stays_general(question):
+    assert guards.classify(question).eligible, guards.classify(question).reason
+
+
+@pytest.mark.parametrize("question", [
+    "Why am I being charged extra?",  # a charge happening to this customer
+    "Am I on the pro plan if I signed up through the app?",
+    "Am I eligible for the refund?",
+])
+def test_the_askers_own_state_next_to_those_wordings_stays_personal(question):
+    e = guards.classify(question)
+    assert not e.eligible and e.category == "personal", e.reason
+
+
 # A message that tells us to act is an action whatever the verb, with or without "please" or a
 # trailing period; the how-to question about the same thing stays general.
 @pytest.mark.parametrize("question", [
@@ -195,6 +221,10 @@ def test_an_imperative_is_an_action_and_never_reads(question):
 
 @pytest.mark.parametrize("question", [
     "Send me the invoice", "Send me the invoice please.", "Cancel my order.", "Please cancel my order",
+    "Inform my bank that I am travelling to Rome.",  # to tell someone else: an act
+    "Share my statement with my accountant.",  # the customer's own information
+    "Provide me a new card.",  # a thing, not information
+    "Inform me of my balance",  # the customer's own information
 ])
 def test_the_issues_imperatives_are_actions(question):
     e = guards.classify(question)
@@ -208,6 +238,11 @@ def test_the_issues_imperatives_are_actions(question):
     "Tell me how to rotate my key",
     "Download my invoice.",  # where to find it in the product: a how-to
     "Can you export the data to CSV?",  # what the product can do, nothing of the customer's
+    "Inform me of the fees for a SEPA transfer.",  # asks us to tell, as "tell me" does
+    "Please assist me with the auto top-up",  # asks for help, as "help me" does
+    "Provide me with the restrictions of the disposable cards.",  # asks us to give information
+    "Share the nutrition info for brownies with me",
+    "Please allow me to swap salt for baking soda",  # asks leave: "can I"
 ])
 def test_a_how_to_about_an_action_stays_general(question):
     e = guards.classify(question)
