@@ -82,8 +82,8 @@ def load_questions(path: Path, only: set[str], limit: int | None) -> list[dict]:
     return rows[:limit] if limit else rows
 
 
-def demo_copy(scratch) -> dict:
-    """Scratch tenants holding the demo knowledge base: {demo slug: tenant}."""
+def demo_copy(scratch, slugs=None) -> dict:
+    """Scratch tenants holding the demo knowledge base (of the demo tenants ``slugs``, or every one): {demo slug: tenant}."""
     from ingestion.services import ingest_directory
     from retrieval.services import index_sync
     from supportbot.services import TENANT_FIELDS, demo_dir
@@ -91,6 +91,8 @@ def demo_copy(scratch) -> dict:
     root = demo_dir()
     tenants = {}
     for row in json.loads((root / "tenants.json").read_text()):
+        if slugs is not None and row["slug"] not in slugs:
+            continue
         tenant = scratch.tenant(row["slug"], locales=tuple(row["locales"]), **{
             k: row[k] for k in TENANT_FIELDS if k != "locales"})
         report = ingest_directory(root / row["slug"], tenant)
@@ -189,7 +191,7 @@ def main() -> int:
     k = settings.RETRIEVAL_TOP_K
     with scratch_tenants("answers") as scratch:
         t = time.perf_counter()
-        tenants = demo_copy(scratch)
+        tenants = demo_copy(scratch, {q["tenant"] for q in questions})
         print(f"knowledge base loaded into scratch tenants in {time.perf_counter() - t:.1f}s", flush=True)
         found = retrieval_recall(questions, tenants)
         recall = {group: sum(hits) / len(hits) for group, hits in sorted(found.items())}

@@ -1,6 +1,9 @@
 """BANKING77 through the answer caches: eligibility, hit rate and false-hit rate on real questions.
 
-    .venv/bin/python -m bench.banking77 [--data ../shared/data/banking77]
+    .venv/bin/python -m bench.banking77 [--data DIR] [--intents N] [--seeds 1,5]
+
+``--data``: the BANKING77 folder (default: ``banking77`` in the shared data folder, ``ASK_SHARED_DIR``).
+``--intents N``: only the first N intents by name (a smoke run: ``--intents 3 --seeds 1``).
 
 The semantic cache of a scratch tenant is filled from ``train.csv`` with one synthetic answer per
 intent: the intent's most central train question (nearest the centroid of its train questions)
@@ -29,7 +32,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from bench.common import bench_result, ensure_schema, scratch_tenants, setup
+from bench.common import SHARED_DATA, bench_result, ensure_schema, scratch_tenants, setup
 
 setup(private_redis=True)
 
@@ -39,7 +42,7 @@ from caching import guards  # noqa: E402
 from retrieval.embeddings import embed_texts  # noqa: E402
 from supportbot import pipeline  # noqa: E402
 
-DATA = Path("/work/shared/data/banking77")
+DATA = SHARED_DATA / "banking77"  # the shared data folder (ASK_SHARED_DIR)
 SOURCE_TEXT = ("Synthetic help-centre text for the BANKING77 benchmark. Every synthetic answer cites it; it "
                "states no links, numbers or amounts, so the synthetic answers are grounded.")
 
@@ -142,10 +145,18 @@ def report(name: str, seeded: dict, r: dict) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--intents", type=int, default=0, help="only the first N intents by name (0: all 77)")
+    parser.add_argument("--seeds", default="1,5", help="cached questions per intent, one run each (comma-separated)")
     args = parser.parse_args(argv)
+    seed_counts = [int(n) for n in args.seeds.split(",") if n.strip()]
+    if not seed_counts or min(seed_counts) < 1 or args.intents < 0:
+        parser.error("--seeds takes positive numbers, --intents 0 or more")
     ensure_schema()
     started = time.perf_counter()
     train, test = read_rows(args.data / "train.csv"), read_rows(args.data / "test.csv")
+    if args.intents:
+        kept = set(sorted({c for _, c in train})[: args.intents])
+        train, test = [r for r in train if r[1] in kept], [r for r in test if r[1] in kept]
     print(f"BANKING77: {len(train)} train and {len(test)} test questions, "
           f"{len({c for _, c in train})} intents", flush=True)
     vectors = embed_texts([t for t, _ in train])  # also warms the embedding cache the seeds use
@@ -157,14 +168,14 @@ def main(argv=None) -> int:
 
     figures = {"train_eligible_share": train_eligible}
     with scratch_tenants("banking77") as scratch:
-        for per_intent in (1, 5):
+        for per_intent in seed_counts:
             seeds = seeds_per_intent(train, vectors, per_intent)
             tenant, seeded = seed(scratch, f"seed{per_intent}", seeds)
             result = replay(tenant, test, intent_of_answer)
             report(f"{per_intent} question(s) per intent", seeded, result)
             figures[f"seed{per_intent}"] = {**seeded, **result}
     figures["seconds"] = time.perf_counter() - started
-    one = figures["seed1"]
+    one = figures[f"seed{seed_counts[0]}"]
     last = (f"banking77_eligible_share={one['eligible_share']:.3f} banking77_hit_rate={one['hit_rate']:.3f} "
             f"banking77_false_hit_rate={one['false_hit_rate']:.3f}")
     print(f"\ntotal {figures['seconds']:.0f} s")

@@ -24,6 +24,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # BENCH_RESULTS_DIR: elsewhere (the smoke tests run every benchmark tiny, and must not overwrite real results)
 RESULTS_DIR = Path(os.environ.get("BENCH_RESULTS_DIR") or ROOT / "var" / "bench")
+
+
+def _shared_dir() -> Path:
+    """The shared data folder (public data sets uncompressed, the eval pairs): ``ASK_SHARED_DIR``, else a
+    folder named ``shared`` beside the checkout, or beside the folder that holds it (a worktree)."""
+    if os.environ.get("ASK_SHARED_DIR"):
+        return Path(os.environ["ASK_SHARED_DIR"])
+    candidates = (ROOT.parent / "shared", ROOT.parent.parent / "shared")
+    return next((c for c in candidates if c.is_dir()), candidates[0])
+
+
+# ASK_SHARED_DIR: the shared data folder the benchmarks read (``data/``, ``eval/``)
+SHARED_DIR = _shared_dir()
+SHARED_DATA = SHARED_DIR / "data"
 SCRATCH_PREFIX = "bench-"  # every scratch tenant's slug starts with this, then a run id
 
 

@@ -19,15 +19,14 @@ answer was served, ``wrong`` the share of traps whose cached answer was served.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench.common import ROOT, bench_result, setup
+from bench.common import ROOT, SHARED_DIR, bench_result, setup
 
 DEV = ROOT / "tests" / "data" / "conversation_pairs.jsonl"
-SHARED = Path(os.environ.get("ASK_SHARED_DIR", ROOT.parent / "shared"))
+SHARED = SHARED_DIR
 EXTERNAL = SHARED / "eval" / "external" / "conv" / "data"
 TRAPS = ("context_swap", "detail_swap", "intent_flip")
 SHOULD = ("same_context_reworded", "irrelevant_history", "same_context_extra_chatter")

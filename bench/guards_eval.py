@@ -51,10 +51,10 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from bench.common import ROOT, SHARED_DIR  # noqa: E402
 from caching import guards  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("ASK_SHARED_DIR", ROOT.parent / "shared"))
+SHARED = SHARED_DIR
 DATA = SHARED / "data"
 DEV_PAIRS = SHARED / "eval" / "dev_pairs.jsonl"
 HELDOUT_PAIRS = ROOT / "tests" / "data" / "heldout_pairs.jsonl"

@@ -1,6 +1,6 @@
 """How well the semantic judge generalises: held-out intents and leave-one-dataset-out.
 
-    .venv/bin/python -m bench.judge_eval [--splits heldout,to_clinc,to_banking] [--lexical 900]
+    .venv/bin/python -m bench.judge_eval [--splits heldout,to_clinc,to_banking] [--lexical 900] [--recipe full|small]
 
 Each split trains a judge from scratch with the production recipe (``modelbuild.judge_train``: its
 own calibration intents held out of the training part, threshold chosen there), then scores pairs
@@ -22,7 +22,8 @@ the vetoes let through (and the plain embedding cosine's), and the precision and
 serving decision (no veto and calibrated probability >= the threshold chosen on the split's own
 calibration intents), overall and by pair kind. Eligibility is not applied (it is about the
 customer, not the pair). Each split fine-tunes its own cross-encoder: about 15-30 minutes a split
-on 2 cores. Ends with one line ``judge_eval_<split>_<model>_precision=… judge_eval_<split>_<model>_recall=… …``.
+on 2 cores. ``--recipe small`` (a smoke run, ``heldout`` only) trains the tests' small recipe on its
+slice of the data instead: its figures only prove the run works. Ends with one line ``judge_eval_<split>_<model>_precision=… judge_eval_<split>_<model>_recall=… …``.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import bench_result
+from caching.guards import judge_recipe
 from modelbuild import judge_data, judge_train
 from modelbuild.judge_data import BANKING77, CLINC150, NLUPP
 
@@ -49,9 +51,9 @@ PAIR_CONFIG = judge_data.PairConfig(positives_per_intent=12, negatives_per_quest
                                     lexical=900, word_pairs="train")
 
 
-def split_questions(name: str) -> tuple[list, list]:
-    """(training questions, evaluation questions) of a split."""
-    questions = judge_data.load_questions()
+def split_questions(name: str, questions: list | None = None) -> tuple[list, list]:
+    """(training questions, evaluation questions) of a split (of every question, or of ``questions``)."""
+    questions = judge_data.load_questions() if questions is None else questions
     if name == "heldout":
         kept, held = judge_data.split_intents(questions, 0.2, "evaluation")
         return ([q for q in questions if q.split == "train" and q.intent in kept],
@@ -72,9 +74,9 @@ def evaluation_pairs(questions) -> list[judge_data.Pair]:
 
 
 def run_split(name: str, config: judge_train.TrainConfig, workdir: Path,
-              pair_config: judge_data.PairConfig = PAIR_CONFIG) -> dict:
+              pair_config: judge_data.PairConfig = PAIR_CONFIG, questions: list | None = None) -> dict:
     started = time.perf_counter()
-    train_q, eval_q = split_questions(name)
+    train_q, eval_q = split_questions(name, questions)
     leaked = {q.intent for q in train_q} & {q.intent for q in eval_q}
     assert not leaked, f"{name}: evaluation intents in training: {sorted(leaked)[:5]}"
     print(f"\n{name}: {len(train_q)} training questions ({len({q.intent for q in train_q})} intents), "
@@ -131,15 +133,26 @@ def main(argv=None) -> int:
     parser.add_argument("--splits", default=",".join(SPLITS))
     parser.add_argument("--lexical", type=int, default=PAIR_CONFIG.lexical,
                         help="one-word opposite/synonym training pairs (0: the recipe without them, for comparison)")
+    parser.add_argument("--recipe", choices=("full", "small"), default="full",
+                        help="small: the tests' recipe on its slice of the data, heldout only (a smoke run)")
     args = parser.parse_args(argv)
     if args.lexical < 0:
         parser.error("--lexical must be >= 0")
     config = judge_train.TrainConfig()
     pair_config = dataclasses.replace(PAIR_CONFIG, lexical=args.lexical)
+    questions = None
+    if args.recipe == "small":
+        if args.splits != "heldout":
+            parser.error("--recipe small runs the heldout split only (--splits heldout)")
+        small = judge_recipe.SMALL
+        config, pair_config = small.train, dataclasses.replace(small.pairs, word_pairs="train")
+        questions = judge_data.load_questions(small.datasets)
+        keep = set(sorted({q.intent for q in questions})[: small.intents])
+        questions = [q for q in questions if q.intent in keep]
     figures = {"config": dataclasses.asdict(config), "pair_config": dataclasses.asdict(pair_config)}
     with tempfile.TemporaryDirectory(prefix="judge-eval-") as tmp:
         for name in args.splits.split(","):
-            figures[name] = run_split(name.strip(), config, Path(tmp), pair_config)
+            figures[name] = run_split(name.strip(), config, Path(tmp), pair_config, questions)
     last = " ".join(f"judge_eval_{n}_{kind}_precision={m['served']['precision']:.3f} "
                     f"judge_eval_{n}_{kind}_recall={m['served']['recall']:.3f}"
                     for n in args.splits.split(",") for kind, m in figures[n]["models"].items())

@@ -1,6 +1,6 @@
 """The yes/no verifier (second stage, learning from misses) on the configured model: precision, recall and cost.
 
-    .venv/bin/python -m bench.judge_verifier [--pairs 120] [--seed 7] [--timeout-s 30]
+    .venv/bin/python -m bench.judge_verifier [--pairs 120] [--dev-pairs 0] [--seed 7] [--timeout-s 30]
 
 Puts labelled question pairs to ``generation.verifier.verify`` exactly as the second
 stage and the near-miss task do, one at a time, and reports for "yes" (an approval serves or
@@ -27,18 +27,17 @@ import random
 import socket
 from pathlib import Path
 
-from bench.common import ROOT, bench_result, percentiles, setup
+from bench.common import SHARED_DIR, bench_result, percentiles, setup
 
 HOST = "127.0.0.1"
 
 
 def _shared(path_in_shared: str) -> Path:
-    """``../shared`` as the task describes it: next to the checkout, or under /work."""
-    for base in (ROOT.parent, ROOT.parent.parent, Path("/work")):
-        p = base / "shared" / path_in_shared
-        if p.exists():
-            return p
-    raise SystemExit(f"cannot find shared/{path_in_shared}")
+    """A file of the shared data folder (``ASK_SHARED_DIR``)."""
+    p = SHARED_DIR / path_in_shared
+    if not p.exists():
+        raise SystemExit(f"cannot find {path_in_shared} in the shared data folder (set ASK_SHARED_DIR)")
+    return p
 
 
 def same_scope(rows: list[dict]) -> list[dict]:
@@ -59,6 +58,7 @@ def free_port() -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=120, help="pairs sampled from the external set")
+    parser.add_argument("--dev-pairs", type=int, default=0, help="only the first N dev pairs (0: every one; a smoke run: 2)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout-s", type=float, default=30.0)
     args = parser.parse_args()
@@ -73,7 +73,7 @@ def main() -> None:
         ensure_model_server(HOST, port)  # stopped at exit through its handle
         settings.EMBEDDED_MODEL_HOST, settings.EMBEDDED_MODEL_PORT = HOST, port
 
-    dev = same_scope(read(_shared("eval/dev_pairs.jsonl")))
+    dev = same_scope(read(_shared("eval/dev_pairs.jsonl")))[: args.dev_pairs or None]
     fow = same_scope(read(_shared("eval/external/fow_pairs.jsonl")))
     fow = random.Random(args.seed).sample(fow, min(args.pairs, len(fow)))
     verify("bench", "warm-up question", "", "another warm-up question", timeout_s=args.timeout_s)

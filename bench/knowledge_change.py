@@ -1,6 +1,6 @@
 """What a knowledge-base change costs the answer caches, for the two ways of making it reach them.
 
-    .venv/bin/python -m bench.knowledge_change [--questions kb/retrieval_questions.jsonl ...] [--changes-per-day 3]
+    .venv/bin/python -m bench.knowledge_change [--questions kb/retrieval_questions.jsonl ...] [--changes-per-day 3] [--limit N]
 
 Issue 13 asks to choose, by hit rate, between (a) a per-tenant, per-locale corpus revision in the
 answer spec and the semantic scope (any change makes every cached answer of its tenant and locale
@@ -42,6 +42,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", nargs="*", type=Path, default=[DEFAULT_QUESTIONS])
     parser.add_argument("--changes-per-day", type=int, default=3)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N answerable questions of each file (a smoke run)")
     args = parser.parse_args()
     setup()
     from django.conf import settings
@@ -53,7 +54,9 @@ def main() -> None:
     from retrieval.services import active_generation
 
     ensure_schema()
-    questions = [q for path in args.questions for q in load_questions(path) if q["articles"]]
+    questions = []
+    for path in args.questions:
+        questions += [q for q in load_questions(path) if q["articles"]][: args.limit or None]
     k = settings.RETRIEVAL_TOP_K
     with scratch_tenants("change") as scratch:
         tenants = demo_tenants(scratch, {q["tenant"] for q in questions})

@@ -1,6 +1,9 @@
 """Load with faults: hits and misses across two tenants while Redis and the model server restart.
 
-    .venv/bin/python -m bench.load_faults [--duration 200] [--hit-threads 6] [--miss-threads 1]
+    .venv/bin/python -m bench.load_faults [--duration 200] [--hit-threads 6] [--miss-threads 1] [--fault-scale 1]
+
+(A smoke run: ``--duration 12 --fault-scale 0.1 --hit-threads 1 --workers 1 --threads 2``; its figures
+prove only that the run still works.)
 
 Everything the run touches is its own: a redis-server (``start_redis``), a model server on a free
 port (``start_model_server``), a gunicorn on a free port given both through ``REDIS_URL`` and
@@ -366,7 +369,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--fault-scale", type=float, default=1.0,
+                        help="multiplies the fault windows (15, 20 and 30 s); below 1 only for a smoke run")
     args = parser.parse_args(argv)
+    if args.fault_scale <= 0 or args.duration <= 0:
+        parser.error("--duration and --fault-scale must be positive")
 
     from core.servers import VAR, start_redis
 
@@ -423,20 +430,20 @@ def main(argv: list[str] | None = None) -> int:
         procs["redis"].kill()
         procs["redis"].wait(timeout=10)
         mark("redis killed", "redis_down")
-        load.stop.wait(15)
+        load.stop.wait(15 * args.fault_scale)
         procs["redis"] = start_redis(redis_port)
         mark("redis restarted (empty)", "after_redis_restart")
         at(0.45)
         full = redis_at_memory_limit(redis_url)
         mark(f"redis at its memory limit ({full} bytes, noeviction)", "redis_full")
-        load.stop.wait(20)
+        load.stop.wait(20 * args.fault_scale)
         redis_at_memory_limit(redis_url, release=True)
         mark("redis memory limit lifted", "after_redis_full")
         at(0.60)
         procs["model"].kill()
         procs["model"].wait(timeout=10)
         mark("model server killed", "model_down")
-        load.stop.wait(30)
+        load.stop.wait(30 * args.fault_scale)
         t1 = time.monotonic()
         procs["model"] = start_model_server(HOST, model_port)
         mark(f"model server restarted (ready in {time.monotonic() - t1:.1f}s)", "after_model_restart")

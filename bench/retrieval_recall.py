@@ -1,6 +1,6 @@
 """Retrieval alone: is the expected article among the passages of a question, per tenant and locale.
 
-    .venv/bin/python -m bench.retrieval_recall [--questions kb/retrieval_questions.jsonl ...] [--k 4]
+    .venv/bin/python -m bench.retrieval_recall [--questions kb/retrieval_questions.jsonl ...] [--k 4] [--limit N]
 
 Ingests the demo knowledge base (``kb/``) into scratch tenants of its own (one per demo tenant,
 same locales; deleted at the end, the app's data is not touched), indexes it in the active index
@@ -123,6 +123,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", nargs="*", type=Path, default=QUESTION_FILES)
     parser.add_argument("--k", type=int, default=0)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N questions of each file (a smoke run)")
     args = parser.parse_args()
     setup()
     from django.conf import settings
@@ -131,7 +132,7 @@ def main() -> None:
 
     ensure_schema()
     k = args.k or settings.RETRIEVAL_TOP_K
-    questions = [q for path in args.questions for q in load_questions(path)]
+    questions = [q for path in args.questions for q in load_questions(path)[: args.limit or None]]
     with scratch_tenants("recall") as scratch:
         tenants = demo_tenants(scratch, {q["tenant"] for q in questions})
         rows = recall(questions, tenants, k)

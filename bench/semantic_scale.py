@@ -49,7 +49,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import ROOT, RESULTS_DIR, Stopwatch, bench_result, ensure_schema, fmt_ms, percentiles, setup
+from bench.common import ROOT, RESULTS_DIR, SHARED_DATA, Stopwatch, bench_result, ensure_schema, fmt_ms, percentiles, setup
 
 setup()
 
@@ -76,14 +76,6 @@ ANSWER = ("Open Settings, choose Security and follow the steps shown there. The 
           "each step with screenshots, and support can help if a step does not match what you see. [1]")
 CITATIONS = [{"article_pk": 1, "article_id": "bench-source", "title": "Benchmark source",
               "url": "https://bench.example/article", "version": 1}]
-
-
-def default_data_dir() -> Path:
-    """``../shared/data`` beside the checkout (as the CI lays it out), else the team's shared folder."""
-    for candidate in (ROOT.parent / "shared" / "data", Path("/work/shared/data")):
-        if candidate.is_dir():
-            return candidate
-    return ROOT.parent / "shared" / "data"
 
 
 # --------------------------------------------------------------------------- questions and vectors
@@ -517,7 +509,7 @@ def main(argv=None) -> int:
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--tenants", type=int, default=1_000)
     parser.add_argument("--skew", type=float, default=1.0, help="Zipf exponent of entries per tenant")
-    parser.add_argument("--data", type=Path, default=default_data_dir(), help="folder of the shared public data sets")
+    parser.add_argument("--data", type=Path, default=SHARED_DATA, help="folder of the shared public data sets (ASK_SHARED_DIR/data)")
     parser.add_argument("--queries", type=int, default=200, help="lookups per tenant class and design")
     parser.add_argument("--designs", default="global,partial,partitioned")
     parser.add_argument("--partitions", type=int, default=16, help="tenant buckets of the partitioned design")
