@@ -33,6 +33,7 @@ REPORT = ROOT / "docs" / "benchmarks.md"
 RESULTS_DIR = ROOT / "var" / "bench"
 RUNS_DIR = RESULTS_DIR / "runs"  # the last run of each benchmark, so a partial run keeps the others' results
 NOT_BENCHMARKS = {"__init__", "common", "all"}
+NOT_RUN = "not run"  # the status of a benchmark with no run yet: its section says so
 OUTPUT_LINES = 80  # the tail of a benchmark's output kept in the report
 # Routine sizes of benchmarks whose own default takes too long for ``make bench`` (``--full`` lifts them).
 ROUTINE_ARGS = {"semantic_scale": ["--entries", "100000", "--tenants", "200"],
@@ -181,8 +182,12 @@ def machine_kind(info: dict) -> str:
     return ", ".join(parts)
 
 
+def _status(r: dict) -> str:
+    return "ok" if r["status"] == 0 else NOT_RUN if r["status"] == NOT_RUN else f"failed ({r['status']})"
+
+
 def row(r: dict) -> str:
-    status = "ok" if r["status"] == 0 else f"failed ({r['status']})"
+    status = _status(r)
     title = f"`{r['name']}`{' (full size)' if r.get('full') else ''}"
     seconds = f"{r['seconds']:.0f}" if r.get("seconds") else "-"
     return f"| {title} | {status} | {r.get('date', '?')} | {seconds} | `{scrub(r['last_line'] or '-')}` |"
@@ -193,6 +198,8 @@ def section(r: dict) -> list[str]:
     summary = summary_of(r["name"])
     if summary:
         out += [summary, ""]
+    if r["status"] == NOT_RUN:
+        return out + [f"Not run yet: `python -m bench.all --only {r['name']}` (or `make bench`) writes this section."]
     info = r.get("machine", {})
     load = info.get("load average at start (1/5/15 min)")
     out += [f"Command: `{r.get('command') or 'python -m bench.' + r['name']}`, run {r.get('date', '?')} on "
@@ -212,7 +219,9 @@ def render(results: list[dict]) -> str:
     """The report from one entry per benchmark: a run (``run``'s result) or a carried section."""
     out = ["# Benchmarks", "",
            "Written by `python -m bench.all` (`make bench`): one section per benchmark, its latest run, replaced "
-           "in place by the next. Each says its command, date and kind of machine. Do not edit by hand.", "",
+           "in place by the next. Each says its command, date and kind of machine. Do not edit by hand. The benchmarks "
+           "that read the public data sets or the evaluation pairs find them in the shared data folder: "
+           "`ASK_SHARED_DIR`, by default a folder `shared` beside the checkout.", "",
            "## Summary", "", "| benchmark | status | run | seconds | last line |", "| --- | --- | --- | --- | --- |"]
     out += [r["carried"]["row"] if r.get("carried") else row(r) for r in results]
     for r in results:
@@ -233,6 +242,9 @@ def report_entries(fresh: dict[str, dict]) -> list[dict]:
                 entries.append({"name": name, "carried": carried[key]})
             elif (stored := previous(key)) is not None:
                 entries.append(stored)
+            elif key == name:  # every benchmark has a section, if only to say it has not run
+                entries.append({"name": name, "status": NOT_RUN, "last_line": "", "output": [], "errors": [],
+                                "date": "-", "full": False})
     return entries
 
 

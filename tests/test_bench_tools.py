@@ -100,7 +100,8 @@ def test_a_run_replaces_its_section_in_place(tmp_path, monkeypatch):
         "reembed": _run("reembed", "chunks=20000", False), "fleet": _run("fleet", "web=1,2 rps=90,100", False),
         "semantic_scale@full": _run("semantic_scale", "entries=1000000", True)})))
     carried = bench_all.carried_sections()
-    assert set(carried) == {"reembed", "fleet", "semantic_scale@full"}
+    assert set(carried) == {"semantic_scale@full", *bench_all.discover()}  # the others: a "not run" placeholder
+    assert all(carried[n]["row"].startswith(f"| `{n}` | not run |") for n in set(bench_all.discover()) - {"reembed", "fleet"})
     assert carried["reembed"]["row"].startswith("| `reembed` | ok |")
     assert "rps=90,100" not in "\n".join(carried["reembed"]["lines"])  # a section ends where the next begins
 
@@ -124,3 +125,16 @@ def test_a_section_says_command_date_and_machine_and_no_paths(tmp_path, monkeypa
     assert "Command: `python -m bench.reembed`, run 2026-12-01 10:00 UTC on AMD EPYC, 2 cores, 23.5 GiB RAM" in text
     assert "read kb/questions.jsonl and …/shared/data, see https://example.org/a/b" in text
     assert str(bench_all.ROOT) not in text and "/srv/someone" not in text
+
+
+def test_every_benchmark_has_a_section_even_before_its_first_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench_all, "RUNS_DIR", tmp_path / "runs")
+    monkeypatch.setattr(bench_all, "REPORT", tmp_path / "benchmarks.md")
+    text = bench_all.render(bench_all.report_entries({"reembed": _run("reembed", "chunks=20000", False)}))
+    for name in bench_all.discover():
+        assert text.count(f"## `bench.{name}`\n") == 1, name
+    assert "| `fleet` | not run |" in text and "Not run yet: `python -m bench.all --only fleet`" in text
+    assert "| `reembed` | ok |" in text
+    bench_all.REPORT.write_text(text)  # a placeholder is carried until a run replaces it
+    again = bench_all.render(bench_all.report_entries({"fleet": _run("fleet", "web=1 rps=90", False)}))
+    assert "| `fleet` | ok |" in again and "rps=90" in again and "| `reembed` | ok |" in again
