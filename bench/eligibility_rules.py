@@ -16,7 +16,14 @@ Held-out intents: a fixed share of the labelled intents, chosen by a hash of the
 reported apart as ``seen``. Per-intent labels are coarse (a "general" intent holds some first-person
 questions and the reverse), so both figures are a floor on what the rules get right. No database.
 
-Ends with one line ``eligibility_heldout_general_precision=… eligibility_heldout_general_recall=… …``.
+Pairs: ``tests/data/heldout_pairs.jsonl`` (written before tuning) and the external fow pairs of the shared
+data folder (``eval/external/fow_pairs.jsonl``, evaluation only: nobody tunes on it), served by eligibility and
+the strict match alone (``guards.same_question``: both questions eligible, same tenant and locale, every
+signature field, content term and word link equal; no judge, no cosine): the should-hit rate (recall), the
+false-hit rate and the precision of what is served.
+
+Ends with one line ``eligibility_heldout_general_precision=… eligibility_heldout_general_recall=… …
+strict_heldout_pairs_hit_rate=… strict_heldout_pairs_false_rate=… strict_fow_hit_rate=… strict_fow_false_rate=…``.
 """
 from __future__ import annotations
 
@@ -27,11 +34,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bench.common import bench_result
+from bench.common import ROOT, SHARED_DIR, bench_result
+from caching.guards import RULES, classify, same_question
+from caching.pairs import read_pairs
 from modelbuild import judge_data
-from caching.guards import RULES, classify
 
 LABELS = judge_data.DATA_DIR / "eligibility_intents.json"
+PAIR_SETS = {"heldout_pairs": ROOT / "tests" / "data" / "heldout_pairs.jsonl",
+             "fow": SHARED_DIR / "eval" / "external" / "fow_pairs.jsonl"}
 
 
 def load_labels(path: Path = LABELS) -> dict[str, str]:
@@ -64,6 +74,22 @@ def score(rows: list[tuple[str, str, str]]) -> dict:
             "refused_share": {c: round(refused[c] / total[c], 4) for c in sorted(total)}, "refused_by_a_soft_rule": soft}
 
 
+def strict_pairs(pairs: list[dict]) -> dict:
+    """What eligibility and the strict match alone serve of labelled pairs."""
+    served = hit = false = 0
+    should = sum(1 for p in pairs if p["should_hit"])
+    for p in pairs:
+        a, b = p["ctx_cached"], p["ctx_new"]
+        ok = ((a["tenant"], a["locale"]) == (b["tenant"], b["locale"]) and classify(p["cached"]).eligible
+              and classify(p["new"]).eligible and same_question(p["new"], p["cached"]))
+        served += ok
+        hit += ok and p["should_hit"]
+        false += ok and not p["should_hit"]
+    return {"pairs": len(pairs), "should_hit": should, "served": served, "hit_rate": round(hit / max(1, should), 4),
+            "false_rate": round(false / max(1, len(pairs) - should), 4), "false": false,
+            "precision": round(hit / served, 4) if served else None}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--splits", default="train,test", help="data splits to read (train, test)")
@@ -91,13 +117,22 @@ def main(argv=None) -> int:
         wrong = [(t, i, c) for t, i, c in sets["seen"] if c != "general" and classify(t).eligible]
         for text, intent, category in wrong[: args.show]:
             print(f"  let in, labelled {category} ({intent}): {text}")
+    for name, path in PAIR_SETS.items():
+        if not path.exists():
+            raise SystemExit(f"{path.name}: not found (the shared data folder: ASK_SHARED_DIR)")
+        pairs = read_pairs(path)[: args.limit or None]
+        figures[f"strict_{name}"] = f = strict_pairs(pairs)
+        print(f"{name} pairs, eligibility + strict match only: should-hit {f['hit_rate']:.3f}, false {f['false_rate']:.3f} "
+              f"({f['served']} served of {f['pairs']}, {f['false']} wrongly; precision {f['precision']})")
     h, s = figures["heldout"], figures["seen"]
     bench_result("eligibility_rules", figures,
                  f"eligibility_heldout_general_precision={h['general_precision']:.3f} "
                  f"eligibility_heldout_general_recall={h['general_recall']:.3f} "
                  f"eligibility_seen_general_precision={s['general_precision']:.3f} "
                  f"eligibility_seen_general_recall={s['general_recall']:.3f} "
-                 f"eligibility_heldout_questions={h['questions']}")
+                 f"eligibility_heldout_questions={h['questions']} "
+                 + " ".join(f"strict_{n}_hit_rate={figures[f'strict_{n}']['hit_rate']:.3f} "
+                            f"strict_{n}_false_rate={figures[f'strict_{n}']['false_rate']:.3f}" for n in PAIR_SETS))
     return 0
 
 
