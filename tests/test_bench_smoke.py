@@ -66,9 +66,9 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         "other_exact_lost"]),
 }
 # Run together in one process (``bench._smoke``: one Python, Django and model start for all); the others
-# start servers of their own, or measure the process itself (hit_path_overhead: its admission fails after
+# start servers of their own (reembed: a Celery worker), or measure the process itself (hit_path_overhead: its admission fails after
 # another benchmark's in the same process), and run alone.
-IN_ONE_PROCESS = ("eligibility_rules", "guards_eval", "semantic_scale", "reembed", "banking77",
+IN_ONE_PROCESS = ("eligibility_rules", "guards_eval", "semantic_scale", "banking77",
                   "retrieval_recall", "knowledge_change", "answer_quality", "answerability", "conversations",
                   "judge_replay", "judge_eval")
 
