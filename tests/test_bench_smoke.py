@@ -115,19 +115,22 @@ def _real_results() -> dict[str, int | None]:
 
 
 @pytest.fixture(scope="module")
-def grouped_runs(tmp_path_factory):
-    """``{name: (exit code, output)}`` of the benchmarks of ``IN_ONE_PROCESS``, run once for the module."""
+def grouped_runs(request, tmp_path_factory):
+    """``{name: (exit code, output)}`` of the benchmarks of ``IN_ONE_PROCESS`` this session selected (``-k``),
+    run once for the module."""
     from bench import _smoke
 
-    argv = [token for name in IN_ONE_PROCESS for token in (name, *SMOKE[name][0], "--")]
+    selected = {item.callspec.params.get("name") for item in request.session.items if hasattr(item, "callspec")}
+    names = [name for name in IN_ONE_PROCESS if name in selected]
+    argv = [token for name in names for token in (name, *SMOKE[name][0], "--")]
     env = {**os.environ, "BENCH_RESULTS_DIR": str(tmp_path_factory.mktemp("bench-results"))}
     before = _real_results()
     started = time.perf_counter()
     run = subprocess.run([sys.executable, "-m", "bench._smoke", *argv], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=TIMEOUT_S * len(IN_ONE_PROCESS))
-    print(f"bench._smoke ({len(IN_ONE_PROCESS)} benchmarks): {time.perf_counter() - started:.0f} s")
+                         text=True, timeout=TIMEOUT_S * len(names))
+    print(f"bench._smoke ({len(names)} benchmarks): {time.perf_counter() - started:.0f} s")
     found = _smoke.parse(run.stdout)
-    for name in IN_ONE_PROCESS:
+    for name in names:
         found.setdefault(name, (None, f"no result (the runner exited {run.returncode}):\n{run.stdout[-2000:]}\n"
                                       f"{run.stderr[-3000:]}"))
     return {"runs": found, "before": before, "after": _real_results(), "stderr": run.stderr}
