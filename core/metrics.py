@@ -54,6 +54,10 @@ ADMISSION_REFUSALS = Counter("ask_admission_refusals", "Answers not admitted to 
 # ----------------------------------------------------------------------------- review, purges, evictions
 HIT_LABELS = Counter("ask_hit_labels", "Staff labels on served hits (verdict correct | wrong), by layer.",
                      ["tenant", "layer", "verdict"])
+FEEDBACK = Counter("ask_feedback", "Customers' verdicts on answers (helpful yes | no), by the layer that served "
+                   "the answer (exact | semantic | none: a fresh answer).", ["tenant", "layer", "helpful"])
+SEMANTIC_FALLBACKS = Counter("ask_semantic_fallbacks", "Tenants whose semantic layer went back from serve to shadow "
+                             "by itself, by cause (wrong_labels | customer_no).", ["tenant", "cause"])
 PURGES = Counter("ask_cache_purges", "Purge runs recorded, by cause (change, admin, manual, sweep ...).", ["cause"])
 PURGED_ENTRIES = Counter("ask_cache_purged_entries", "Cache entries removed by purges, by layer and cause.",
                          ["layer", "cause"])
