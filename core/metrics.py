@@ -199,6 +199,25 @@ class BrokerCollector:
         yield up
 
 
+class StateCollector:
+    """Read at scrape time from the database: states that hold until someone acts, which a counter
+    in one worker process cannot say. ``fell_back`` returns the slugs of the tenants whose semantic
+    layer is in shadow because it fell back by itself."""
+
+    def __init__(self, fell_back):
+        self.fell_back = fell_back
+
+    def collect(self):
+        gauge = GaugeMetricFamily("ask_semantic_fell_back", "1 while a tenant's semantic layer is in shadow because "
+                                  "it fell back by itself (until staff switch it again).", labels=["tenant"])
+        try:
+            for slug in self.fell_back():
+                gauge.add_metric([slug], 1)
+        except Exception as exc:  # noqa: BLE001 - a scrape reports what it can
+            log.warning("metrics: semantic modes unreadable (%s)", type(exc).__name__)
+        yield gauge
+
+
 def multiprocess_dir() -> str | None:
     return os.environ.get(MULTIPROC_ENV) or None
 

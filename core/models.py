@@ -39,6 +39,9 @@ class Tenant(models.Model):
     # A new tenant starts in shadow: the cache decides and records, staff label the would-hits, and
     # only once their precision is shown on the dashboard does someone switch the tenant to serve.
     semantic_mode = models.CharField(max_length=10, choices=SemanticMode.choices, default=SemanticMode.SHADOW)
+    serve_target_precision = models.FloatField(
+        null=True, blank=True, help_text="The precision the serve gate asks of labelled shadow would-hits (lower 95% "
+                                         "bound); empty: CALIBRATION_TARGET_PRECISION.")
     handoff_text = models.CharField(
         max_length=300, blank=True, help_text="How a customer reaches a human, shown with fallbacks."
     )
@@ -52,7 +55,8 @@ class Tenant(models.Model):
     class Meta:
         db_table = "supportbot_tenant"
         ordering = ["slug"]
-        permissions = [("change_semantic_mode", "Can switch the semantic cache mode")]
+        permissions = [("change_semantic_mode", "Can switch the semantic cache mode"),
+                       ("override_serve_gate", "Can switch to serve below the labelled precision, with a reason")]
 
     def __str__(self):
         return self.slug

@@ -365,6 +365,20 @@ CALIBRATION_TARGET_PRECISION = env.float("CALIBRATION_TARGET_PRECISION", default
 CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
                             default=[round(0.40 + 0.01 * i, 2) for i in range(60)])
 
+# The serve gate (caching/modes.py): a tenant switches from shadow to serve only when the lower 95% bound of
+# its labelled shadow would-hit precision reaches its target, from at least this many labels ...
+SERVE_GATE_MIN_LABELS = env.int("SERVE_GATE_MIN_LABELS", default=30)
+# ... labelled within this many days (older labels judged another threshold, judge or knowledge base).
+SERVE_GATE_WINDOW_DAYS = env.int("SERVE_GATE_WINDOW_DAYS", default=30)
+# Automatic fallback to shadow: checked every minute and on every wrong label, over this window (hours) ...
+SEMANTIC_FALLBACK_WINDOW_H = env.int("SEMANTIC_FALLBACK_WINDOW_H", default=24)
+# ... when at least this many labelled semantic hits are wrong and they are at least this share of the labelled ...
+SEMANTIC_FALLBACK_WRONG_LABELS = env.int("SEMANTIC_FALLBACK_WRONG_LABELS", default=2)
+SEMANTIC_FALLBACK_WRONG_SHARE = env.float("SEMANTIC_FALLBACK_WRONG_SHARE", default=0.05)
+# ... or at least this many customers said "No" to a semantic hit and they are at least this share of its verdicts.
+SEMANTIC_FALLBACK_CUSTOMER_NO = env.int("SEMANTIC_FALLBACK_CUSTOMER_NO", default=3)
+SEMANTIC_FALLBACK_NO_SHARE = env.float("SEMANTIC_FALLBACK_NO_SHARE", default=0.25)
+
 # --------------------------------------------------------------------------- learned judge: product side (issue 12)
 # Near misses (judge probability at or above this floor, below the serve threshold) are checked off the
 # request path by the model server; an approved pair becomes an alias of the entry and a training label.

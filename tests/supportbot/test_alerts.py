@@ -25,7 +25,7 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), 
 UNIT_TESTS = RULES.parent / "alerts_test.yml"
 REQUIRED_ALERTS = {"AskCachedTokenShareDrop", "VLLMPrefixCacheHitRateDrop", "AskWrongHitRateAboveTarget",
                    "AskHitRateCollapseAfterDeploy", "AskHitRateDrop", "AskCachedAnswersDisliked",
-                   "AskPurgeBacklog", "AskModelServerErrors", "AskModelCircuitOpen"}
+                   "AskSemanticFellBackToShadow", "AskPurgeBacklog", "AskModelServerErrors", "AskModelCircuitOpen"}
 
 
 @pytest.fixture
