@@ -171,8 +171,8 @@ def fallback_figures(tenant: Tenant, now: datetime | None = None) -> FallbackFig
     hits = CacheDecision.objects.filter(tenant_id=tenant.pk, layer=CacheDecision.Layer.SEMANTIC,
                                         disposition="hit", created_at__gte=since)
     newest = Label.objects.filter(decision=OuterRef("pk")).order_by("-created_at").values("verdict")[:1]
-    verdicts = list(hits.filter(labels__isnull=False).distinct().annotate(verdict=Subquery(newest))
-                    .values_list("verdict", flat=True))
+    verdicts = [v for _, v in hits.filter(labels__isnull=False).distinct()  # one row per hit, not per verdict
+                .annotate(verdict=Subquery(newest)).values_list("pk", "verdict")]
     said = list(Feedback.objects.filter(ask__tenant_id=tenant.pk, ask__serving_layer="semantic",
                                         ask__created_at__gte=since).values_list("helpful", flat=True))
     return FallbackFigures(since=since, wrong=sum(v == Label.Verdict.WRONG for v in verdicts), labelled=len(verdicts),
