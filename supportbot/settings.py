@@ -453,6 +453,15 @@ EXACT_CACHE_MAX_KEYS_PER_TENANT = env.int("EXACT_CACHE_MAX_KEYS_PER_TENANT", def
 # Past this, a tenant's least recently used active semantic entries are retired (counted as evictions).
 SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT = env.int("SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT", default=50_000)
 
+# Per-tenant byte budgets per cache layer (core/budgets.py; a tenant's own in Tenant.cache_budgets): over it, the
+# tenant's own oldest entries go. Keep the Redis layers' sum over all tenants under the cache Redis's maxmemory.
+CACHE_BUDGET_BYTES = {
+    "exact": env.int("CACHE_BUDGET_EXACT_BYTES", default=32 * 1024 * 1024),
+    "semantic": env.int("CACHE_BUDGET_SEMANTIC_BYTES", default=256 * 1024 * 1024),  # PostgreSQL rows
+    "search": env.int("CACHE_BUDGET_SEARCH_BYTES", default=16 * 1024 * 1024),
+    "vectors": env.int("CACHE_BUDGET_VECTORS_BYTES", default=8 * 1024 * 1024),  # customers' question vectors
+}
+
 # --------------------------------------------------------------------------- operations (issue 16)
 # Bearer token Prometheus sends to /metrics. Empty: /metrics answers loopback clients only, and
 # in production not at all (a proxy on the same host would make every client look local).
