@@ -43,6 +43,9 @@ DEFAULT_SCHEDULES = (
              "Every minute: a tenant in serve whose labelled wrong semantic hits or customers' No pass the "
              "SEMANTIC_FALLBACK_* bounds goes back to shadow (a Semantic mode change, an alert).",
              requires="caching.modes"),
+    Schedule("Cache warm-up after a version bump", "supportbot.tasks.cache_warmup", {"minute": "*/5"},
+             "Every five minutes: tenants whose model, prompt or policy version changed get their most-asked "
+             "questions answered again, rate-limited (a Job run cache_warmup).", requires="supportbot.cache_warmup"),
     Schedule("Nightly retention purge of Ask records", "supportbot.tasks.records_purge",
              {"minute": "30", "hour": "3"},
              "Deletes Ask and decision records older than RECORD_RETENTION_DAYS (or the days argument).",

@@ -462,6 +462,12 @@ CACHE_BUDGET_BYTES = {
     "vectors": env.int("CACHE_BUDGET_VECTORS_BYTES", default=8 * 1024 * 1024),  # customers' question vectors
 }
 
+# Warm-up after a model, prompt or policy bump (supportbot/cache_warmup.py): each tenant's this many most-asked
+# questions of the last CACHE_WARMUP_DAYS are answered again, at most CACHE_WARMUP_PER_SECOND a second.
+CACHE_WARMUP_TOP_QUESTIONS = env.int("CACHE_WARMUP_TOP_QUESTIONS", default=200)
+CACHE_WARMUP_DAYS = env.int("CACHE_WARMUP_DAYS", default=7)
+CACHE_WARMUP_PER_SECOND = env.float("CACHE_WARMUP_PER_SECOND", default=2.0)
+
 # --------------------------------------------------------------------------- operations (issue 16)
 # Bearer token Prometheus sends to /metrics. Empty: /metrics answers loopback clients only, and
 # in production not at all (a proxy on the same host would make every client look local).
