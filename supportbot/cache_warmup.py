@@ -52,14 +52,14 @@ def top_questions(tenant: Tenant, limit: int, days: int) -> list[tuple[str, str]
 
 def warmup_due() -> list[int]:
     """Tenants whose answer fingerprint differs from the one their last warm-up ran for. A tenant
-    never warmed gets its fingerprint recorded (a first deploy has nothing to re-answer)."""
-    last = JobRun.objects.filter(job=WARMUP_JOB, status=JobRun.Status.SUCCEEDED).order_by("-started_at").first()
-    seen = dict((last.detail or {}).get("fingerprints", {})) if last else {}
-    due = [t.pk for t in Tenant.objects.all() if str(t.pk) in seen and seen[str(t.pk)] != answer_fingerprint(t)]
-    if not last:
-        with job_run(WARMUP_JOB) as ctx:  # the baseline
-            ctx.run.detail["fingerprints"] = {str(t.pk): answer_fingerprint(t) for t in Tenant.objects.all()}
-    return due
+    not seen before gets its fingerprint recorded (a new tenant or a first deploy: nothing to re-answer)."""
+    seen = _last_fingerprints()
+    current = {str(t.pk): answer_fingerprint(t) for t in Tenant.objects.all()}
+    missing = {pk: fp for pk, fp in current.items() if pk not in seen}
+    if missing:
+        with job_run(WARMUP_JOB) as ctx:  # the baseline of the new ones
+            ctx.run.detail["fingerprints"] = {**seen, **missing}
+    return [int(pk) for pk, fp in current.items() if pk in seen and seen[pk] != fp]
 
 
 def warmup_run(tenant_ids=None, *, limit: int | None = None, per_second: float | None = None,

@@ -31,6 +31,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         "exact_hit_us", "metrics_us", "tracing_off_us", "tracing_on_us", "cachetools_us", "localcache_us", "dict_us"]),
     "reembed": (["--articles", "20", "--sections", "3", "--changed-sections", "1", "--changed-share", "0.1",
                  "--trials", "2"], ["chunks", "changed_chunks", "embed_calls", "incremental_over_full", "purge_p50_s"]),
+    "warmup": (["--questions", "4", "--asks", "12", "--top", "4", "--per-second", "0"],
+               ["hit_rate_before", "hit_rate_after_bump", "hit_rate_after_warmup", "warmup_s", "admitted"]),
 }
 
 # Benchmarks without a tiny size yet (the run is minutes at its smallest, or needs a model server or a
