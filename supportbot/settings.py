@@ -372,11 +372,13 @@ SERVE_GATE_MIN_LABELS = env.int("SERVE_GATE_MIN_LABELS", default=30)
 SERVE_GATE_WINDOW_DAYS = env.int("SERVE_GATE_WINDOW_DAYS", default=30)
 # Automatic fallback to shadow: checked every minute and on every wrong label, over this window (hours) ...
 SEMANTIC_FALLBACK_WINDOW_H = env.int("SEMANTIC_FALLBACK_WINDOW_H", default=24)
-# ... when at least this many labelled semantic hits are wrong and they are at least this share of the labelled ...
+# ... when at least this many labelled semantic hits are wrong ...
 SEMANTIC_FALLBACK_WRONG_LABELS = env.int("SEMANTIC_FALLBACK_WRONG_LABELS", default=2)
+# ... and they are at least this share of the labelled ones ...
 SEMANTIC_FALLBACK_WRONG_SHARE = env.float("SEMANTIC_FALLBACK_WRONG_SHARE", default=0.05)
-# ... or at least this many customers said "No" to a semantic hit and they are at least this share of its verdicts.
+# ... or at least this many customers said "No" to a semantic hit ...
 SEMANTIC_FALLBACK_CUSTOMER_NO = env.int("SEMANTIC_FALLBACK_CUSTOMER_NO", default=3)
+# ... and they are at least this share of the customers' verdicts on semantic hits.
 SEMANTIC_FALLBACK_NO_SHARE = env.float("SEMANTIC_FALLBACK_NO_SHARE", default=0.25)
 
 # --------------------------------------------------------------------------- learned judge: product side (issue 12)
@@ -453,19 +455,24 @@ EXACT_CACHE_MAX_KEYS_PER_TENANT = env.int("EXACT_CACHE_MAX_KEYS_PER_TENANT", def
 # Past this, a tenant's least recently used active semantic entries are retired (counted as evictions).
 SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT = env.int("SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT", default=50_000)
 
-# Per-tenant byte budgets per cache layer (core/budgets.py; a tenant's own in Tenant.cache_budgets): over it, the
-# tenant's own oldest entries go. Keep the Redis layers' sum over all tenants under the cache Redis's maxmemory.
-CACHE_BUDGET_BYTES = {
-    "exact": env.int("CACHE_BUDGET_EXACT_BYTES", default=32 * 1024 * 1024),
-    "semantic": env.int("CACHE_BUDGET_SEMANTIC_BYTES", default=256 * 1024 * 1024),  # PostgreSQL rows
-    "search": env.int("CACHE_BUDGET_SEARCH_BYTES", default=16 * 1024 * 1024),
-    "vectors": env.int("CACHE_BUDGET_VECTORS_BYTES", default=8 * 1024 * 1024),  # customers' question vectors
-}
+# Per-tenant byte budget of the exact answer cache (core/budgets.py; a tenant's own in Tenant.cache_budgets): over
+# it, the tenant's own oldest entries go. Keep the Redis layers' sum over all tenants under the cache Redis's maxmemory.
+CACHE_BUDGET_EXACT_BYTES = env.int("CACHE_BUDGET_EXACT_BYTES", default=32 * 1024 * 1024)
+# Per-tenant byte budget of the semantic cache's active entries (PostgreSQL rows: texts, citations, vector).
+CACHE_BUDGET_SEMANTIC_BYTES = env.int("CACHE_BUDGET_SEMANTIC_BYTES", default=256 * 1024 * 1024)
+# Per-tenant byte budget of the search-result cache (Redis).
+CACHE_BUDGET_SEARCH_BYTES = env.int("CACHE_BUDGET_SEARCH_BYTES", default=16 * 1024 * 1024)
+# Per-tenant byte budget of the cached vectors of the tenant's customers' questions (Redis).
+CACHE_BUDGET_VECTORS_BYTES = env.int("CACHE_BUDGET_VECTORS_BYTES", default=8 * 1024 * 1024)
+CACHE_BUDGET_BYTES = {"exact": CACHE_BUDGET_EXACT_BYTES, "semantic": CACHE_BUDGET_SEMANTIC_BYTES,
+                      "search": CACHE_BUDGET_SEARCH_BYTES, "vectors": CACHE_BUDGET_VECTORS_BYTES}
 
 # Warm-up after a model, prompt or policy bump (supportbot/cache_warmup.py): each tenant's this many most-asked
-# questions of the last CACHE_WARMUP_DAYS are answered again, at most CACHE_WARMUP_PER_SECOND a second.
+# questions are answered again off the request path ...
 CACHE_WARMUP_TOP_QUESTIONS = env.int("CACHE_WARMUP_TOP_QUESTIONS", default=200)
+# ... counted over this many days of Asks ...
 CACHE_WARMUP_DAYS = env.int("CACHE_WARMUP_DAYS", default=7)
+# ... at most this many a second (0: no limit), so the model never gets the whole load at once.
 CACHE_WARMUP_PER_SECOND = env.float("CACHE_WARMUP_PER_SECOND", default=2.0)
 
 # --------------------------------------------------------------------------- operations (issue 16)
