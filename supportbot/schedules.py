@@ -46,6 +46,9 @@ DEFAULT_SCHEDULES = (
     Schedule("Cache warm-up after a version bump", "supportbot.tasks.cache_warmup", {"minute": "*/5"},
              "Every five minutes: tenants whose model, prompt or policy version changed get their most-asked "
              "questions answered again, rate-limited (a Job run cache_warmup).", requires="supportbot.cache_warmup"),
+    Schedule("Hourly model-server prefix-cache check", "supportbot.tasks.prefix_cache_probe", {"minute": "10"},
+             "Sends a probe prompt twice: the second must report cached tokens, else the dashboard and the log say "
+             "prefix caching is off.", requires="supportbot.prefix_probe"),
     Schedule("Nightly retention purge of Ask records", "supportbot.tasks.records_purge",
              {"minute": "30", "hour": "3"},
              "Deletes Ask and decision records older than RECORD_RETENTION_DAYS (or the days argument).",

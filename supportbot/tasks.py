@@ -10,7 +10,7 @@ from celery import shared_task
 from caching.models import SampledHit
 from core.retry import RETRY_POLICY
 from core.locks import LockHeld
-from supportbot import cache_warmup as cache_warmup_service, prefix_samples, retention, review
+from supportbot import cache_warmup as cache_warmup_service, prefix_probe, prefix_samples, retention, review
 
 
 @shared_task(name="supportbot.tasks.prefix_cache_scrape", ignore_result=True, **RETRY_POLICY)
@@ -44,3 +44,9 @@ def cache_warmup(tenant_ids: list[int] | None = None) -> int | None:
         return cache_warmup_service.warmup_run(due).pk
     except LockHeld:
         return None
+
+
+@shared_task(name="supportbot.tasks.prefix_cache_probe", ignore_result=True)
+def prefix_cache_probe() -> bool:
+    """At worker start and hourly: does the model server report cached tokens for a repeated prompt?"""
+    return prefix_probe.prefix_cache_probe()["ok"]

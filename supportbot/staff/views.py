@@ -33,6 +33,7 @@ from core.models import Tenant
 from modelbuild import judge_calibration
 from modelbuild.services import builds_status
 from supportbot.staff import charts, gaps, selectors
+from supportbot.prefix_probe import prefix_cache_probe_latest
 from supportbot.staff.services import semantic_mode_set
 from core.tenancy import scoped_object_or_404, tenant_scope
 
@@ -182,6 +183,7 @@ def dashboard(request):
         "abstaining": [r["locale"] for r in locales if r["abstained"]],
         "near_misses": stats.near_miss_stats(period["start"], period["end"], tenant.pk if tenant else [t.pk for t in tenants]),
         "builds": builds_status(),
+        "prefix_probe": prefix_cache_probe_latest(),
         "mode_changes": modes.recent_changes(tenant.pk if tenant else scope.ids),
         "fell_back": [s for s in modes.fell_back_tenants() if any(t.slug == s for t in tenants)],
     }, "Cache dashboard")
