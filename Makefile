@@ -8,10 +8,10 @@ PY := .venv/bin/python
 run: bootstrap
 	$(PY) -m supportbot.run
 
-## make test: same bootstrap with the embedded model and a browser, then the whole pytest suite against
+## make test: same bootstrap with the embedded model, a browser and promtool (alert tests), then the whole pytest suite against
 ## the real services (the tests build their own small judge, tests/conftest.py).
 test:
-	BOOTSTRAP_BROWSER=1 BOOTSTRAP_LLAMA=1 bash scripts/bootstrap.sh
+	BOOTSTRAP_BROWSER=1 BOOTSTRAP_LLAMA=1 BOOTSTRAP_PROMTOOL=1 bash scripts/bootstrap.sh
 	$(PY) -m pytest
 
 ## make bench: every benchmark in bench/, then docs/benchmarks.md is rewritten.

@@ -134,3 +134,16 @@ class JudgeThresholdAdmin(TenantScopedAdmin, ReadOnlyAdmin):
     list_display = ("tenant", "version", "judge_version", "value", "precision", "precision_low", "coverage",
                     "positives", "negatives", "created_by", "created_at")
     list_filter = ("tenant", "judge_version")
+
+
+from caching.models import SemanticModeChange  # noqa: E402
+
+
+@admin.register(SemanticModeChange)
+class SemanticModeChangeAdmin(TenantScopedAdmin, ReadOnlyAdmin):
+    """Every switch of a tenant's semantic mode; switch on the staff pages' switch page (/admin/ask/mode/<tenant>)."""
+
+    list_display = ("created_at", "tenant", "previous", "mode", "kind", "changed_by", "reason")
+    list_filter = ("kind", "mode", "tenant")
+    date_hierarchy = "created_at"
+    list_select_related = ("tenant", "changed_by")

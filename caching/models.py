@@ -418,6 +418,33 @@ class AuditLog(models.Model):
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_id} {self.action} {self.object_type}:{self.object_id}"
 
 
+class SemanticModeChange(models.Model):
+    """Every switch of a tenant's semantic mode, with the figures it was made on: staff through the
+    switch page (the serve gate's labelled precision, and the reason when someone overrode it) or
+    the layer itself falling back to shadow (``caching.modes``)."""
+
+    class Kind(models.TextChoices):
+        MANUAL = "manual", "Staff"
+        OVERRIDE = "override", "Staff, serve gate overridden"
+        FALLBACK = "fallback", "Automatic fallback to shadow"
+
+    tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+")
+    previous = models.CharField(max_length=10)
+    mode = models.CharField(max_length=10)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    reason = models.TextField(blank=True, help_text="an override's reason, or the bound a fallback passed")
+    figures = models.JSONField(default=dict, blank=True, help_text="the gate's or the fallback's counts")
+    changed_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["tenant", "-created_at"])]
+
+    def __str__(self):
+        return f"{self.tenant_id}: {self.previous} -> {self.mode} ({self.kind})"
+
+
 class HourlyRollup(models.Model):
     """Decision counts and savings per hour, tenant, layer, disposition and intent.
 

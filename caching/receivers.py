@@ -20,7 +20,7 @@ import logging
 
 
 from caching import tasks
-from caching.models import PurgeRecord
+from caching.models import AskEvent, CacheDecision, Feedback, Label, PurgeRecord
 from caching.purge import purge_citing, semantic_retire_other_models
 from core.signals import after_commit
 
@@ -54,3 +54,28 @@ def index_refreshed_purge(sender, *, article_pks: list[int], trigger: str, **kwa
 def generation_switched_retire(sender, *, model: str, model_version: str, **kwargs) -> int:
     """Returns how many entries were retired (the upgrade's job run records it)."""
     return semantic_retire_other_models(model, model_version)
+
+
+def _queue_fallback_check(tenant_id: int) -> None:
+    try:
+        tasks.semantic_fallback_check.apply_async((tenant_id,))
+    except Exception:  # the broker is down: beat's check of every minute catches up
+        log.exception("could not queue the semantic fallback check of tenant %s", tenant_id)
+
+
+def label_saved_check_fallback(sender, instance: Label, created: bool, **kwargs) -> None:
+    """A wrong label on a served semantic hit: check its tenant's bounds once the label is committed."""
+    if created and instance.verdict == Label.Verdict.WRONG:
+        row = (CacheDecision.objects.filter(pk=instance.decision_id, layer=CacheDecision.Layer.SEMANTIC,
+                                            disposition="hit").values_list("tenant_id", flat=True).first())
+        if row is not None:
+            after_commit(_queue_fallback_check, row)
+
+
+def feedback_saved_check_fallback(sender, instance: Feedback, **kwargs) -> None:
+    """A customer's No on a semantic hit: the same check."""
+    if not instance.helpful:
+        tenant_id = (AskEvent.objects.filter(pk=instance.ask_id, serving_layer=AskEvent.ServingLayer.SEMANTIC)
+                     .values_list("tenant_id", flat=True).first())
+        if tenant_id is not None:
+            after_commit(_queue_fallback_check, tenant_id)

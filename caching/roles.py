@@ -20,7 +20,7 @@ AGENT_PERMISSIONS = (
 ADMIN_PERMISSIONS = AGENT_PERMISSIONS + (
     "caching.add_thresholdsetting", "caching.change_thresholdsetting", "caching.change_labeledpair",
     "caching.view_auditlog", "caching.change_semanticentry", "caching.view_purgerecord",
-    "core.change_semantic_mode", "core.change_tenant",
+    "core.change_semantic_mode", "core.change_tenant", "caching.view_semanticmodechange",
 )
 ROLES = {SUPPORT_AGENTS: AGENT_PERMISSIONS, CACHE_ADMINS: ADMIN_PERMISSIONS}
 

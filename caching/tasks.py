@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from caching import purge, rollups, verification
+from caching import modes, purge, rollups, verification
 from core.locks import LockHeld
 from core.retry import RETRY_POLICY
 
@@ -12,6 +12,15 @@ from core.retry import RETRY_POLICY
 def rollup_hourly() -> int:
     """Roll up the decisions of every complete hour since the last roll-up (beat: hourly)."""
     return rollups.rollup_hours()
+
+
+@shared_task(name="caching.tasks.semantic_fallback_check", ignore_result=True, **RETRY_POLICY)
+def semantic_fallback_check(tenant_id: int | None = None) -> int:
+    """Beat (every minute) for every tenant in serve, and after a wrong label or a customer's No on a
+    semantic hit for its tenant: back to shadow past the bounds (``caching.modes``)."""
+    if tenant_id is None:
+        return len(modes.fallback_check_all())
+    return int(modes.fallback_check(tenant_id) is not None)
 
 
 @shared_task(name="caching.tasks.pair_verify", ignore_result=True, **RETRY_POLICY)

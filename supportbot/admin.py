@@ -16,11 +16,8 @@ class TenantAdmin(TenantScopedAdmin):
     tenant_path = "pk"
 
     def get_readonly_fields(self, request, obj=None):
-        # Switching the semantic cache mode is an admin decision (a support agent may edit the rest).
-        fields = ["created_at", "updated_at"]
-        if not request.user.has_perm("core.change_semantic_mode"):
-            fields.append("semantic_mode")
-        return fields
+        # The semantic mode changes on the switch page only, through the serve gate (caching.modes).
+        return ["created_at", "updated_at", "semantic_mode"]
 
     def has_add_permission(self, request):
         return tenant_scope(request.user).all and super().has_add_permission(request)

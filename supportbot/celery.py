@@ -32,3 +32,13 @@ def _task_retried(sender=None, **kwargs):
 @signals.worker_process_shutdown.connect
 def _worker_process_exited(pid=None, **kwargs):
     metrics.process_dead(pid or os.getpid())
+
+
+@signals.worker_ready.connect
+def _check_prefix_cache_at_start(sender=None, **kwargs):
+    """At start: does the model server cache prompt prefixes? (supportbot.prefix_probe; queued, so a slow
+    model server never delays the worker.)"""
+    try:
+        app.send_task("supportbot.tasks.prefix_cache_probe")
+    except Exception:  # noqa: BLE001 - the hourly check catches up
+        pass

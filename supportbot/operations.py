@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 import redis
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from caching.modes import fell_back_tenants
 from core import metrics
 from core.redis_client import redis_info
 
@@ -45,4 +46,5 @@ def metrics_view(request):
             return response
         raise Http404("not found")
     broker = metrics.BrokerCollector(settings.CELERY_WORKER_QUEUES, _broker, redis_info)
-    return HttpResponse(metrics.exposition([broker]), content_type=CONTENT_TYPE_LATEST)
+    states = metrics.StateCollector(fell_back_tenants)
+    return HttpResponse(metrics.exposition([broker, states]), content_type=CONTENT_TYPE_LATEST)

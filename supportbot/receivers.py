@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
-from caching.models import CacheDecision, Label
+from caching.models import AskEvent, CacheDecision, Feedback, Label
 from core import metrics
 from core.models import Tenant, TenantApiKey
 from supportbot import hit_sampling, tasks
@@ -49,5 +49,16 @@ def hit_labelled(sender, instance, created: bool, **kwargs) -> None:
         metrics.HIT_LABELS.labels(row[1] or "", row[0], instance.verdict).inc()
 
 
+def feedback_counted(sender, instance: Feedback, created: bool, **kwargs) -> None:
+    """A customer's yes or no, by the layer that served the answer: "no" on cached answers against
+    "no" on fresh ones is what the alert compares. A changed verdict is not counted twice."""
+    if not created:
+        return
+    row = AskEvent.objects.filter(pk=instance.ask_id).values_list("tenant__slug", "serving_layer").first()
+    if row is not None:
+        metrics.FEEDBACK.labels(row[0], row[1], "yes" if instance.helpful else "no").inc()
+
+
 def connect_metrics() -> None:
     post_save.connect(hit_labelled, sender=Label, dispatch_uid="supportbot.hit_labelled")
+    post_save.connect(feedback_counted, sender=Feedback, dispatch_uid="supportbot.feedback_counted")

@@ -39,6 +39,16 @@ DEFAULT_SCHEDULES = (
              requires="caching.rollups"),
     Schedule("Hourly prefix-cache scrape", "supportbot.tasks.prefix_cache_scrape", {"minute": "0"},
              "Samples each model server's /metrics prefix-cache counters into Prefix cache samples."),
+    Schedule("Semantic layer fallback check", "caching.tasks.semantic_fallback_check", {"minute": "*"},
+             "Every minute: a tenant in serve whose labelled wrong semantic hits or customers' No pass the "
+             "SEMANTIC_FALLBACK_* bounds goes back to shadow (a Semantic mode change, an alert).",
+             requires="caching.modes"),
+    Schedule("Cache warm-up after a version bump", "supportbot.tasks.cache_warmup", {"minute": "*/5"},
+             "Every five minutes: tenants whose model, prompt or policy version changed get their most-asked "
+             "questions answered again, rate-limited (a Job run cache_warmup).", requires="supportbot.cache_warmup"),
+    Schedule("Hourly model-server prefix-cache check", "supportbot.tasks.prefix_cache_probe", {"minute": "10"},
+             "Sends a probe prompt twice: the second must report cached tokens, else the dashboard and the log say "
+             "prefix caching is off.", requires="supportbot.prefix_probe"),
     Schedule("Nightly retention purge of Ask records", "supportbot.tasks.records_purge",
              {"minute": "30", "hour": "3"},
              "Deletes Ask and decision records older than RECORD_RETENTION_DAYS (or the days argument).",

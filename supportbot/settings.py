@@ -365,6 +365,22 @@ CALIBRATION_TARGET_PRECISION = env.float("CALIBRATION_TARGET_PRECISION", default
 CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
                             default=[round(0.40 + 0.01 * i, 2) for i in range(60)])
 
+# The serve gate (caching/modes.py): a tenant switches from shadow to serve only when the lower 95% bound of
+# its labelled shadow would-hit precision reaches its target, from at least this many labels ...
+SERVE_GATE_MIN_LABELS = env.int("SERVE_GATE_MIN_LABELS", default=30)
+# ... labelled within this many days (older labels judged another threshold, judge or knowledge base).
+SERVE_GATE_WINDOW_DAYS = env.int("SERVE_GATE_WINDOW_DAYS", default=30)
+# Automatic fallback to shadow: checked every minute and on every wrong label, over this window (hours) ...
+SEMANTIC_FALLBACK_WINDOW_H = env.int("SEMANTIC_FALLBACK_WINDOW_H", default=24)
+# ... when at least this many labelled semantic hits are wrong ...
+SEMANTIC_FALLBACK_WRONG_LABELS = env.int("SEMANTIC_FALLBACK_WRONG_LABELS", default=2)
+# ... and they are at least this share of the labelled ones ...
+SEMANTIC_FALLBACK_WRONG_SHARE = env.float("SEMANTIC_FALLBACK_WRONG_SHARE", default=0.05)
+# ... or at least this many customers said "No" to a semantic hit ...
+SEMANTIC_FALLBACK_CUSTOMER_NO = env.int("SEMANTIC_FALLBACK_CUSTOMER_NO", default=3)
+# ... and they are at least this share of the customers' verdicts on semantic hits.
+SEMANTIC_FALLBACK_NO_SHARE = env.float("SEMANTIC_FALLBACK_NO_SHARE", default=0.25)
+
 # --------------------------------------------------------------------------- learned judge: product side (issue 12)
 # Near misses (judge probability at or above this floor, below the serve threshold) are checked off the
 # request path by the model server; an approved pair becomes an alias of the entry and a training label.
@@ -438,6 +454,26 @@ RECORD_PURGE_BATCH_SIZE = env.int("RECORD_PURGE_BATCH_SIZE", default=2000)
 EXACT_CACHE_MAX_KEYS_PER_TENANT = env.int("EXACT_CACHE_MAX_KEYS_PER_TENANT", default=100_000)
 # Past this, a tenant's least recently used active semantic entries are retired (counted as evictions).
 SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT = env.int("SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT", default=50_000)
+
+# Per-tenant byte budget of the exact answer cache (core/budgets.py; a tenant's own in Tenant.cache_budgets): over
+# it, the tenant's own oldest entries go. Keep the Redis layers' sum over all tenants under the cache Redis's maxmemory.
+CACHE_BUDGET_EXACT_BYTES = env.int("CACHE_BUDGET_EXACT_BYTES", default=32 * 1024 * 1024)
+# Per-tenant byte budget of the semantic cache's active entries (PostgreSQL rows: texts, citations, vector).
+CACHE_BUDGET_SEMANTIC_BYTES = env.int("CACHE_BUDGET_SEMANTIC_BYTES", default=256 * 1024 * 1024)
+# Per-tenant byte budget of the search-result cache (Redis).
+CACHE_BUDGET_SEARCH_BYTES = env.int("CACHE_BUDGET_SEARCH_BYTES", default=16 * 1024 * 1024)
+# Per-tenant byte budget of the cached vectors of the tenant's customers' questions (Redis).
+CACHE_BUDGET_VECTORS_BYTES = env.int("CACHE_BUDGET_VECTORS_BYTES", default=8 * 1024 * 1024)
+CACHE_BUDGET_BYTES = {"exact": CACHE_BUDGET_EXACT_BYTES, "semantic": CACHE_BUDGET_SEMANTIC_BYTES,
+                      "search": CACHE_BUDGET_SEARCH_BYTES, "vectors": CACHE_BUDGET_VECTORS_BYTES}
+
+# Warm-up after a model, prompt or policy bump (supportbot/cache_warmup.py): each tenant's this many most-asked
+# questions are answered again off the request path ...
+CACHE_WARMUP_TOP_QUESTIONS = env.int("CACHE_WARMUP_TOP_QUESTIONS", default=200)
+# ... counted over this many days of Asks ...
+CACHE_WARMUP_DAYS = env.int("CACHE_WARMUP_DAYS", default=7)
+# ... at most this many a second (0: no limit), so the model never gets the whole load at once.
+CACHE_WARMUP_PER_SECOND = env.float("CACHE_WARMUP_PER_SECOND", default=2.0)
 
 # --------------------------------------------------------------------------- operations (issue 16)
 # Bearer token Prometheus sends to /metrics. Empty: /metrics answers loopback clients only, and

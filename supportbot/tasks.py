@@ -9,7 +9,8 @@ from celery import shared_task
 
 from caching.models import SampledHit
 from core.retry import RETRY_POLICY
-from supportbot import prefix_samples, retention, review
+from core.locks import LockHeld
+from supportbot import cache_warmup as cache_warmup_service, prefix_probe, prefix_samples, retention, review
 
 
 @shared_task(name="supportbot.tasks.prefix_cache_scrape", ignore_result=True, **RETRY_POLICY)
@@ -30,3 +31,22 @@ def records_purge(days: int | None = None) -> dict:
 def second_opinion(sample_id: int) -> None:
     """Regenerate a sampled semantic hit's answer and flag a disagreement (never served)."""
     review.second_opinion(SampledHit.objects.select_related("decision__ask__tenant").get(pk=sample_id))
+
+
+@shared_task(name="supportbot.tasks.cache_warmup", ignore_result=True, **RETRY_POLICY)
+def cache_warmup(tenant_ids: list[int] | None = None) -> int | None:
+    """Beat (every five minutes): tenants whose model, prompt or policy version changed get their
+    most-asked questions answered again, rate-limited (``supportbot.cache_warmup``); one job run."""
+    due = tenant_ids if tenant_ids is not None else cache_warmup_service.warmup_due()
+    if not due:
+        return 0
+    try:
+        return cache_warmup_service.warmup_run(due).pk
+    except LockHeld:
+        return None
+
+
+@shared_task(name="supportbot.tasks.prefix_cache_probe", ignore_result=True)
+def prefix_cache_probe() -> bool:
+    """At worker start and hourly: does the model server report cached tokens for a repeated prompt?"""
+    return prefix_probe.prefix_cache_probe()["ok"]

@@ -64,6 +64,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     "cluster_failover": (["--duration", "10", "--hit-threads", "1", "--workers", "1", "--threads", "2"], [
         "requests", "errors", "cross_scope_serves", "lost", "failover_s", "exact_before", "victim_exact_lost",
         "other_exact_lost"]),
+    "warmup": (["--questions", "4", "--asks", "12", "--top", "4", "--per-second", "0"],
+               ["hit_rate_before", "hit_rate_after_bump", "hit_rate_after_warmup", "warmup_s", "admitted"]),
 }
 # Run together in one process (``bench._smoke``: one Python, Django and model start for all); the others
 # start servers of their own (reembed: a Celery worker), or measure the process itself (hit_path_overhead: its admission fails after

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from django.conf import settings
 
 from caching.churn import churn_add
+from core import budgets
 from caching.citations import article_versions, stale_citations
 from caching.keys import AnswerSpec, canonical_json, digest
 from caching.layers.base import CachedAnswer
@@ -156,7 +157,8 @@ class ExactLayer:
             # whose lifetime ended (the expiries), write the entry, its index member and citations.
             pipe = get_redis().pipeline(transaction=True)
             pipe.zremrangebyscore(index, "-inf", now)
-            pipe.set(key, json.dumps(cached.__dict__), ex=ttl)
+            payload = json.dumps(cached.__dict__)
+            pipe.set(key, payload, ex=ttl)
             pipe.zadd(index, {key: now + ttl})
             pipe.expire(index, ttl + 3600)
             for c in cached.citations:
@@ -167,6 +169,10 @@ class ExactLayer:
             expired, size = replies[0], replies[-1]
             over = size - settings.EXACT_CACHE_MAX_KEYS_PER_TENANT
             evicted = get_redis().eval(_EVICT, 1, index, over) if over > 0 else 0
+            owner = tenant_id if tenant_id is not None else budgets.tenant_of_key(key)
+            if owner is not None:  # the tenant's byte budget: its own oldest answers go
+                evicted += budgets.charge(get_redis(), "exact", owner, key, len(key) + len(payload), index=index,
+                                          ttl_s=ttl)[0]
         except RedisUnavailable as exc:
             redis_failed(exc)
             result.disposition, result.reason = "skipped", redis_error_text(exc)

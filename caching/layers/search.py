@@ -9,7 +9,9 @@ import time
 
 from django.conf import settings
 
+from caching.churn import churn_add
 from caching.keys import digest
+from core import budgets
 from caching.layers.citing import CitationIndex, sweep_cited
 from core.cachelayer import CacheScope, LayerResult, LayerStats
 from core.redis_client import (RedisUnavailable, get_redis, redis_available, redis_error_text, redis_failed,
@@ -83,11 +85,17 @@ class SearchLayer:
         ttl = settings.SEARCH_CACHE_TTL_S
         try:
             pipe = get_redis().pipeline(transaction=True)
-            pipe.set(key, json.dumps([h.to_dict() for h in hits]), ex=ttl)
+            payload = json.dumps([h.to_dict() for h in hits])
+            pipe.set(key, payload, ex=ttl)
             for pk in {h.article_pk for h in hits}:
                 pipe.sadd(citations.key_for(pk, key), key)
                 pipe.expire(citations.key_for(pk, key), ttl + 3600)
             pipe.execute()
+            owner = budgets.tenant_of_key(key)
+            if owner is not None:  # the tenant's byte budget: its own oldest results go
+                evicted = budgets.charge(get_redis(), "search", owner, key, len(key) + len(payload), ttl_s=ttl)[0]
+                if evicted:
+                    churn_add(owner, self.name, evicted=evicted)
         except RedisUnavailable as exc:
             redis_failed(exc)
             return redis_error_text(exc)

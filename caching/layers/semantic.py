@@ -28,6 +28,7 @@ from caching.citations import stale_citations
 from caching.layers.base import CachedAnswer
 from caching.models import EntryCitation, PairVerification, SemanticEntry
 from caching.thresholds import current_thresholds
+from core import budgets
 from core.cachelayer import CacheScope, LayerResult, LayerStats
 
 CANDIDATES = guards.CANDIDATES
@@ -257,7 +258,28 @@ class SemanticLayer:
             EntryCitation(entry=entry, article_id=c["article_pk"], version=c["version"]) for c in answer.citations
         ])
         self._cap(scope.tenant_id, entry.pk)
+        self._budget(scope.tenant_id, entry.pk)
         return entry
+
+    def _budget(self, tenant_id: int, newest: int) -> int:
+        """Past the tenant's byte budget (``core.budgets``: question, answer, citations and vector of
+        its active entries), retire its oldest entries, never the newest one, and count them as evicted."""
+        table = SemanticEntry._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""UPDATE {table} SET status = %s WHERE id IN (
+                      SELECT id FROM (
+                        SELECT id, SUM(octet_length(question) + octet_length(normalized_question) + octet_length(answer)
+                                       + octet_length(citations::text) + 4 * vector_dims(embedding))
+                               OVER (ORDER BY created_at DESC, id DESC) AS running
+                        FROM {table} WHERE tenant_id = %s AND status = %s) sized
+                      WHERE running > %s AND id <> %s)""",
+                [SemanticEntry.Status.RETIRED, tenant_id, SemanticEntry.Status.ACTIVE,
+                 budgets.budget_bytes(tenant_id, "semantic"), newest])
+            evicted = cursor.rowcount
+        if evicted:
+            churn_add(tenant_id, self.name, evicted=evicted)
+        return evicted
 
     def _cap(self, tenant_id: int, newest: int) -> int:
         """Past ``SEMANTIC_CACHE_MAX_ENTRIES_PER_TENANT`` active entries, retire the tenant's least

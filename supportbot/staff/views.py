@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from caching import calibration, guards, stats
+from caching import calibration, guards, modes, stats
 from caching.pairs import PairFileError
 from caching.models import Label, ReasonCode, ReviewItem, SampledHit
 from supportbot.review import REASON_KEYS, ReviewError, label_sample, next_sample, review_confirm_wrong, \
@@ -33,6 +33,7 @@ from core.models import Tenant
 from modelbuild import judge_calibration
 from modelbuild.services import builds_status
 from supportbot.staff import charts, gaps, selectors
+from supportbot.prefix_probe import prefix_cache_probe_latest
 from supportbot.staff.services import semantic_mode_set
 from core.tenancy import scoped_object_or_404, tenant_scope
 
@@ -182,23 +183,43 @@ def dashboard(request):
         "abstaining": [r["locale"] for r in locales if r["abstained"]],
         "near_misses": stats.near_miss_stats(period["start"], period["end"], tenant.pk if tenant else [t.pk for t in tenants]),
         "builds": builds_status(),
+        "prefix_probe": prefix_cache_probe_latest(),
+        "mode_changes": modes.recent_changes(tenant.pk if tenant else scope.ids),
+        "fell_back": [s for s in modes.fell_back_tenants() if any(t.slug == s for t in tenants)],
     }, "Cache dashboard")
 
 
-@require_POST
 @staff_view("core.change_semantic_mode")
 def mode_set(request, tenant: str):
+    """The switch page: the serve gate's figures, the fallback's, the history; a POST switches. A
+    closed gate answers 409 with the figures, unless an override reason comes from a user allowed to give one."""
     t = scoped_object_or_404(request, Tenant.objects, "pk", slug=tenant)
-    try:
-        semantic_mode_set(t, request.POST.get("mode", ""), request.user)
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
-    messages.success(request, f"{t.slug}: semantic cache mode is now {request.POST['mode']}.")
-    nxt = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(nxt, allowed_hosts={request.get_host()},
-                                           require_https=request.is_secure()):
-        nxt = reverse("staff:dashboard")
-    return redirect(nxt)
+    error, status = "", 200
+    if request.method == "POST":
+        mode = request.POST.get("mode", "")
+        try:
+            semantic_mode_set(t, mode, request.user, override_reason=request.POST.get("override_reason", ""))
+        except ValueError as exc:
+            return HttpResponseBadRequest(str(exc))
+        except modes.GateClosed as exc:
+            error, status = str(exc), 409
+        else:
+            messages.success(request, f"{t.slug}: semantic cache mode is now {mode}.")
+            nxt = request.POST.get("next", "")
+            if not url_has_allowed_host_and_scheme(nxt, allowed_hosts={request.get_host()},
+                                                   require_https=request.is_secure()):
+                nxt = reverse("staff:mode", args=[t.slug])
+            return redirect(nxt)
+        t.refresh_from_db()
+    elif request.method != "GET":
+        return HttpResponseBadRequest("GET or POST")
+    response = _page(request, "admin/ask/mode.html", {
+        "tenant": t, "gate": modes.serve_gate(t), "fallback": modes.fallback_figures(t), "error": error,
+        "modes": Tenant.SemanticMode.choices, "changes": modes.recent_changes(t.pk, limit=20),
+        "can_override": request.user.has_perm(modes.OVERRIDE_PERMISSION),
+    }, f"Semantic mode of {t.slug}")
+    response.status_code = status
+    return response
 
 
 # --------------------------------------------------------------------------- review queue

@@ -188,9 +188,9 @@ def test_every_action_on_another_tenants_object_is_a_404_and_changes_nothing(two
 def test_mode_switch_redirects_only_to_this_site(acme, cache_admin):
     c = _login(cache_admin)
     for bad in ("https://evil.example/", "//evil.example/x", "javascript:alert(1)"):
-        response = c.post("/admin/ask/mode/acme", {"mode": "serve", "next": bad})
-        assert response.status_code == 302 and response["Location"] == "/admin/ask/", bad
-    ok = c.post("/admin/ask/mode/acme", {"mode": "serve", "next": "/admin/ask/?range=30d"})
+        response = c.post("/admin/ask/mode/acme", {"mode": "off", "next": bad})
+        assert response.status_code == 302 and response["Location"] == "/admin/ask/mode/acme", bad
+    ok = c.post("/admin/ask/mode/acme", {"mode": "shadow", "next": "/admin/ask/?range=30d"})
     assert ok["Location"] == "/admin/ask/?range=30d"
 
 

@@ -122,3 +122,30 @@ def test_reason_codes_are_bounded(reason, code):
     from core.metrics import reason_code
 
     assert reason_code(reason) == code
+
+
+def feedback(client, request_id: str, helpful: bool) -> None:
+    response = client.post("/api/t/acme/feedback", data=json.dumps({"request_id": request_id, "helpful": helpful}),
+                           content_type="application/json")
+    assert response.status_code == 200, response.content
+
+
+def test_customers_no_is_counted_by_the_layer_that_served(client, acme):
+    """The alert compares "No" on cached answers with "No" on fresh ones (AskCachedAnswersDisliked)."""
+    before = scrape(client)
+    with scripted_model(answer_with_usage(ANSWER, prompt_tokens=900, cached_tokens=0)):
+        fresh = ask(client, "What is your return policy?")
+        cached = ask(client, "What is your return policy?")
+    assert (fresh["cache"]["layer"], cached["cache"]["layer"]) == ("none", "exact")
+    feedback(client, fresh["request_id"], True)
+    feedback(client, cached["request_id"], False)
+    feedback(client, cached["request_id"], False)  # the same verdict again is not a second one
+    after = scrape(client)
+
+    def delta(**labels):
+        return value(after, "ask_feedback_total", tenant="acme", **labels) - value(before, "ask_feedback_total",
+                                                                                 tenant="acme", **labels)
+
+    assert delta(layer="none", helpful="yes") == 1
+    assert delta(layer="exact", helpful="no") == 1
+    assert delta(layer="none", helpful="no") == delta(layer="exact", helpful="yes") == 0
