@@ -24,9 +24,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench.common import ROOT, bench_result, setup
+from bench.common import ROOT, bench_result, ensure_schema, setup
 
 DEV = ROOT / "tests" / "data" / "conversation_pairs.jsonl"
+HELDOUT = ROOT / "tests" / "data" / "conversation_pairs_heldout.jsonl"
 SHARED = Path(os.environ.get("ASK_SHARED_DIR", ROOT.parent / "shared"))
 EXTERNAL = SHARED / "eval" / "external" / "conv" / "data"
 TRAPS = ("context_swap", "detail_swap", "intent_flip")
@@ -55,6 +56,16 @@ def table(title: str, results, field: str, order=()) -> dict:
     return out
 
 
+def show_misses(results) -> None:
+    """The project's own pairs the caches got wrong, with how each last message was resolved
+    (never used on the external set: its rows are not read to write rules)."""
+    for r in results:
+        if r.served != r.should_hit:
+            print(f"\n{'WRONG' if r.served else 'MISSED'} {r.id} [{r.kind}] via {r.layer}: {r.reason[:120]}")
+            print(f"  a: {r.resolved_cached[:300]}")
+            print(f"  b: {r.resolved_new[:300]}")
+
+
 def run_set(name: str, files: list[Path]) -> tuple[list, dict]:
     from supportbot.evaluation import evaluate, read_conversation_pairs
 
@@ -81,13 +92,23 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path, help="conversation pair files (default: the dev set)")
     parser.add_argument("--external", action="store_true", help="also every file of the external conversation set")
+    parser.add_argument("--heldout", action="store_true", help="also the project's held-out pairs")
+    parser.add_argument("--show", action="store_true", help="print the own pairs the caches got wrong")
     args = parser.parse_args(argv)
     setup()
+    ensure_schema()
     figures, line = {}, []
-    _, dev = run_set("dev (in-sample)", args.files or [DEV])
+    results, dev = run_set("dev (in-sample)", args.files or [DEV])
+    if args.show:
+        show_misses(results)
     figures["dev"] = dev
     line += [f"dev_served={dev['served']:.3f}", f"dev_wrong={dev['wrong']:.3f}"]
     pairs = dev["pairs"]
+    if args.heldout:
+        results, held = run_set("held-out (written before tuning, not tuned on)", [HELDOUT])
+        figures["heldout"] = held
+        line += [f"heldout_served={held['served']:.3f}", f"heldout_wrong={held['wrong']:.3f}"]
+        pairs += held["pairs"]
     if args.external:
         files = sorted(EXTERNAL.glob("*/*.jsonl"))
         if not files:

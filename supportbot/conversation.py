@@ -218,9 +218,14 @@ _POINTING_BEFORE = {
     "pay", "try", "keep", "see", "know", "mean", "explain", "and", "or", "but", "if", "so", "how", "what", "why",
     "when", "where", "which", "who", "isn't", "doesn't", "won't", "can't", "is", "does", "whats", "what's",
 }
-_DUMMY_IT_AFTER = re.compile(r"\bit(?:'s|\s+is|\s+was|\s+be|\s+take|\s+takes|\s+cost|\s+costs|\s+possible|\s+ok|"
-                             r"\s+okay|\s+allowed|\s+free|\s+safe|\s+normal|\s+necessary|\s+required|\s+worth)?"
-                             r"(?:\s+\w+){0,3}\s+(?:to|if|whether|when|that)\s+\w+")
+# "it" as a dummy subject points nowhere: "is it possible to ...", "how long does it take to ship to
+# Canada", "it's free to return": a subject "it" (after a question's verb, or leading) followed by
+# "to" or a "possible/ok/allowed..." adjective. An object "it" ("can I return it if ...") points back.
+_DUMMY_IT_AFTER = re.compile(
+    r"(?:^|\b(?:is|was|does|did|do|will|would|can|could|should|isn't|doesn't|won't|wouldn't)\s+)"
+    r"it(?:'s|\s+is|\s+was|\s+be)?\s+(?:(?:take|takes|cost|costs|make|makes|mean|means)\s+(?:\w+\s+){0,3}to\s+\w+|"
+    r"(?:possible|ok|okay|allowed|free|safe|normal|necessary|required|worth|better|cheaper|quicker|easier|"
+    r"true|fine|legal|wise|best)\s+(?:to|if|whether|that)\s+\w+|(?:\w+\s+){0,2}to\s+(?:\w+)\s+(?:to|a|an|the|my|your)\b)")
 
 _STOP_EN = {
     "a", "an", "the", "i", "me", "my", "mine", "we", "us", "our", "you", "your", "it", "its", "that", "this",
@@ -598,11 +603,51 @@ def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]
         raise TooMuchContext(f"{len(running)} conditions stated")
     own_kinds = {k for k in own.values() if k in ("place", "tier", "day")}
     extra = sorted(v for v, k in running.items()
-                   if v not in own and not (k in own_kinds) and v not in question.casefold())
+                   if v not in own and not (k in own_kinds) and not _states(question, v))
     carried = tuple(sorted(set(own) | set(extra)))
     if not extra:
         return question, carried
     return f"{question} ({'; '.join(extra)})", carried
+
+
+def _states(text: str, value: str) -> bool:
+    """Whether ``text`` states the condition ``value`` as a whole word ("2" is not stated by "123")."""
+    return re.search(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", text.casefold()) is not None
+
+
+# The questions a customer's stated country or plan bears on, by the words that ask them: where
+# something is sent, opened, sold or taxed; what something costs or includes. A how-to about the
+# account ("how do I reset my password?") means the same for a customer in Leeds or on Premium.
+_PLACE_BEARING = {
+    "deliver", "delivers", "delivery", "deliveries", "ship", "ships", "shipping", "shipped", "post", "postage",
+    "courier", "send", "sent", "collect", "collection", "pickup", "open", "opens", "opening", "close", "closes",
+    "closing", "hours", "branch", "branches", "store", "stores", "shop", "shops", "near", "nearest", "local",
+    "tax", "taxes", "vat", "duty", "duties", "customs", "currency", "price", "prices", "cost", "costs", "fee",
+    "fees", "charge", "charges", "available", "availability", "stock", "arrive", "arrives", "arrival", "long",
+    "days", "express", "next-day", "overnight", "international", "abroad", "coverage", "signal", "speed",
+    "speeds", "engineer", "appointment", "book", "booking", "slot", "slots", "return", "returns", "refund",
+    "lieferung", "versand", "kosten", "preis", "öffnungszeiten", "filiale",
+}
+_TIER_BEARING = {
+    "price", "prices", "cost", "costs", "fee", "fees", "charge", "charges", "charged", "paying",
+    "bill", "billing", "invoice", "save", "saving", "savings", "discount", "discounts", "annual",
+    "annually", "monthly", "yearly", "free", "include", "included", "includes", "including", "limit", "limits",
+    "allowance", "users", "profiles", "devices", "storage", "features", "feature", "benefit", "benefits", "perks",
+    "upgrade", "downgrade", "switch", "cancel", "cancellation", "refund", "trial", "plan", "plans", "tier",
+    "membership", "subscription", "renew", "renewal", "support", "priority", "much", "delivery", "shipping",
+    "return", "returns", "exchange", "exchanges", "long", "days", "quickly", "fast", "express",
+    "extra", "cheaper", "expensive", "worth", "kosten", "preis", "gebühr", "tarif",
+}
+
+
+def _bears_on(message: str, kind: str) -> bool:
+    """Whether a stated condition of ``kind`` (a place, a plan) bears on the message's answer."""
+    words = set(_lower_words(message))
+    if kind == "place":
+        return bool(words & _PLACE_BEARING)
+    if kind == "tier":
+        return bool(words & _TIER_BEARING)
+    return True
 
 
 def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str], locale: str,
@@ -624,14 +669,16 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
                           history=history)
     bearing = {}
-    for turn in situations:  # the customer's country and plan bear on nearly every answer
-        bearing.update({v: k for v, k in conditions(turn.content).items() if v in running and k in ("place", "tier")})
+    for turn in situations:  # the customer's country and plan, where they bear on the question
+        bearing.update({v: k for v, k in conditions(turn.content).items()
+                        if v in running and k in ("place", "tier") and _bears_on(message, k)})
     for turn in related:
         bearing.update({v: k for v, k in conditions(turn.content).items() if v in running})
     topic = _conversation_topic(tuple(t for t in related if t.role == "user"), message)
     question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})" if topic else message, bearing, own)
     if question == message:
-        return Resolution(message, message, How.STANDALONE, "standalone; it states its own conditions",
+        return Resolution(message, message, How.STANDALONE,
+                          "standalone; it states its own conditions, or those stated do not bear on it",
                           conditions=carried, history=history)
     if german:
         return Resolution(message, question, How.UNRESOLVED,
@@ -722,7 +769,8 @@ def _assistant_asked(last_assistant: Turn | None) -> bool:
 
 _PLEASANTRIES = {"thanks", "thank", "cheers", "great", "cool", "nice", "lovely", "perfect", "brilliant", "awesome",
                  "good", "fine", "yes", "yeah", "yep", "sure", "okay", "ok", "bye", "morning", "afternoon",
-                 "evening", "weather", "day", "appreciate", "helpful", "brill", "ta", "lol", "haha"}
+                 "evening", "weather", "day", "appreciate", "helpful", "brill", "ta", "lol", "haha", "far",
+                 "you've", "you're", "welcome", "sorry", "oh", "btw", "anyway", "ah", "hmm", "sounds"}
 
 
 class TooMuchContext(Exception):

@@ -136,13 +136,25 @@ def test_a_detail_said_in_passing_keeps_two_conversations_apart():
 
 
 @pytest.mark.django_db
-def test_the_country_stated_earlier_travels_but_a_product_name_does_not():
-    canada = resolve(Conversation((Turn("user", "I'm in Canada."), Turn("assistant", "Great."),
-                                   Turn("user", "How do I reset my password?"))))
-    flixora = resolve(Conversation((Turn("user", "I watched Flixora all weekend."), Turn("assistant", "Nice."),
-                                    Turn("user", "How do I reset my password?"))))
-    assert "canada" in canada.question.casefold() and canada.how == How.REWRITTEN
+def test_the_country_stated_earlier_travels_where_it_bears_and_a_product_name_does_not():
+    def last(statement, question):
+        return resolve(Conversation((Turn("user", statement), Turn("assistant", "Great."), Turn("user", question))))
+    delivery = last("I'm in Canada.", "How long does delivery take?")
+    assert "canada" in delivery.question.casefold() and delivery.how == How.REWRITTEN
+    password = last("I'm in Canada.", "How do I reset my password?")  # a country does not change a password reset
+    assert password.question == "How do I reset my password?" and password.how == How.STANDALONE
+    flixora = last("I watched Flixora all weekend.", "How do I reset my password?")
     assert flixora.question == "How do I reset my password?" and flixora.how == How.STANDALONE
+
+
+@pytest.mark.django_db
+def test_a_plan_stated_earlier_travels_to_what_it_changes():
+    returns = resolve(Conversation((Turn("user", "I'm on the Plus plan."), Turn("assistant", "Thanks, good to know."),
+                                    Turn("user", "How long do I have to return sale items?"))))
+    assert "plus" in returns.question.casefold() and returns.cacheable
+    hours = resolve(Conversation((Turn("user", "I'm on the Plus plan."), Turn("assistant", "Thanks, good to know."),
+                                  Turn("user", "How do I turn on two-factor authentication?"))))
+    assert hours.how == How.STANDALONE
 
 
 def test_a_german_follow_up_bypasses_and_says_so():
