@@ -421,7 +421,7 @@ def conditions(text: str, *, names: bool = True) -> dict[str, str]:
     for tier in _TIERS:
         if re.search(rf"\b{tier}\b\s+(?:plan|tier|membership|account|subscription|package|member|customers?)\b",
                      lowered) or re.search(rf"(?<![a-z] )\b{tier.capitalize()}\b", text):
-            if tier in ("free", "personal", "team", "business", "max", "plus") and not re.search(
+            if tier in _AMBIGUOUS_TIERS and not re.search(
                     rf"\b{tier.capitalize()}\b|\b{tier}\s+(?:plan|tier|membership|subscription|package)\b", text):
                 continue
             found[tier] = "tier"
@@ -442,6 +442,8 @@ def conditions(text: str, *, names: bool = True) -> dict[str, str]:
                 value = str(value).casefold()
                 if field_name == "time_words" and value in _SMALL_TALK_TIMES:
                     continue
+                if field_name == "tiers" and value in _AMBIGUOUS_TIERS and value not in found:
+                    continue  # "is it free?", "a personal account": the word, not the plan (see above)
                 if value and not any(value in k or k in value for k in found):
                     found[value] = _SIGNATURE_KINDS.get(field_name, field_name)
     if names:
@@ -459,23 +461,26 @@ def conditions(text: str, *, names: bool = True) -> dict[str, str]:
                     if not any(value == k or value in k.split() for k in found) and len(value) > 1:
                         found[value] = _kind(value)
                     run = []
-    return found
+    return _negated(found, text)
 
 
-# "I live in Canada", "I'm on the Plus plan": the customer's situation, which bears on every later question.
-_SITUATION = re.compile(r"\b(?:i|we)(?:'m| am|'re| are)\s+(?:in|on|from|based in|located in|a|an|with)\b"
-                        r"|\b(?:i|we)\s+(?:live|am|are|have|own|use|ship|order)\b.*\b(?:in|on|to|from)\b"
-                        r"|\bmy\s+(?:plan|membership|country|address|subscription)\s+is\b"
-                        r"|\b(?:ich|wir)\s+(?:wohne|wohnen|bin|sind|lebe|leben|habe|haben)\b", re.IGNORECASE)
+# Plan names that are also everyday words: a plan only when capitalised or followed by "plan".
+_AMBIGUOUS_TIERS = ("free", "personal", "team", "business", "max", "plus")
+_NEGATION = r"(?:\bnot|\bno|\bnever|\bwithout|\bnon|n't|n’t)"
 
 
-def situation(turn: Turn) -> bool:
-    """A customer's statement of their situation, not a question ("I live in Canada", "I'm shipping
-    a parcel to Alaska", "I'm on the Plus plan"): its country and plan travel with every later
-    question (other details only to a question on its topic, or to a rewritten one)."""
-    if turn.role != "user" or "?" in turn.content:
-        return False
-    return bool(_SITUATION.search(turn.content)) or any(k in ("place", "tier") for k in conditions(turn.content).values())
+def _negated(found: dict[str, str], text: str) -> dict[str, str]:
+    """The conditions, a negated one marked: "I'm not a Plus member" states ``not plus``, never
+    ``plus``, so it cannot resolve like "I'm a Plus member"."""
+    lowered = text.casefold()
+    out = {}
+    for value, kind in found.items():
+        if kind in ("tier", "place", "day", "name") and re.search(
+                rf"{_NEGATION}(?:[\s-]+[\w'’-]+){{0,3}}[\s-]+{re.escape(value)}(?!\w)", lowered):
+            out[f"not {value}"] = kind
+        else:
+            out[value] = kind
+    return out
 
 
 def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
@@ -486,11 +491,11 @@ def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
     for turn in turns:
         if turn.role != "user":
             continue
-        for value, kind in conditions(turn.content).items():
-            if kind in ("place", "tier", "day"):
-                for old in [v for v, k in state.items() if k == kind]:
-                    del state[old]
-            state[value] = kind
+        stated = conditions(turn.content)
+        for kind in {k for k in stated.values() if k in ("place", "tier", "day")}:
+            for old in [v for v, k in state.items() if k == kind]:  # an earlier turn's, not this one's
+                del state[old]
+        state.update(stated)
     # and the facts the assistant's turns named (its order numbers, plans, products, prices): a
     # conversation reworded keeps its facts, another conversation has others
     for turn in turns:
@@ -625,8 +630,7 @@ _PLACE_BEARING = {
     "tax", "taxes", "vat", "duty", "duties", "customs", "currency", "price", "prices", "cost", "costs", "fee",
     "fees", "charge", "charges", "available", "availability", "stock", "arrive", "arrives", "arrival", "long",
     "days", "express", "next-day", "overnight", "international", "abroad", "coverage", "signal", "speed",
-    "speeds", "engineer", "appointment", "book", "booking", "slot", "slots", "return", "returns", "refund",
-    "lieferung", "versand", "kosten", "preis", "öffnungszeiten", "filiale",
+    "speeds", "engineer", "appointment", "book", "booking", "slot", "slots", "lieferung", "versand", "kosten", "preis", "öffnungszeiten", "filiale",
 }
 _TIER_BEARING = {
     "price", "prices", "cost", "costs", "fee", "fees", "charge", "charges", "charged", "paying",
@@ -640,9 +644,19 @@ _TIER_BEARING = {
 }
 
 
+_DAY_BEARING = {
+    "open", "opens", "opening", "close", "closes", "closing", "hours", "deliver", "delivers", "delivery", "deliveries",
+    "arrive", "arrives", "book", "booking", "appointment", "slot", "slots", "available", "availability", "collect",
+    "collection", "pickup", "staffed", "busy", "price", "prices", "cost", "costs", "surcharge", "fee", "fees",
+    "öffnungszeiten", "geöffnet", "lieferung",
+}
+
+
 def _bears_on(message: str, kind: str) -> bool:
-    """Whether a stated condition of ``kind`` (a place, a plan) bears on the message's answer."""
+    """Whether a stated condition of ``kind`` (a place, a plan, a day) bears on the message's answer."""
     words = set(_lower_words(message))
+    if kind == "day":
+        return bool(words & _DAY_BEARING)
     if kind == "place":
         return bool(words & _PLACE_BEARING)
     if kind == "tier":
@@ -653,9 +667,10 @@ def _bears_on(message: str, kind: str) -> bool:
 def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str], locale: str,
                 german: bool) -> Resolution:
     """A message that points nowhere: standalone, unless it continues the conversation (an earlier
-    turn is on its topic, ``CONVERSATION_RELATED_COSINE``) or the customer stated their situation:
-    then the topic of the customer's related question and the conditions of those turns travel
-    with it, so "is there a fee?" about one thing is never the same question as about another."""
+    turn is on its topic, ``CONVERSATION_RELATED_COSINE``) or the customer's country, plan or day
+    bears on it: then the topic of the customer's related question and the conditions of those
+    turns travel with it, so "is there a fee?" about one thing is never the same question as
+    about another."""
     last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
     if _answers_assistant(message, last_assistant):
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
@@ -664,17 +679,16 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     if not german and not self_contained(message):
         return _underspecified(message, history, running, last_assistant)
     related = _related_turns(message, history)
-    situations = [t for t in history if situation(t)]
-    if not related and not situations:
+    # the customer's country, plan and day, stated or asked about (the latest of each kind), where
+    # they bear on the question: "what time do you open?" after "I'm coming to the Leeds branch"
+    stated = _running(tuple(t for t in history if t.role == "user"))
+    bearing = {v: k for v, k in stated.items() if k in ("place", "tier", "day") and _bears_on(message, k)}
+    if not related and not bearing:
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
                           history=history)
-    bearing = {}
-    for turn in situations:  # the customer's country and plan, where they bear on the question
-        bearing.update({v: k for v, k in conditions(turn.content).items()
-                        if v in running and k in ("place", "tier") and _bears_on(message, k)})
     for turn in related:
         bearing.update({v: k for v, k in conditions(turn.content).items() if v in running})
-    topic = _conversation_topic(tuple(t for t in related if t.role == "user"), message)
+    topic = _conversation_topic(tuple(related), message, users_only=True)
     question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})" if topic else message, bearing, own)
     if question == message:
         return Resolution(message, message, How.STANDALONE,
@@ -767,31 +781,38 @@ def _assistant_asked(last_assistant: Turn | None) -> bool:
             and not _CLOSERS.search(last_assistant.content))
 
 
-_PLEASANTRIES = {"thanks", "thank", "cheers", "great", "cool", "nice", "lovely", "perfect", "brilliant", "awesome",
-                 "good", "fine", "yes", "yeah", "yep", "sure", "okay", "ok", "bye", "morning", "afternoon",
-                 "evening", "weather", "day", "appreciate", "helpful", "brill", "ta", "lol", "haha", "far",
-                 "you've", "you're", "welcome", "sorry", "oh", "btw", "anyway", "ah", "hmm", "sounds"}
-
 
 class TooMuchContext(Exception):
     """More context than a resolved question may carry: the turn bypasses the shared caches."""
 
 
-def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = ()) -> str:
-    """What the conversation is about: the content words of the customer's earlier turns and of
-    the assistant's last one (pleasantries left out), in order, once each, those of the message
-    itself aside. A rewritten question carries them so that a detail said in passing ("the heavy
-    tent", "my second order") keeps two conversations apart; the price is that reworded
-    conversations rarely share. More than ``CONVERSATION_TOPIC_WORDS`` is too much to carry."""
+# Words a question's topic keeps although they are function words: a negation or a comparison
+# said in passing changes the answer ("I'm not a member", "more data", "the other order").
+_TOPIC_KEEP = {"not", "no", "never", "don't", "dont", "doesn't", "isn't", "can't", "cant", "won't", "didn't",
+               "wasn't", "aren't", "haven't", "hasn't", "without", "more", "less", "only", "all", "other", "same",
+               "one", "ones", "up", "out", "too", "much", "many", "long", "again", "else", "any", "some", "before",
+               "after", "then", "now", "still", "just", "also"}
+
+
+def _topic_words(text: str) -> list[str]:
+    """The words of a turn a rewritten question carries: all but articles, pronouns and the like."""
+    return [w for w in _lower_words(text) if len(w) > 1 and (w not in _STOP_EN or w in _TOPIC_KEEP)]
+
+
+def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = (),
+                        users_only: bool = False) -> str:
+    """What the conversation is about: the words of every earlier turn, the customer's and the
+    assistant's (``users_only``: the customer's), in order, once each, those of the message itself
+    aside. A rewritten question carries them all, so that any detail said in passing ("the heavy
+    tent", "the sofa" in the assistant's recap, "I'm not a member") keeps two conversations
+    apart; the price is that reworded conversations rarely share. More than
+    ``CONVERSATION_TOPIC_WORDS`` is too much to carry: the turn bypasses the shared caches."""
     have = set(_lower_words(message))
     out: list[str] = []
-    last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
     for turn in history:
-        if (turn.role != "user" and turn is not last_assistant) or turn.content in skip:
+        if (users_only and turn.role != "user") or turn.content in skip:
             continue
-        for w in _topic(turn.content, False).split():
-            if w in _PLEASANTRIES or w in _SMALL_TALK_TIMES:
-                continue
+        for w in _topic_words(turn.content):
             if w not in have and w not in out:
                 out.append(w)
     if len(out) > settings.CONVERSATION_TOPIC_WORDS:
