@@ -34,6 +34,7 @@ from retrieval.generations import query_embedder
 from supportbot.questions import AskRejected, clean_question, normalize_question
 
 ROLES = ("user", "assistant")
+TOPIC_MARK = " (about: "  # what a rewritten question carries of the conversation's words follows this
 
 
 class How:
@@ -90,6 +91,13 @@ class Resolution:
     @property
     def clarify(self) -> bool:
         return self.how == How.CLARIFY
+
+    @property
+    def exact_only(self) -> bool:
+        """A rewrite that carries the conversation's words ("... (about: ...)") is looked up by the
+        exact cache only: the semantic judge was never calibrated on such word lists, and two of
+        them one word apart (a detail swapped) are two questions."""
+        return self.how == How.REWRITTEN and TOPIC_MARK in self.question
 
 
 # --------------------------------------------------------------------------- validation
@@ -258,7 +266,7 @@ _COUNTRIES = {
     "niederlande", "belgien", "polen", "vereinigte staaten", "großbritannien", "alaska", "hawaii",
     "puerto rico", "quebec", "ontario", "london", "berlin", "paris", "manchester", "leeds",
 }
-_TIERS = {"free", "basic", "standard", "premium", "plus", "pro", "business", "enterprise", "family", "student",
+_TIERS = {"free", "basic", "standard", "premium", "premier", "plus", "pro", "business", "enterprise", "family", "student",
           "gold", "silver", "bronze", "platinum", "starter", "team", "personal", "lite", "max", "ultimate"}
 _COMMON_CAPITALISED = {
     "i", "i'm", "i've", "i'd", "i'll", "hi", "hello", "hey", "thanks", "thank", "ok", "okay", "yes", "no", "please",
@@ -291,9 +299,17 @@ _PRONOUNS_WITH_ANTECEDENT = {"it", "its", "they", "them", "their", "those", "the
 
 def _antecedent_before(words: list[str], i: int) -> bool:
     """Whether the message names something before position ``i`` that a pronoun there can refer
-    to ("Can I return an item if I opened it?"): a determiner followed by a content word."""
+    to ("Can I return an item if I opened it?"): a determiner followed by a content word, then a
+    clause of the pronoun's own."""
     return any(words[j] in _DETERMINERS and words[j + 1] not in _STOP_EN and len(words[j + 1]) > 2
+               and any(w in _CLAUSE_MARKERS for w in words[j + 2:i])
                for j in range(max(0, i - 1)))
+
+
+# The pronoun of "can I return an item if I opened it?" is in a clause of its own after the thing it
+# names; in "does Premier get a discount on it?" nothing separates them: "it" is the conversation's.
+_CLAUSE_MARKERS = {"if", "when", "whenever", "after", "before", "once", "because", "since", "until", "unless",
+                   "while", "and", "but", "so", "that", "which", "who", "though", "although"}
 
 
 # "this is Jane", "this is the Smith household": an introduction, not a pointer into the conversation.
@@ -689,7 +705,7 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     for turn in related:
         bearing.update({v: k for v, k in conditions(turn.content).items() if v in running})
     topic = _conversation_topic(tuple(related), message, users_only=True)
-    question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})" if topic else message, bearing, own)
+    question, carried = _with_conditions(_with_topic(message, topic) if topic else message, bearing, own)
     if question == message:
         return Resolution(message, message, How.STANDALONE,
                           "standalone; it states its own conditions, or those stated do not bear on it",
@@ -752,7 +768,7 @@ def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, 
     asked = previous is not None and ("?" in previous.message or _QUESTION_START.search(previous.message))
     # a statement ("I'm in Canada.") gives conditions, which travel anyway, not a topic
     topic = _conversation_topic(history, message) if asked else ""
-    base = f"{message.rstrip()} (about: {topic})" if topic else message
+    base = _with_topic(message, topic) if topic else message
     question, carried = _with_conditions(base, running, conditions(message))
     if question == message:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
@@ -799,6 +815,12 @@ def _topic_words(text: str) -> list[str]:
     return [w for w in _lower_words(text) if len(w) > 1 and (w not in _STOP_EN or w in _TOPIC_KEEP)]
 
 
+def _with_topic(message: str, topic: str) -> str:
+    """The message with the conversation's words; "how long does that take" and "How long does
+    that take?" get one key."""
+    return f"{message.rstrip(' ?.!')}?{TOPIC_MARK}{topic})"
+
+
 def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = (),
                         users_only: bool = False) -> str:
     """What the conversation is about: the words of every earlier turn, the customer's and the
@@ -836,6 +858,12 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "an ellipsis whose new detail is not a place, plan, day, amount or name", history=history)
     base = previous.message
+    # the assistant's answer to the previous question is about the old detail ("CA$9.95" before "and
+    # for the UK?"): neither its words nor its figures belong to the new question
+    at = max((i for i, t in enumerate(history) if t.role == "user" and t.content == base), default=None)
+    answer = history[at + 1] if at is not None and at + 1 < len(history) else None
+    if answer is not None and answer.role == "assistant":
+        running = _running(tuple(t for t in history if t is not answer))
     base_conditions = conditions(base)
     question = base
     replaced_any = False
@@ -843,14 +871,15 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
         shown = slot if len(found) == 1 else value  # the customer's own spelling
         same_kind = [v for v, k in base_conditions.items() if k == kind]
         for old in same_kind:
-            question = re.sub(re.escape(old), shown, question, flags=re.IGNORECASE)
+            question = re.sub(rf"(?:\bthe\s+)?{re.escape(old)}", shown, question, flags=re.IGNORECASE)
             replaced_any = True
         running = {v: k for v, k in running.items() if k != kind or v == value}
     if not replaced_any:
         question = f"{question.rstrip('?.! ')} for {slot}?"
-    rest = _conversation_topic(history, question, skip=(previous.message,))
+    skip = (previous.message, answer.content) if answer is not None and answer.role == "assistant" else (previous.message,)
+    rest = _conversation_topic(history, question, skip=skip)
     if rest:
-        question = f"{question} (about: {rest})"
+        question = _with_topic(question, rest)
     question, carried = _with_conditions(question, running, conditions(question))
     return Resolution(message, question, How.REWRITTEN,
                       f"ellipsis on the previous question {previous.question!r}"[:300], conditions=carried,
@@ -872,7 +901,7 @@ def _anaphora(message: str, dep: Dependence, previous: Resolution, running: dict
                           "a short reply to the assistant's question", history=history)
     own = conditions(message)
     topic = _conversation_topic(history, message) or topic
-    question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})", running, own)
+    question, carried = _with_conditions(_with_topic(message, topic), running, own)
     return Resolution(message, question, How.REWRITTEN,
                       f"{dep.word!r} resolved to the previous question {previous.question!r}"[:300],
                       conditions=carried, history=history)

@@ -157,6 +157,58 @@ def test_a_plan_stated_earlier_travels_to_what_it_changes():
     assert hours.how == How.STANDALONE
 
 
+def last_question(*texts) -> str:
+    """The resolved question of a conversation of alternating user and assistant ``texts``."""
+    return resolve(Conversation(tuple(Turn("user" if i % 2 == 0 else "assistant", t)
+                                      for i, t in enumerate(texts)))).question
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("first, second, last", [
+    # a negation said in passing
+    (("I'm a Plus member, bought a tent last week", "Thanks, I can see your order."),
+     ("I'm not a Plus member, bought a tent last week", "Thanks, I can see your order."), "is return shipping free?"),
+    # the detail is in the assistant's recap, the customer's words are the same
+    (("I'd like to send something back", "I can see the sofa from your last order.", "ok", "I can book a collection."),
+     ("I'd like to send something back", "I can see the table lamp from your last order.", "ok",
+      "I can book a collection."), "how much does that cost?"),
+    # the object "it" points back, though "if" follows it
+    (("I ordered a sofa last week", "Thanks, I can see the order."),
+     ("I ordered a laptop last week", "Thanks, I can see the order."), "can I return it if I change my mind?"),
+    # a day asked about bears on opening hours
+    (("Can I book a massage on Tuesday?", "Yes, we have slots."),
+     ("Can I book a massage on Thursday?", "Yes, we have slots."), "What time do you open?"),
+    # morning and afternoon are details, not small talk
+    (("I booked a cut for Tuesday morning", "I can see your booking."),
+     ("I booked a cut for Tuesday afternoon", "I can see your booking."), "how long will it take?"),
+    # two ids, each conversation's own first: the order of the words is kept
+    (("where's my order 48213? my sister's is 48231", "Let me check."),
+     ("where's my order 48231? my sister's is 48213", "Let me check."), "when will it arrive?"),
+])
+def test_the_same_last_words_after_a_different_detail_resolve_apart(first, second, last):
+    a, b = last_question(*first, last), last_question(*second, last)
+    assert a != b and last not in (a, b)
+
+
+@pytest.mark.django_db
+def test_a_number_is_carried_though_a_longer_number_holds_its_digits():
+    two = last_question("I want to order 2 of the desk lamps", "Sure. Call 0300 123 4567 for bulk orders.",
+                        "what's the total?")
+    three = last_question("I want to order 3 of the desk lamps", "Sure. Call 0300 123 4567 for bulk orders.",
+                          "what's the total?")
+    assert two != three
+
+
+@pytest.mark.django_db
+def test_a_rewrite_carrying_the_conversations_words_is_for_the_exact_cache_only():
+    follow_up = resolve(Conversation((Turn("user", "How do I get a refund?"), Turn("assistant", "From Orders."),
+                                      Turn("user", "how long does that take?"))))
+    assert follow_up.how == How.REWRITTEN and follow_up.exact_only
+    standalone = resolve(Conversation((Turn("user", "I'm in Canada."), Turn("assistant", "Great."),
+                                       Turn("user", "How long does delivery take?"))))
+    assert standalone.how == How.REWRITTEN and not standalone.exact_only  # a question with its condition
+
+
 def test_a_german_follow_up_bypasses_and_says_so():
     r = resolve(Conversation((Turn("user", "Wie kann ich eine Erstattung bekommen?"),
                               Turn("assistant", "Über Ihre Bestellungen."), Turn("user", "Wie lange dauert das?"))),
@@ -231,6 +283,19 @@ def test_the_same_last_words_in_another_context_never_share_a_cached_answer(clie
     assert "shipping-times-and-costs" in {c["article_id"] for c in shipping["citations"]}
     questions = set(AskEvent.objects.values_list("question", flat=True))
     assert len(questions) == 2 and "How long does that take?" not in questions
+
+
+def test_a_rewritten_follow_up_is_looked_up_in_the_exact_cache_only(client, acme):
+    reworded = convo("How can I get my money back?",
+                     "Request a refund from your orders page; we process it once the return arrives.",
+                     "How long does that take?")
+    post(client, "acme", {"messages": REFUND})
+    body = post(client, "acme", {"messages": reworded}).json()
+    event = AskEvent.objects.get(request_id=body["request_id"])
+    assert event.resolution == How.REWRITTEN and body["cache"]["layer"] != "semantic"
+    lookups = CacheDecision.objects.filter(ask=event, layer="semantic", disposition="bypass")
+    assert any("exact cache only" in d.reason for d in lookups)
+    assert not CacheDecision.objects.filter(ask=event, layer="semantic", disposition__in=("hit", "miss")).exists()
 
 
 def test_an_unresolved_follow_up_is_answered_from_its_context_and_bypasses_every_shared_cache(client, acme):
