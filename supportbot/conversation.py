@@ -719,9 +719,9 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
 
 
 def _related_turns(message: str, history: tuple[Turn, ...]) -> list[Turn]:
-    """The earlier turns on the message's topic: sentence-embedding cosine at least
+    """The customer's earlier turns on the message's topic: sentence-embedding cosine at least
     ``CONVERSATION_RELATED_COSINE`` (the retrieval embedder, the same the semantic cache uses)."""
-    candidates = [t for t in history if _topic(t.content, False)]
+    candidates = [t for t in history if t.role == "user" and _topic(t.content, False)]
     if not candidates:
         return []
     vectors = embed_texts([message] + [t.content for t in candidates], embedder=query_embedder(cached=True))
