@@ -297,12 +297,19 @@ _DETERMINERS = {"a", "an", "the", "my", "your", "our", "their", "some", "any", "
 _PRONOUNS_WITH_ANTECEDENT = {"it", "its", "they", "them", "their", "those", "these", "that", "one", "ones"}
 
 
-def _antecedent_before(words: list[str], i: int) -> bool:
+# A message alone has nothing else to point at: "it" followed by a clause of its own ("do I need
+# it to be boxed", "can I return it if it's opened") is read as pointing at its own words.
+_DUMMY_IT_ALONE = re.compile(r"\bit(?:'s|\s+is|\s+was|\s+be|\s+take|\s+takes|\s+cost|\s+costs|\s+possible|\s+ok|"
+                             r"\s+okay|\s+allowed|\s+free|\s+safe|\s+normal|\s+necessary|\s+required|\s+worth)?"
+                             r"(?:\s+\w+){0,3}\s+(?:to|if|whether|when|that)\s+\w+")
+
+
+def _antecedent_before(words: list[str], i: int, alone: bool = False) -> bool:
     """Whether the message names something before position ``i`` that a pronoun there can refer
     to ("Can I return an item if I opened it?"): a determiner followed by a content word, then a
     clause of the pronoun's own."""
     return any(words[j] in _DETERMINERS and words[j + 1] not in _STOP_EN and len(words[j + 1]) > 2
-               and any(w in _CLAUSE_MARKERS for w in words[j + 2:i])
+               and (alone or any(w in _CLAUSE_MARKERS for w in words[j + 2:i]))
                for j in range(max(0, i - 1)))
 
 
@@ -316,14 +323,14 @@ _CLAUSE_MARKERS = {"if", "when", "whenever", "after", "before", "once", "because
 _INTRODUCTION = re.compile(r"\bthis is (?:[A-Z][\w'-]+|the [A-Z][\w'-]+)")
 
 
-def _points_back_en(words: list[str], text: str) -> str:
+def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
     """The word that makes an English message point back at the conversation, or ""."""
     lowered = text.casefold()
     words = [w[:-2] if w.endswith("'s") and w not in ("it's", "that's", "what's", "there's") else w for w in words]
     for i, w in enumerate(words):
         before = words[i - 1] if i else ""
         after = words[i + 1] if i + 1 < len(words) else ""
-        if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i):
+        if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i, alone):
             continue  # refers to something the message itself names
         if w in _ANAPHORA_EN:
             if w == "there" and after in ("is", "are", "a", "an", "any", "some", "no", "was", "were", "'s", "be"):
@@ -349,7 +356,7 @@ def _points_back_en(words: list[str], text: str) -> str:
                 return w  # "this plan", "this order": the conversation's
             continue  # "a fee that applies": a relative
         if w == "it":
-            if _DUMMY_IT_AFTER.search(lowered):
+            if _DUMMY_IT_AFTER.search(lowered) or (alone and _DUMMY_IT_ALONE.search(lowered)):
                 continue  # "is it possible to ...", "how long does it take to ship to Canada"
             return w
     return ""
@@ -378,10 +385,13 @@ class Dependence:
     word: str = ""
 
 
-def dependence(message: str, locale: str = "en") -> Dependence:
+def dependence(message: str, locale: str = "en", *, alone: bool = False) -> Dependence:
     """Whether the message depends on the conversation, and how: a reply to the assistant's offer
     ("yes please"), a bare question word ("why?"), an ellipsis continuing the last question ("and
-    for Canada?", "what about Plus?") or a word pointing back ("is it free?", "how long does that take?")."""
+    for Canada?", "what about Plus?") or a word pointing back ("is it free?", "how long does that take?").
+    ``alone``: the message has no conversation, so a pronoun with a candidate in its own words
+    ("do I need it to be boxed?") points there; in a conversation it may point back, and only a
+    clause of its own ("if I opened it") or a dummy "it" ("is it possible to") says otherwise."""
     german = is_german(message, locale)
     words = _lower_words(message)
     phrase = " ".join(words)
@@ -393,7 +403,7 @@ def dependence(message: str, locale: str = "en") -> Dependence:
         return Dependence("ellipsis", words[0] if words else "")
     if _REPLY_START.match(message.strip()):
         return Dependence("reply", words[0])
-    word = _points_back_de(words, _words(message)) if german else _points_back_en(words, message)
+    word = _points_back_de(words, _words(message)) if german else _points_back_en(words, message, alone)
     if word:
         return Dependence("anaphora", word)
     stop = _STOP_DE if german else _STOP_EN
@@ -561,7 +571,7 @@ def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
     message = conversation.message
     history = conversation.history
     german = is_german(message, locale)
-    dep = dependence(message, locale)
+    dep = dependence(message, locale, alone=not history)
     earlier_users = [t for t in history if t.role == "user"]
     if not earlier_users and not any(t.role == "assistant" for t in history):
         if dep.kind:
@@ -628,7 +638,12 @@ def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]
     carried = tuple(sorted(set(own) | set(extra)))
     if not extra:
         return question, carried
-    return f"{question} ({'; '.join(extra)})", carried
+    return f"{question} ({'; '.join(_PLACE_NAMES.get(v, v) for v in extra)})", carried
+
+
+# A country carried in a question is spelled out: the help centre's sections say "United Kingdom".
+_PLACE_NAMES = {"uk": "the uk (united kingdom)", "us": "the us (united states)", "usa": "the usa (united states)",
+                "eu": "the eu (european union)"}
 
 
 def _states(text: str, value: str) -> bool:
@@ -915,7 +930,7 @@ def _checked_model_rewrite(message: str, rewritten: str, running: dict[str, str]
     except AskRejected:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "the model's rewrite was not a question", history=history)
-    missing = [v for v in running if v not in text.casefold()]
+    missing = [v for v in running if not _states(text, v)]
     if missing or dependence(text).kind:
         return Resolution(message, f"{text} ({'; '.join(sorted(missing))})" if missing else text, How.UNRESOLVED,
                           f"the model's rewrite leaves out {', '.join(missing)[:120] or 'nothing'} or still points back",

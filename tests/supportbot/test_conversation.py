@@ -190,6 +190,14 @@ def test_the_same_last_words_after_a_different_detail_resolve_apart(first, secon
     assert a != b and last not in (a, b)
 
 
+def test_a_pronoun_alone_points_at_its_own_words_and_in_a_conversation_may_point_back():
+    message = "can I return it if I change my mind?"
+    assert resolve(Conversation.single(message)).how == How.SINGLE  # nothing else to point at
+    assert dependence(message).kind == "anaphora"
+    assert dependence("does Premier get a discount on it?").kind == "anaphora"
+    assert dependence("Can I return an item if I opened it?").kind == ""  # a clause of its own
+
+
 @pytest.mark.django_db
 def test_a_number_is_carried_though_a_longer_number_holds_its_digits():
     two = last_question("I want to order 2 of the desk lamps", "Sure. Call 0300 123 4567 for bulk orders.",
