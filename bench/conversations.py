@@ -1,6 +1,7 @@
 """Conversation pairs through the real answer caches: should-hits served and traps answered wrongly, by subtype and by length.
 
-    .venv/bin/python -m bench.conversations [--external] [FILE ...]
+    .venv/bin/python -m bench.conversations [--heldout] [--external] [--show] [FILE ...]
+    .venv/bin/python -m bench.conversations --kb [--answerer extractive|model]
 
 Each pair runs as ``manage.py evalcache`` runs it (``supportbot.evaluation``): ``a``'s last message
 is resolved in its conversation and offered to the caches' normal admission, then ``b``'s is
@@ -12,6 +13,15 @@ evaluation folder's ``external/conv/data`` (the fow-cache conversation pairs: ev
 never tuned on). Traps are ``context_swap``, ``detail_swap`` and ``intent_flip``; should-hits
 ``same_context_reworded``, ``irrelevant_history`` and ``same_context_extra_chatter``.
 
+``--heldout`` adds ``tests/data/conversation_pairs_heldout.jsonl``, our own pairs written before
+the resolver was tuned on the dev file and never tuned on. ``--show`` prints the dev pairs the
+caches got wrong, with both resolutions (never for the external set).
+
+``--kb`` runs instead the conversations of ``tests/data/conversations_kb.jsonl`` (follow-ups over
+the demo knowledge base, both tenants) through the Ask API with ``messages``, twice each, and
+judges every answer (``run_kb``); its last line is ``conversations=… answers=… correct=… wrong=…
+served_from_cache=… wrong_from_cache=… answerer=…``.
+
 The last line is ``dev_served=… dev_wrong=… [external_served=… external_wrong=…
 external_irrelevant_history=…] pairs=…``: ``served`` is the share of should-hits whose cached
 answer was served, ``wrong`` the share of traps whose cached answer was served.
@@ -19,13 +29,17 @@ answer was served, ``wrong`` the share of traps whose cached answer was served.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
-from bench.common import ROOT, SHARED_DIR, bench_result, setup
+from bench.common import ROOT, SHARED_DIR, bench_result, ensure_schema, setup
 
 DEV = ROOT / "tests" / "data" / "conversation_pairs.jsonl"
+HELDOUT = ROOT / "tests" / "data" / "conversation_pairs_heldout.jsonl"
+KB_CONVERSATIONS = ROOT / "tests" / "data" / "conversations_kb.jsonl"
 SHARED = SHARED_DIR
 EXTERNAL = SHARED / "eval" / "external" / "conv" / "data"
 TRAPS = ("context_swap", "detail_swap", "intent_flip")
@@ -54,6 +68,16 @@ def table(title: str, results, field: str, order=()) -> dict:
     return out
 
 
+def show_misses(results) -> None:
+    """The project's own pairs the caches got wrong, with how each last message was resolved
+    (never used on the external set: its rows are not read to write rules)."""
+    for r in results:
+        if r.served != r.should_hit:
+            print(f"\n{'WRONG' if r.served else 'MISSED'} {r.id} [{r.kind}] via {r.layer}: {r.reason[:120]}")
+            print(f"  a: {r.resolved_cached[:300]}")
+            print(f"  b: {r.resolved_new[:300]}")
+
+
 def run_set(name: str, files: list[Path]) -> tuple[list, dict]:
     from supportbot.evaluation import evaluate, read_conversation_pairs
 
@@ -76,17 +100,79 @@ def run_set(name: str, files: list[Path]) -> tuple[list, dict]:
     return results, figures
 
 
+def run_kb(path: Path, answerer: str) -> dict:
+    """Conversations over the demo knowledge base, each sent twice through the Ask API with
+    ``messages`` (all once, then all again: the second round shows what the caches serve, and a
+    conversation whose last words another one shares meets that one's cached answer). Each answer
+    is judged as ``bench.answer_quality`` judges one (``must`` groups present, no ``wrong`` fact:
+    the other context's or the other tenant's value)."""
+    from django.test import Client, override_settings
+
+    from bench.answer_quality import demo_copy, verdict
+    from bench.common import scratch_tenants
+    from supportbot import pipeline
+
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    counts, client = defaultdict(int), Client()
+    with scratch_tenants("conversations") as scratch, override_settings(ASK_ANSWERER=answerer):
+        tenants = demo_copy(scratch)
+        for attempt in (1, 2):
+            for row in rows:
+                response = client.post(f"/api/t/{tenants[row['tenant']].slug}/ask",
+                                       data=json.dumps({"messages": row["messages"], "locale": row["locale"]}),
+                                       content_type="application/json")
+                body = response.json()
+                outcome = SimpleNamespace(status=body.get("status"), answer=body.get("answer") or "")
+                judged = verdict(row, outcome) if response.status_code == 200 else f"http_{response.status_code}"
+                layer = (body.get("cache") or {}).get("layer", "")
+                cached = layer in ("exact", "semantic")
+                counts["answers"] += 1
+                counts[judged] += 1
+                counts["served_from_cache"] += cached
+                counts["wrong_from_cache"] += cached and judged == "wrong"
+                flag = "" if judged == "correct" else "  <--"
+                print(f"{row['id']:<16} #{attempt} {judged:<11} {layer:<8} {row['messages'][-1]['content'][:50]}{flag}",
+                      flush=True)
+                if judged != "correct" and attempt == 1:
+                    print("      " + outcome.answer.replace("\n", " | ")[:240], flush=True)
+        pipeline.hit_records.flush()  # a cache hit's record is written in the background: before the tenants go
+    counts["conversations"] = len(rows)
+    return dict(counts)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path, help="conversation pair files (default: the dev set)")
     parser.add_argument("--external", action="store_true", help="also every file of the external conversation set")
+    parser.add_argument("--heldout", action="store_true", help="also the project's held-out pairs")
+    parser.add_argument("--show", action="store_true", help="print the own pairs the caches got wrong")
+    parser.add_argument("--kb", action="store_true",
+                        help="instead: the conversations over the demo knowledge base, through the Ask API")
+    parser.add_argument("--answerer", default="extractive", help="with --kb: extractive or model")
     args = parser.parse_args(argv)
-    setup()
+    setup(private_redis=args.kb)
+    ensure_schema()
+    if args.kb:
+        kb = run_kb(KB_CONVERSATIONS, args.answerer)
+        n = max(1, kb["answers"])
+        bench_result("conversations_kb", kb,
+                     f"conversations={kb['conversations']} answers={kb['answers']} "
+                     f"correct={kb.get('correct', 0) / n:.3f} wrong={kb.get('wrong', 0)} "
+                     f"served_from_cache={kb['served_from_cache']} wrong_from_cache={kb['wrong_from_cache']} "
+                     f"answerer={args.answerer}")
+        return
     figures, line = {}, []
-    _, dev = run_set("dev (in-sample)", args.files or [DEV])
+    results, dev = run_set("dev (in-sample)", args.files or [DEV])
+    if args.show:
+        show_misses(results)
     figures["dev"] = dev
     line += [f"dev_served={dev['served']:.3f}", f"dev_wrong={dev['wrong']:.3f}"]
     pairs = dev["pairs"]
+    if args.heldout:
+        results, held = run_set("held-out (written before tuning, not tuned on)", [HELDOUT])
+        figures["heldout"] = held
+        line += [f"heldout_served={held['served']:.3f}", f"heldout_wrong={held['wrong']:.3f}"]
+        pairs += held["pairs"]
     if args.external:
         files = sorted(EXTERNAL.glob("*/*.jsonl"))
         if not files:

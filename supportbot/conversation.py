@@ -34,6 +34,7 @@ from retrieval.generations import query_embedder
 from supportbot.questions import AskRejected, clean_question, normalize_question
 
 ROLES = ("user", "assistant")
+TOPIC_MARK = " (about: "  # what a rewritten question carries of the conversation's words follows this
 
 
 class How:
@@ -90,6 +91,13 @@ class Resolution:
     @property
     def clarify(self) -> bool:
         return self.how == How.CLARIFY
+
+    @property
+    def exact_only(self) -> bool:
+        """A rewrite that carries the conversation's words ("... (about: ...)") is looked up by the
+        exact cache only: the semantic judge was never calibrated on such word lists, and two of
+        them one word apart (a detail swapped) are two questions."""
+        return self.how == How.REWRITTEN and TOPIC_MARK in self.question
 
 
 # --------------------------------------------------------------------------- validation
@@ -218,9 +226,14 @@ _POINTING_BEFORE = {
     "pay", "try", "keep", "see", "know", "mean", "explain", "and", "or", "but", "if", "so", "how", "what", "why",
     "when", "where", "which", "who", "isn't", "doesn't", "won't", "can't", "is", "does", "whats", "what's",
 }
-_DUMMY_IT_AFTER = re.compile(r"\bit(?:'s|\s+is|\s+was|\s+be|\s+take|\s+takes|\s+cost|\s+costs|\s+possible|\s+ok|"
-                             r"\s+okay|\s+allowed|\s+free|\s+safe|\s+normal|\s+necessary|\s+required|\s+worth)?"
-                             r"(?:\s+\w+){0,3}\s+(?:to|if|whether|when|that)\s+\w+")
+# "it" as a dummy subject points nowhere: "is it possible to ...", "how long does it take to ship to
+# Canada", "it's free to return": a subject "it" (after a question's verb, or leading) followed by
+# "to" or a "possible/ok/allowed..." adjective. An object "it" ("can I return it if ...") points back.
+_DUMMY_IT_AFTER = re.compile(
+    r"(?:^|\b(?:is|was|does|did|do|will|would|can|could|should|isn't|doesn't|won't|wouldn't)\s+)"
+    r"it(?:'s|\s+is|\s+was|\s+be)?\s+(?:(?:take|takes|cost|costs|make|makes|mean|means)\s+(?:\w+\s+){0,3}to\s+\w+|"
+    r"(?:possible|ok|okay|allowed|free|safe|normal|necessary|required|worth|better|cheaper|quicker|easier|"
+    r"true|fine|legal|wise|best)\s+(?:to|if|whether|that)\s+\w+|(?:\w+\s+){0,2}to\s+(?:\w+)\s+(?:to|a|an|the|my|your)\b)")
 
 _STOP_EN = {
     "a", "an", "the", "i", "me", "my", "mine", "we", "us", "our", "you", "your", "it", "its", "that", "this",
@@ -253,7 +266,7 @@ _COUNTRIES = {
     "niederlande", "belgien", "polen", "vereinigte staaten", "großbritannien", "alaska", "hawaii",
     "puerto rico", "quebec", "ontario", "london", "berlin", "paris", "manchester", "leeds",
 }
-_TIERS = {"free", "basic", "standard", "premium", "plus", "pro", "business", "enterprise", "family", "student",
+_TIERS = {"free", "basic", "standard", "premium", "premier", "plus", "pro", "business", "enterprise", "family", "student",
           "gold", "silver", "bronze", "platinum", "starter", "team", "personal", "lite", "max", "ultimate"}
 _COMMON_CAPITALISED = {
     "i", "i'm", "i've", "i'd", "i'll", "hi", "hello", "hey", "thanks", "thank", "ok", "okay", "yes", "no", "please",
@@ -284,25 +297,40 @@ _DETERMINERS = {"a", "an", "the", "my", "your", "our", "their", "some", "any", "
 _PRONOUNS_WITH_ANTECEDENT = {"it", "its", "they", "them", "their", "those", "these", "that", "one", "ones"}
 
 
-def _antecedent_before(words: list[str], i: int) -> bool:
+# A message alone has nothing else to point at: "it" followed by a clause of its own ("do I need
+# it to be boxed", "can I return it if it's opened") is read as pointing at its own words.
+_DUMMY_IT_ALONE = re.compile(r"\bit(?:'s|\s+is|\s+was|\s+be|\s+take|\s+takes|\s+cost|\s+costs|\s+possible|\s+ok|"
+                             r"\s+okay|\s+allowed|\s+free|\s+safe|\s+normal|\s+necessary|\s+required|\s+worth)?"
+                             r"(?:\s+\w+){0,3}\s+(?:to|if|whether|when|that)\s+\w+")
+
+
+def _antecedent_before(words: list[str], i: int, alone: bool = False) -> bool:
     """Whether the message names something before position ``i`` that a pronoun there can refer
-    to ("Can I return an item if I opened it?"): a determiner followed by a content word."""
+    to ("Can I return an item if I opened it?"): a determiner followed by a content word, then a
+    clause of the pronoun's own."""
     return any(words[j] in _DETERMINERS and words[j + 1] not in _STOP_EN and len(words[j + 1]) > 2
+               and (alone or any(w in _CLAUSE_MARKERS for w in words[j + 2:i]))
                for j in range(max(0, i - 1)))
+
+
+# The pronoun of "can I return an item if I opened it?" is in a clause of its own after the thing it
+# names; in "does Premier get a discount on it?" nothing separates them: "it" is the conversation's.
+_CLAUSE_MARKERS = {"if", "when", "whenever", "after", "before", "once", "because", "since", "until", "unless",
+                   "while", "and", "but", "so", "that", "which", "who", "though", "although"}
 
 
 # "this is Jane", "this is the Smith household": an introduction, not a pointer into the conversation.
 _INTRODUCTION = re.compile(r"\bthis is (?:[A-Z][\w'-]+|the [A-Z][\w'-]+)")
 
 
-def _points_back_en(words: list[str], text: str) -> str:
+def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
     """The word that makes an English message point back at the conversation, or ""."""
     lowered = text.casefold()
     words = [w[:-2] if w.endswith("'s") and w not in ("it's", "that's", "what's", "there's") else w for w in words]
     for i, w in enumerate(words):
         before = words[i - 1] if i else ""
         after = words[i + 1] if i + 1 < len(words) else ""
-        if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i):
+        if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i, alone):
             continue  # refers to something the message itself names
         if w in _ANAPHORA_EN:
             if w == "there" and after in ("is", "are", "a", "an", "any", "some", "no", "was", "were", "'s", "be"):
@@ -328,7 +356,7 @@ def _points_back_en(words: list[str], text: str) -> str:
                 return w  # "this plan", "this order": the conversation's
             continue  # "a fee that applies": a relative
         if w == "it":
-            if _DUMMY_IT_AFTER.search(lowered):
+            if _DUMMY_IT_AFTER.search(lowered) or (alone and _DUMMY_IT_ALONE.search(lowered)):
                 continue  # "is it possible to ...", "how long does it take to ship to Canada"
             return w
     return ""
@@ -357,10 +385,13 @@ class Dependence:
     word: str = ""
 
 
-def dependence(message: str, locale: str = "en") -> Dependence:
+def dependence(message: str, locale: str = "en", *, alone: bool = False) -> Dependence:
     """Whether the message depends on the conversation, and how: a reply to the assistant's offer
     ("yes please"), a bare question word ("why?"), an ellipsis continuing the last question ("and
-    for Canada?", "what about Plus?") or a word pointing back ("is it free?", "how long does that take?")."""
+    for Canada?", "what about Plus?") or a word pointing back ("is it free?", "how long does that take?").
+    ``alone``: the message has no conversation, so a pronoun with a candidate in its own words
+    ("do I need it to be boxed?") points there; in a conversation it may point back, and only a
+    clause of its own ("if I opened it") or a dummy "it" ("is it possible to") says otherwise."""
     german = is_german(message, locale)
     words = _lower_words(message)
     phrase = " ".join(words)
@@ -372,7 +403,7 @@ def dependence(message: str, locale: str = "en") -> Dependence:
         return Dependence("ellipsis", words[0] if words else "")
     if _REPLY_START.match(message.strip()):
         return Dependence("reply", words[0])
-    word = _points_back_de(words, _words(message)) if german else _points_back_en(words, message)
+    word = _points_back_de(words, _words(message)) if german else _points_back_en(words, message, alone)
     if word:
         return Dependence("anaphora", word)
     stop = _STOP_DE if german else _STOP_EN
@@ -416,7 +447,7 @@ def conditions(text: str, *, names: bool = True) -> dict[str, str]:
     for tier in _TIERS:
         if re.search(rf"\b{tier}\b\s+(?:plan|tier|membership|account|subscription|package|member|customers?)\b",
                      lowered) or re.search(rf"(?<![a-z] )\b{tier.capitalize()}\b", text):
-            if tier in ("free", "personal", "team", "business", "max", "plus") and not re.search(
+            if tier in _AMBIGUOUS_TIERS and not re.search(
                     rf"\b{tier.capitalize()}\b|\b{tier}\s+(?:plan|tier|membership|subscription|package)\b", text):
                 continue
             found[tier] = "tier"
@@ -437,6 +468,8 @@ def conditions(text: str, *, names: bool = True) -> dict[str, str]:
                 value = str(value).casefold()
                 if field_name == "time_words" and value in _SMALL_TALK_TIMES:
                     continue
+                if field_name == "tiers" and value in _AMBIGUOUS_TIERS and value not in found:
+                    continue  # "is it free?", "a personal account": the word, not the plan (see above)
                 if value and not any(value in k or k in value for k in found):
                     found[value] = _SIGNATURE_KINDS.get(field_name, field_name)
     if names:
@@ -454,23 +487,26 @@ def conditions(text: str, *, names: bool = True) -> dict[str, str]:
                     if not any(value == k or value in k.split() for k in found) and len(value) > 1:
                         found[value] = _kind(value)
                     run = []
-    return found
+    return _negated(found, text)
 
 
-# "I live in Canada", "I'm on the Plus plan": the customer's situation, which bears on every later question.
-_SITUATION = re.compile(r"\b(?:i|we)(?:'m| am|'re| are)\s+(?:in|on|from|based in|located in|a|an|with)\b"
-                        r"|\b(?:i|we)\s+(?:live|am|are|have|own|use|ship|order)\b.*\b(?:in|on|to|from)\b"
-                        r"|\bmy\s+(?:plan|membership|country|address|subscription)\s+is\b"
-                        r"|\b(?:ich|wir)\s+(?:wohne|wohnen|bin|sind|lebe|leben|habe|haben)\b", re.IGNORECASE)
+# Plan names that are also everyday words: a plan only when capitalised or followed by "plan".
+_AMBIGUOUS_TIERS = ("free", "personal", "team", "business", "max", "plus")
+_NEGATION = r"(?:\bnot|\bno|\bnever|\bwithout|\bnon|n't|n’t)"
 
 
-def situation(turn: Turn) -> bool:
-    """A customer's statement of their situation, not a question ("I live in Canada", "I'm shipping
-    a parcel to Alaska", "I'm on the Plus plan"): its country and plan travel with every later
-    question (other details only to a question on its topic, or to a rewritten one)."""
-    if turn.role != "user" or "?" in turn.content:
-        return False
-    return bool(_SITUATION.search(turn.content)) or any(k in ("place", "tier") for k in conditions(turn.content).values())
+def _negated(found: dict[str, str], text: str) -> dict[str, str]:
+    """The conditions, a negated one marked: "I'm not a Plus member" states ``not plus``, never
+    ``plus``, so it cannot resolve like "I'm a Plus member"."""
+    lowered = text.casefold()
+    out = {}
+    for value, kind in found.items():
+        if kind in ("tier", "place", "day", "name") and re.search(
+                rf"{_NEGATION}(?:[\s-]+[\w'’-]+){{0,3}}[\s-]+{re.escape(value)}(?!\w)", lowered):
+            out[f"not {value}"] = kind
+        else:
+            out[value] = kind
+    return out
 
 
 def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
@@ -481,11 +517,11 @@ def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
     for turn in turns:
         if turn.role != "user":
             continue
-        for value, kind in conditions(turn.content).items():
-            if kind in ("place", "tier", "day"):
-                for old in [v for v, k in state.items() if k == kind]:
-                    del state[old]
-            state[value] = kind
+        stated = conditions(turn.content)
+        for kind in {k for k in stated.values() if k in ("place", "tier", "day")}:
+            for old in [v for v, k in state.items() if k == kind]:  # an earlier turn's, not this one's
+                del state[old]
+        state.update(stated)
     # and the facts the assistant's turns named (its order numbers, plans, products, prices): a
     # conversation reworded keeps its facts, another conversation has others
     for turn in turns:
@@ -535,7 +571,7 @@ def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
     message = conversation.message
     history = conversation.history
     german = is_german(message, locale)
-    dep = dependence(message, locale)
+    dep = dependence(message, locale, alone=not history)
     earlier_users = [t for t in history if t.role == "user"]
     if not earlier_users and not any(t.role == "assistant" for t in history):
         if dep.kind:
@@ -598,19 +634,74 @@ def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]
         raise TooMuchContext(f"{len(running)} conditions stated")
     own_kinds = {k for k in own.values() if k in ("place", "tier", "day")}
     extra = sorted(v for v, k in running.items()
-                   if v not in own and not (k in own_kinds) and v not in question.casefold())
+                   if v not in own and not (k in own_kinds) and not _states(question, v))
     carried = tuple(sorted(set(own) | set(extra)))
     if not extra:
         return question, carried
-    return f"{question} ({'; '.join(extra)})", carried
+    return f"{question} ({'; '.join(_PLACE_NAMES.get(v, v) for v in extra)})", carried
+
+
+# A country carried in a question is spelled out: the help centre's sections say "United Kingdom".
+_PLACE_NAMES = {"uk": "the uk (united kingdom)", "us": "the us (united states)", "usa": "the usa (united states)",
+                "eu": "the eu (european union)"}
+
+
+def _states(text: str, value: str) -> bool:
+    """Whether ``text`` states the condition ``value`` as a whole word ("2" is not stated by "123")."""
+    return re.search(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", text.casefold()) is not None
+
+
+# The questions a customer's stated country or plan bears on, by the words that ask them: where
+# something is sent, opened, sold or taxed; what something costs or includes. A how-to about the
+# account ("how do I reset my password?") means the same for a customer in Leeds or on Premium.
+_PLACE_BEARING = {
+    "deliver", "delivers", "delivery", "deliveries", "ship", "ships", "shipping", "shipped", "post", "postage",
+    "courier", "send", "sent", "collect", "collection", "pickup", "open", "opens", "opening", "close", "closes",
+    "closing", "hours", "branch", "branches", "store", "stores", "shop", "shops", "near", "nearest", "local",
+    "tax", "taxes", "vat", "duty", "duties", "customs", "currency", "price", "prices", "cost", "costs", "fee",
+    "fees", "charge", "charges", "available", "availability", "stock", "arrive", "arrives", "arrival", "long",
+    "days", "express", "next-day", "overnight", "international", "abroad", "coverage", "signal", "speed",
+    "speeds", "engineer", "appointment", "book", "booking", "slot", "slots", "lieferung", "versand", "kosten", "preis", "öffnungszeiten", "filiale",
+}
+_TIER_BEARING = {
+    "price", "prices", "cost", "costs", "fee", "fees", "charge", "charges", "charged", "paying",
+    "bill", "billing", "invoice", "save", "saving", "savings", "discount", "discounts", "annual",
+    "annually", "monthly", "yearly", "free", "include", "included", "includes", "including", "limit", "limits",
+    "allowance", "users", "profiles", "devices", "storage", "features", "feature", "benefit", "benefits", "perks",
+    "upgrade", "downgrade", "switch", "cancel", "cancellation", "refund", "trial", "plan", "plans", "tier",
+    "membership", "subscription", "renew", "renewal", "support", "priority", "much", "delivery", "shipping",
+    "return", "returns", "exchange", "exchanges", "long", "days", "quickly", "fast", "express",
+    "extra", "cheaper", "expensive", "worth", "kosten", "preis", "gebühr", "tarif",
+}
+
+
+_DAY_BEARING = {
+    "open", "opens", "opening", "close", "closes", "closing", "hours", "deliver", "delivers", "delivery", "deliveries",
+    "arrive", "arrives", "book", "booking", "appointment", "slot", "slots", "available", "availability", "collect",
+    "collection", "pickup", "staffed", "busy", "price", "prices", "cost", "costs", "surcharge", "fee", "fees",
+    "öffnungszeiten", "geöffnet", "lieferung",
+}
+
+
+def _bears_on(message: str, kind: str) -> bool:
+    """Whether a stated condition of ``kind`` (a place, a plan, a day) bears on the message's answer."""
+    words = set(_lower_words(message))
+    if kind == "day":
+        return bool(words & _DAY_BEARING)
+    if kind == "place":
+        return bool(words & _PLACE_BEARING)
+    if kind == "tier":
+        return bool(words & _TIER_BEARING)
+    return True
 
 
 def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str], locale: str,
                 german: bool) -> Resolution:
     """A message that points nowhere: standalone, unless it continues the conversation (an earlier
-    turn is on its topic, ``CONVERSATION_RELATED_COSINE``) or the customer stated their situation:
-    then the topic of the customer's related question and the conditions of those turns travel
-    with it, so "is there a fee?" about one thing is never the same question as about another."""
+    turn is on its topic, ``CONVERSATION_RELATED_COSINE``) or the customer's country, plan or day
+    bears on it: then the topic of the customer's related question and the conditions of those
+    turns travel with it, so "is there a fee?" about one thing is never the same question as
+    about another."""
     last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
     if _answers_assistant(message, last_assistant):
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
@@ -619,19 +710,20 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     if not german and not self_contained(message):
         return _underspecified(message, history, running, last_assistant)
     related = _related_turns(message, history)
-    situations = [t for t in history if situation(t)]
-    if not related and not situations:
+    # the customer's country, plan and day, stated or asked about (the latest of each kind), where
+    # they bear on the question: "what time do you open?" after "I'm coming to the Leeds branch"
+    stated = _running(tuple(t for t in history if t.role == "user"))
+    bearing = {v: k for v, k in stated.items() if k in ("place", "tier", "day") and _bears_on(message, k)}
+    if not related and not bearing:
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
                           history=history)
-    bearing = {}
-    for turn in situations:  # the customer's country and plan bear on nearly every answer
-        bearing.update({v: k for v, k in conditions(turn.content).items() if v in running and k in ("place", "tier")})
     for turn in related:
         bearing.update({v: k for v, k in conditions(turn.content).items() if v in running})
-    topic = _conversation_topic(tuple(t for t in related if t.role == "user"), message)
-    question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})" if topic else message, bearing, own)
+    topic = _conversation_topic(tuple(related), message, users_only=True)
+    question, carried = _with_conditions(_with_topic(message, topic) if topic else message, bearing, own)
     if question == message:
-        return Resolution(message, message, How.STANDALONE, "standalone; it states its own conditions",
+        return Resolution(message, message, How.STANDALONE,
+                          "standalone; it states its own conditions, or those stated do not bear on it",
                           conditions=carried, history=history)
     if german:
         return Resolution(message, question, How.UNRESOLVED,
@@ -642,9 +734,9 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
 
 
 def _related_turns(message: str, history: tuple[Turn, ...]) -> list[Turn]:
-    """The earlier turns on the message's topic: sentence-embedding cosine at least
+    """The customer's earlier turns on the message's topic: sentence-embedding cosine at least
     ``CONVERSATION_RELATED_COSINE`` (the retrieval embedder, the same the semantic cache uses)."""
-    candidates = [t for t in history if _topic(t.content, False)]
+    candidates = [t for t in history if t.role == "user" and _topic(t.content, False)]
     if not candidates:
         return []
     vectors = embed_texts([message] + [t.content for t in candidates], embedder=query_embedder(cached=True))
@@ -691,7 +783,7 @@ def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, 
     asked = previous is not None and ("?" in previous.message or _QUESTION_START.search(previous.message))
     # a statement ("I'm in Canada.") gives conditions, which travel anyway, not a topic
     topic = _conversation_topic(history, message) if asked else ""
-    base = f"{message.rstrip()} (about: {topic})" if topic else message
+    base = _with_topic(message, topic) if topic else message
     question, carried = _with_conditions(base, running, conditions(message))
     if question == message:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
@@ -720,30 +812,44 @@ def _assistant_asked(last_assistant: Turn | None) -> bool:
             and not _CLOSERS.search(last_assistant.content))
 
 
-_PLEASANTRIES = {"thanks", "thank", "cheers", "great", "cool", "nice", "lovely", "perfect", "brilliant", "awesome",
-                 "good", "fine", "yes", "yeah", "yep", "sure", "okay", "ok", "bye", "morning", "afternoon",
-                 "evening", "weather", "day", "appreciate", "helpful", "brill", "ta", "lol", "haha"}
-
 
 class TooMuchContext(Exception):
     """More context than a resolved question may carry: the turn bypasses the shared caches."""
 
 
-def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = ()) -> str:
-    """What the conversation is about: the content words of the customer's earlier turns and of
-    the assistant's last one (pleasantries left out), in order, once each, those of the message
-    itself aside. A rewritten question carries them so that a detail said in passing ("the heavy
-    tent", "my second order") keeps two conversations apart; the price is that reworded
-    conversations rarely share. More than ``CONVERSATION_TOPIC_WORDS`` is too much to carry."""
+# Words a question's topic keeps although they are function words: a negation or a comparison
+# said in passing changes the answer ("I'm not a member", "more data", "the other order").
+_TOPIC_KEEP = {"not", "no", "never", "don't", "dont", "doesn't", "isn't", "can't", "cant", "won't", "didn't",
+               "wasn't", "aren't", "haven't", "hasn't", "without", "more", "less", "only", "all", "other", "same",
+               "one", "ones", "up", "out", "too", "much", "many", "long", "again", "else", "any", "some", "before",
+               "after", "then", "now", "still", "just", "also"}
+
+
+def _topic_words(text: str) -> list[str]:
+    """The words of a turn a rewritten question carries: all but articles, pronouns and the like."""
+    return [w for w in _lower_words(text) if len(w) > 1 and (w not in _STOP_EN or w in _TOPIC_KEEP)]
+
+
+def _with_topic(message: str, topic: str) -> str:
+    """The message with the conversation's words; "how long does that take" and "How long does
+    that take?" get one key."""
+    return f"{message.rstrip(' ?.!')}?{TOPIC_MARK}{topic})"
+
+
+def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = (),
+                        users_only: bool = False) -> str:
+    """What the conversation is about: the words of every earlier turn, the customer's and the
+    assistant's (``users_only``: the customer's), in order, once each, those of the message itself
+    aside. A rewritten question carries them all, so that any detail said in passing ("the heavy
+    tent", "the sofa" in the assistant's recap, "I'm not a member") keeps two conversations
+    apart; the price is that reworded conversations rarely share. More than
+    ``CONVERSATION_TOPIC_WORDS`` is too much to carry: the turn bypasses the shared caches."""
     have = set(_lower_words(message))
     out: list[str] = []
-    last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
     for turn in history:
-        if (turn.role != "user" and turn is not last_assistant) or turn.content in skip:
+        if (users_only and turn.role != "user") or turn.content in skip:
             continue
-        for w in _topic(turn.content, False).split():
-            if w in _PLEASANTRIES or w in _SMALL_TALK_TIMES:
-                continue
+        for w in _topic_words(turn.content):
             if w not in have and w not in out:
                 out.append(w)
     if len(out) > settings.CONVERSATION_TOPIC_WORDS:
@@ -767,6 +873,12 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "an ellipsis whose new detail is not a place, plan, day, amount or name", history=history)
     base = previous.message
+    # the assistant's answer to the previous question is about the old detail ("CA$9.95" before "and
+    # for the UK?"): neither its words nor its figures belong to the new question
+    at = max((i for i, t in enumerate(history) if t.role == "user" and t.content == base), default=None)
+    answer = history[at + 1] if at is not None and at + 1 < len(history) else None
+    if answer is not None and answer.role == "assistant":
+        running = _running(tuple(t for t in history if t is not answer))
     base_conditions = conditions(base)
     question = base
     replaced_any = False
@@ -774,14 +886,15 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
         shown = slot if len(found) == 1 else value  # the customer's own spelling
         same_kind = [v for v, k in base_conditions.items() if k == kind]
         for old in same_kind:
-            question = re.sub(re.escape(old), shown, question, flags=re.IGNORECASE)
+            question = re.sub(rf"(?:\bthe\s+)?{re.escape(old)}", shown, question, flags=re.IGNORECASE)
             replaced_any = True
         running = {v: k for v, k in running.items() if k != kind or v == value}
     if not replaced_any:
         question = f"{question.rstrip('?.! ')} for {slot}?"
-    rest = _conversation_topic(history, question, skip=(previous.message,))
+    skip = (previous.message, answer.content) if answer is not None and answer.role == "assistant" else (previous.message,)
+    rest = _conversation_topic(history, question, skip=skip)
     if rest:
-        question = f"{question} (about: {rest})"
+        question = _with_topic(question, rest)
     question, carried = _with_conditions(question, running, conditions(question))
     return Resolution(message, question, How.REWRITTEN,
                       f"ellipsis on the previous question {previous.question!r}"[:300], conditions=carried,
@@ -803,7 +916,7 @@ def _anaphora(message: str, dep: Dependence, previous: Resolution, running: dict
                           "a short reply to the assistant's question", history=history)
     own = conditions(message)
     topic = _conversation_topic(history, message) or topic
-    question, carried = _with_conditions(f"{message.rstrip()} (about: {topic})", running, own)
+    question, carried = _with_conditions(_with_topic(message, topic), running, own)
     return Resolution(message, question, How.REWRITTEN,
                       f"{dep.word!r} resolved to the previous question {previous.question!r}"[:300],
                       conditions=carried, history=history)
@@ -817,7 +930,7 @@ def _checked_model_rewrite(message: str, rewritten: str, running: dict[str, str]
     except AskRejected:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "the model's rewrite was not a question", history=history)
-    missing = [v for v in running if v not in text.casefold()]
+    missing = [v for v in running if not _states(text, v)]
     if missing or dependence(text).kind:
         return Resolution(message, f"{text} ({'; '.join(sorted(missing))})" if missing else text, How.UNRESOLVED,
                           f"the model's rewrite leaves out {', '.join(missing)[:120] or 'nothing'} or still points back",

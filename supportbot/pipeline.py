@@ -393,6 +393,10 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
     if not state.eligibility.eligible and not reads:
         state.layers.append(LayerResult("semantic", "bypass", reason=state.eligibility.reason))
         return None
+    if state.resolution is not None and state.resolution.exact_only:
+        state.layers.append(LayerResult("semantic", "bypass", reason="conversation: a rewrite carrying the "
+                                        "conversation's words is looked up by the exact cache only"))
+        return None
     if tenant.semantic_mode == Tenant.SemanticMode.OFF:
         state.layers.append(LayerResult("semantic", "skipped", reason="semantic cache off for this tenant"))
         return None

@@ -162,9 +162,9 @@ ASK_DEFAULT_LOCALE = env.str("ASK_DEFAULT_LOCALE", default="en")
 CONVERSATION_MAX_MESSAGES = env.int("CONVERSATION_MAX_MESSAGES", default=60)
 # Most characters one Ask's conversation may carry, all messages together; more is a 400.
 CONVERSATION_MAX_CHARS = env.int("CONVERSATION_MAX_CHARS", default=40000)
-# An earlier turn at least this close to a self-contained message (embedding cosine) hands it its conditions.
-CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.5)
-# A rewritten question carries the content words of the earlier turns (its topic); more than this many: no shared cache for the turn.
+# A customer's earlier turn at least this close to a self-contained message (embedding cosine) hands it its conditions and words.
+CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.75)
+# A rewritten question carries the words of every earlier turn (its topic); more than this many: no shared cache for the turn.
 CONVERSATION_TOPIC_WORDS = env.int("CONVERSATION_TOPIC_WORDS", default=40)
 # A rewritten question carries every condition stated; more than this many: no shared cache for the turn.
 CONVERSATION_MAX_CONDITIONS = env.int("CONVERSATION_MAX_CONDITIONS", default=24)

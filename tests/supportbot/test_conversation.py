@@ -136,13 +136,85 @@ def test_a_detail_said_in_passing_keeps_two_conversations_apart():
 
 
 @pytest.mark.django_db
-def test_the_country_stated_earlier_travels_but_a_product_name_does_not():
-    canada = resolve(Conversation((Turn("user", "I'm in Canada."), Turn("assistant", "Great."),
-                                   Turn("user", "How do I reset my password?"))))
-    flixora = resolve(Conversation((Turn("user", "I watched Flixora all weekend."), Turn("assistant", "Nice."),
-                                    Turn("user", "How do I reset my password?"))))
-    assert "canada" in canada.question.casefold() and canada.how == How.REWRITTEN
+def test_the_country_stated_earlier_travels_where_it_bears_and_a_product_name_does_not():
+    def last(statement, question):
+        return resolve(Conversation((Turn("user", statement), Turn("assistant", "Great."), Turn("user", question))))
+    delivery = last("I'm in Canada.", "How long does delivery take?")
+    assert "canada" in delivery.question.casefold() and delivery.how == How.REWRITTEN
+    password = last("I'm in Canada.", "How do I reset my password?")  # a country does not change a password reset
+    assert password.question == "How do I reset my password?" and password.how == How.STANDALONE
+    flixora = last("I watched Flixora all weekend.", "How do I reset my password?")
     assert flixora.question == "How do I reset my password?" and flixora.how == How.STANDALONE
+
+
+@pytest.mark.django_db
+def test_a_plan_stated_earlier_travels_to_what_it_changes():
+    returns = resolve(Conversation((Turn("user", "I'm on the Plus plan."), Turn("assistant", "Thanks, good to know."),
+                                    Turn("user", "How long do I have to return sale items?"))))
+    assert "plus" in returns.question.casefold() and returns.cacheable
+    hours = resolve(Conversation((Turn("user", "I'm on the Plus plan."), Turn("assistant", "Thanks, good to know."),
+                                  Turn("user", "How do I turn on two-factor authentication?"))))
+    assert hours.how == How.STANDALONE
+
+
+def last_question(*texts) -> str:
+    """The resolved question of a conversation of alternating user and assistant ``texts``."""
+    return resolve(Conversation(tuple(Turn("user" if i % 2 == 0 else "assistant", t)
+                                      for i, t in enumerate(texts)))).question
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("first, second, last", [
+    # a negation said in passing
+    (("I'm a Plus member, bought a tent last week", "Thanks, I can see your order."),
+     ("I'm not a Plus member, bought a tent last week", "Thanks, I can see your order."), "is return shipping free?"),
+    # the detail is in the assistant's recap, the customer's words are the same
+    (("I'd like to send something back", "I can see the sofa from your last order.", "ok", "I can book a collection."),
+     ("I'd like to send something back", "I can see the table lamp from your last order.", "ok",
+      "I can book a collection."), "how much does that cost?"),
+    # the object "it" points back, though "if" follows it
+    (("I ordered a sofa last week", "Thanks, I can see the order."),
+     ("I ordered a laptop last week", "Thanks, I can see the order."), "can I return it if I change my mind?"),
+    # a day asked about bears on opening hours
+    (("Can I book a massage on Tuesday?", "Yes, we have slots."),
+     ("Can I book a massage on Thursday?", "Yes, we have slots."), "What time do you open?"),
+    # morning and afternoon are details, not small talk
+    (("I booked a cut for Tuesday morning", "I can see your booking."),
+     ("I booked a cut for Tuesday afternoon", "I can see your booking."), "how long will it take?"),
+    # two ids, each conversation's own first: the order of the words is kept
+    (("where's my order 48213? my sister's is 48231", "Let me check."),
+     ("where's my order 48231? my sister's is 48213", "Let me check."), "when will it arrive?"),
+])
+def test_the_same_last_words_after_a_different_detail_resolve_apart(first, second, last):
+    a, b = last_question(*first, last), last_question(*second, last)
+    assert a != b and last not in (a, b)
+
+
+def test_a_pronoun_alone_points_at_its_own_words_and_in_a_conversation_may_point_back():
+    message = "can I return it if I change my mind?"
+    assert resolve(Conversation.single(message)).how == How.SINGLE  # nothing else to point at
+    assert dependence(message).kind == "anaphora"
+    assert dependence("does Premier get a discount on it?").kind == "anaphora"
+    assert dependence("Can I return an item if I opened it?").kind == ""  # a clause of its own
+
+
+@pytest.mark.django_db
+def test_a_number_is_carried_though_a_longer_number_holds_its_digits():
+    two = last_question("I want to order 2 of the desk lamps", "Sure. Call 0300 123 4567 for bulk orders.",
+                        "what's the total?")
+    three = last_question("I want to order 3 of the desk lamps", "Sure. Call 0300 123 4567 for bulk orders.",
+                          "what's the total?")
+    assert two != three
+
+
+@pytest.mark.django_db
+def test_a_rewrite_carrying_the_conversations_words_is_for_the_exact_cache_only():
+    follow_up = resolve(Conversation((Turn("user", "How do I get a refund?"), Turn("assistant", "From Orders."),
+                                      Turn("user", "how long does that take?"))))
+    assert follow_up.how == How.REWRITTEN and follow_up.exact_only
+    standalone = resolve(Conversation((Turn("user", "I'm in Canada."), Turn("assistant", "Great."),
+                                       Turn("user", "How long does delivery take?"))))
+    assert standalone.how == How.REWRITTEN and not standalone.exact_only  # a question with its condition
 
 
 def test_a_german_follow_up_bypasses_and_says_so():
@@ -219,6 +291,19 @@ def test_the_same_last_words_in_another_context_never_share_a_cached_answer(clie
     assert "shipping-times-and-costs" in {c["article_id"] for c in shipping["citations"]}
     questions = set(AskEvent.objects.values_list("question", flat=True))
     assert len(questions) == 2 and "How long does that take?" not in questions
+
+
+def test_a_rewritten_follow_up_is_looked_up_in_the_exact_cache_only(client, acme):
+    reworded = convo("How can I get my money back?",
+                     "Request a refund from your orders page; we process it once the return arrives.",
+                     "How long does that take?")
+    post(client, "acme", {"messages": REFUND})
+    body = post(client, "acme", {"messages": reworded}).json()
+    event = AskEvent.objects.get(request_id=body["request_id"])
+    assert event.resolution == How.REWRITTEN and body["cache"]["layer"] != "semantic"
+    lookups = CacheDecision.objects.filter(ask=event, layer="semantic", disposition="bypass")
+    assert any("exact cache only" in d.reason for d in lookups)
+    assert not CacheDecision.objects.filter(ask=event, layer="semantic", disposition__in=("hit", "miss")).exists()
 
 
 def test_an_unresolved_follow_up_is_answered_from_its_context_and_bypasses_every_shared_cache(client, acme):
