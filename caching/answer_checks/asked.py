@@ -40,7 +40,8 @@ _KIND_PATTERNS = (
     ("amount", re.compile(
         r"\bhow much\b|\bwhat does .{0,60}\bcost\b|\bcosts?\b|\bprices?\b|\bfees?\b|\bsurcharge\b|\bcharge for\b|"
         r"\b(?:vat|tax) rate\b|\brate\b|\bminimum\b|\bmaximum\b|\blimit\b|\bkostet\b|\bkosten\b|\bpreis|\bgebühr|"
-        r"\bzuschlag|\bwie hoch\b|\bwie viel\b|\bsteuersatz|\bmindest|\bhöchst", re.I)),
+        r"\bzuschlag|\bwie hoch\b|\bwie viel\b|\bsteuersatz|\bmindest|\bhöchst|\border value\b|\bthreshold\b|"
+        r"\bbestellwert|\bab welchem betrag\b", re.I)),
     ("count", re.compile(r"\bhow many\b|\bwie viele\b|\bmit wie vielen\b|\bnumber of\b|\banzahl\b", re.I)),
     ("clock", re.compile(
         r"\bwhat time\b|\bopening hours\b|\bsupport hours\b|\boffice hours\b|\bhours\b|\bwhen (?:are|is) .{0,30}\bopen\b|"
@@ -282,6 +283,19 @@ def special_fit(wanted: Asked, text: str) -> int:
     return 1
 
 
+def foreign_plan(wanted: Asked, question: str, heading: str, known_names: str = "") -> bool:
+    """Whether a section (``heading``: "Article title — Section") belongs to an article about one plan or
+    membership ("Acme Plus membership") that the question neither names nor asks about in the title's
+    other words ("membership", "Mitgliedschaft"): its figures are that plan's, not the asker's ("Free
+    Standard shipping on every order" is no answer to "From what order value is standard shipping free?")."""
+    title = heading.split(" — ")[0]
+    plan = cases_in(title).get("plan")
+    if plan is None or wanted.cases.get("plan") == plan:
+        return False
+    own_words = terms(title) - case_terms(title) - terms(known_names)
+    return not own_words & terms(question)
+
+
 # An instruction, a step of a procedure: "To join, go to ...", "Ship the item within 10 days", "Öffnen Sie ...".
 _INSTRUCTION = re.compile(
     r"^[\s•*-]*(?:\d{1,3}[.)]\s*)?(?:to \w+[^,]{0,40},\s*)?(?P<verb>go|click|open|choose|select|enter|sign in|tick|type|pack|"
@@ -332,4 +346,4 @@ def trigger_terms(question: str) -> set[str]:
     return terms(question) & _TRIGGERS
 
 
-VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern]
+VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit, focus_terms,
-                                         instruction_verb, kinds_in, special_fit)
+                                         foreign_plan, instruction_verb, kinds_in, special_fit)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
 from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, number
@@ -112,7 +112,8 @@ class CompletenessCheck(AnswerCheck):
         asked_words = terms(evidence.question)
         stating = [(h, t) for h, t in lines if any(
             wanted.kind in kinds_in(sentence) and special_fit(wanted, sentence) >= 0
-            and not foreign_instruction(sentence, asked_words) for sentence in sentences_of(t))]
+            and not foreign_instruction(sentence, asked_words) for sentence in sentences_of(t))
+            and not self._from_foreign_plan(wanted, evidence, t)]
         if not stating:
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states none")
         about = focus_terms(evidence.question, cases=False) - terms(evidence.known_names)
@@ -134,6 +135,13 @@ class CompletenessCheck(AnswerCheck):
         for_ = " and ".join(cases.values())
         return Refusal(self.code, f"asks for {wanted.describe()}; the answer states it only for other cases than "
                                   f"{for_}")
+
+    @staticmethod
+    def _from_foreign_plan(wanted, evidence: Evidence, line: str) -> bool:
+        """Whether a line is quoted from an article about a plan the question does not ask about (for a
+        model's own words: every cited article is)."""
+        headings = source_heading(line, evidence.sections).split("\n") if evidence.sections else []
+        return bool(headings) and all(foreign_plan(wanted, evidence.question, h, evidence.known_names) for h in headings)
 
     @staticmethod
     def _only_for_other_cases(kind: str, line: str, cases: dict[str, str], sources: list[tuple[str, str]]) -> bool:

@@ -55,8 +55,8 @@ def evidence_polarity(question: str, passages_text: str, sections: tuple[tuple[s
     # Sentences naming the asked case speak for it first; those naming no case only when none does.
     tiers = ([[(h, s) for h, s in about if case_fit(case, all_cases_in(f"{h}\n{s}")) == fit] for fit in (1, 0)]
              if case else [about])
-    for tier in tiers:
-        scored = [(sum(weight[w] for w in wanted & _terms(s)) / total, s) for h, s in tier]
+    for tier in tiers:  # a sentence says what its section is about: "We do not charge a restocking fee" (Opened electronics)
+        scored = [(sum(weight[w] for w in wanted & (_terms(s) | _terms(section_name(h)))) / total, s) for h, s in tier]
         best = max((score for score, _ in scored), default=0.0)
         if best >= MIN_OVERLAP:
             break
@@ -64,6 +64,12 @@ def evidence_polarity(question: str, passages_text: str, sections: tuple[tuple[s
         return None
     polarities = {"no" if negated(s) else "yes" for score, s in scored if score == best}
     return polarities.pop() if len(polarities) == 1 else "mixed"
+
+
+def section_name(heading: str) -> str:
+    """A section's own name ("Opened electronics"), not its article's title, which every sentence shares."""
+    first = heading.split("\n")[0]
+    return first.split(" — ")[-1] if " — " in first else ""
 
 
 class PolarityCheck(AnswerCheck):

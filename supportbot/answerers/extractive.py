@@ -147,6 +147,8 @@ class Candidate:
     score: float
     fit: int = 0  # to the asked case: 1 labelled with it, -1 only with other cases, 0 neither
     states: bool = False  # states a fact of the asked kind
+    about: bool = True  # its text, section or article holds a word of what the question asks about
+    foreign_title: bool = False  # its article is about one plan ("Acme Plus membership") the question does not name
 
 
 class ExtractiveAnswerer(Answerer):
@@ -197,8 +199,12 @@ class ExtractiveAnswerer(Answerer):
             alone = embed([u.text for _, u in candidates]) @ np.asarray(question, dtype=np.float32)
             scores = scores - (1.0 - SECTION_SHARE) * (vectors @ np.asarray(question, dtype=np.float32) - alone)
         focus, triggers = asking.focus_terms(request.question), frozenset(asking.trigger_terms(request.question))
-        ranked = sorted((self._weigh(wanted, focus, p, u, float(s), triggers) for (p, u), s in zip(candidates, scores)),
-                        key=lambda c: -c.score)
+        # What the fact is about, as admission's completeness check reads it: the question's words, not the
+        # words asking for the kind, not the asked case's name, not the company's.
+        about = frozenset(asking.focus_terms(request.question, cases=False) - terms(request.tenant_prompt.name))
+        ranked = sorted((self._weigh(wanted, focus, p, u, float(s), triggers, about, request.question,
+                                     request.tenant_prompt.name)
+                         for (p, u), s in zip(candidates, scores)), key=lambda c: -c.score)
         if wanted.wants_fact or wanted.kind == "yesno":
             kept = self._fact_units(wanted, ranked)
         else:
@@ -217,7 +223,8 @@ class ExtractiveAnswerer(Answerer):
 
     @staticmethod
     def _weigh(wanted: asking.Asked, focus: set[str], passage: Passage, unit: Unit, score: float,
-               triggers: frozenset[str] = frozenset()) -> Candidate:
+               triggers: frozenset[str] = frozenset(), about: frozenset[str] = frozenset(), question: str = "",
+               company: str = "") -> Candidate:
         labels = asking.labels_of(f"{lead_in(passage, unit)}\n{unit.text}", section_of(passage), passage.title,
                                   with_currency=wanted.kind == "amount")
         fit = asking.case_fit(wanted.cases, labels)
@@ -233,7 +240,9 @@ class ExtractiveAnswerer(Answerer):
             score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
         if wanted.kind is not None:
             score -= STEP_WEIGHT * is_step(unit)
-        return Candidate(passage, unit, score, fit, states)
+        on_about = not about or bool(about & terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
+        foreign_title = asking.foreign_plan(wanted, question, passage.title, company)
+        return Candidate(passage, unit, score, fit, states, on_about, foreign_title)
 
     @staticmethod
     def _similar_units(ranked: list[Candidate]) -> list[Candidate]:
@@ -258,7 +267,7 @@ class ExtractiveAnswerer(Answerer):
         best = ranked[0].score
         near = [c for c in ranked if c.score >= best - LEAD_MARGIN]
         if wanted.wants_fact:  # else the best unit of no other case: admission finds it incomplete
-            lead = next((c for c in near if c.states and c.fit >= 0), None) or next(
+            lead = next((c for tier in LEAD_TIERS for c in near if c.states and c.fit >= 0 and tier(c)), None) or next(
                 (c for c in ranked if c.fit >= 0), ranked[0])
         else:  # yes/no: the best unit, another case's rule too ("Klarna ... in the UK, Germany and Austria")
             lead = ranked[0]
@@ -292,6 +301,17 @@ class ExtractiveAnswerer(Answerer):
         elapsed = round((time.perf_counter() - started) * 1000, 2)
         return GenerationResult(text=text, finish_reason="stop", model=MODEL_NAME, prompt_tokens=0,
                                 completion_tokens=0, cached_tokens=None, ttft_ms=elapsed, total_ms=elapsed)
+
+
+# Which unit stating the asked kind leads, among those near the best: first one labelled with the asked case
+# whose words are what the question asks about and whose article is no other plan's ("Free Standard shipping"
+# in "Acme Plus membership" is no answer to "From what order value is standard shipping free in Germany?"),
+# then one of no other case, then one whose article is another plan's, then any: a figure about other words
+# ("kostenlos" in a sentence about engraving, for "Was kostet der Standardversand?") is admission's to refuse.
+LEAD_TIERS = (lambda c: c.fit > 0 and c.about and not c.foreign_title,
+              lambda c: c.about and not c.foreign_title,
+              lambda c: c.about,
+              lambda c: True)
 
 
 def follows(lead: Candidate, c: Candidate) -> bool:
@@ -410,4 +430,4 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "v2"])[:16]
+                        "section: unit", "lead tiers", "v3"])[:16]

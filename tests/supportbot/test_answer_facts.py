@@ -60,6 +60,16 @@ def test_the_figure_comes_from_the_article_that_states_it_not_a_neighbouring_one
     assert "$14.95" not in outcome.answer and outcome.citations[0]["article_id"] == "plus-membership"
 
 
+def test_a_plans_benefit_is_no_answer_for_a_customer_who_asks_about_no_plan(acme):
+    # was: "What's included: • Free Standard shipping on every order, with no minimum order value [1]" (Acme Plus
+    # membership) first, then "Germany and Austria: • Standard with DHL (2–4 business days): €4.95, ..." [2]
+    outcome = ask(acme, "From what order value is standard shipping free in Germany?")
+    assert outcome.answer.startswith("Germany and Austria:") and "€75" in outcome.answer, outcome.answer
+    assert "no minimum order value" not in outcome.answer, outcome.answer
+    assert [c["article_id"] for c in outcome.citations] == ["shipping-times-and-costs"]
+    assert admission(outcome)["disposition"] == "stored"
+
+
 def test_a_neighbouring_articles_number_is_never_cached(acme):
     """The German shipping article is not among the passages retrieved for this question: the answer
     must not quote the Plus article's price for Germany, and what it quotes is not cached."""
