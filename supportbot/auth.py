@@ -257,30 +257,32 @@ SESSION_KEY = "customer_identity"
 
 
 def session_customer(request, tenant: Tenant) -> str | None:
-    """The chat page's signed-in customer for ``tenant`` (set by ``session_sign_in``), None when absent or
-    expired."""
+    """The chat page's signed-in customer for ``tenant`` (set by ``session_sign_in``) as their pseudonym
+    (``customer_ref``: the session store never holds a customer id), None when absent or expired."""
     item = request.session.get(SESSION_KEY, {}).get(tenant.slug)
     if not item or item.get("exp", 0) <= time.time():
         return None
-    return item.get("customer")
+    return item.get("ref")  # a session signed in before the pseudonym (item "customer") is signed out
 
 
-def session_sign_in(request, tenant: Tenant, token: str) -> str:
+def session_sign_in(request, tenant: Tenant, token: str, pseudonym) -> str:
     """Redeem a customer token and remember the customer for this tenant's chat page for
-    ``CUSTOMER_SESSION_TTL_S`` (AuthError if the token is not acceptable). The caller has checked
-    where the token came from (``embed_origin_allowed`` or the CSRF token of our own form)."""
+    ``CUSTOMER_SESSION_TTL_S`` as ``pseudonym(customer id)`` (their ``customer_ref``), which it returns
+    (AuthError if the token is not acceptable). The caller has checked where the token came from
+    (``embed_origin_allowed`` or the CSRF token of our own form)."""
     try:
         customer, _ = customer_token_redeem(tenant, token)
     except AuthError:
         session_sign_out(request, tenant)
         raise
     exp = int(time.time()) + settings.CUSTOMER_SESSION_TTL_S
+    ref = pseudonym(customer)
     identities = dict(request.session.get(SESSION_KEY, {}))
-    if identities.get(tenant.slug, {}).get("customer") != customer:
+    if identities.get(tenant.slug, {}).get("ref") != ref:
         request.session.cycle_key()  # a new identity gets a new session id: no fixation
-    identities[tenant.slug] = {"customer": customer, "exp": exp}
+    identities[tenant.slug] = {"ref": ref, "exp": exp}
     request.session[SESSION_KEY] = identities
-    return customer
+    return ref
 
 
 def embed_origin_allowed(request, tenant: Tenant) -> bool:

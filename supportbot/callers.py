@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from core.localcache import MISSING
 from core.models import Tenant, TenantApiKey
 from supportbot import auth, chat_thread, ratelimit
-from supportbot.pipeline import Asker
+from supportbot.pipeline import Asker, customer_ref
 from supportbot.questions import AskRejected
 from supportbot.selectors import tenant_cache, tenant_directory_get, tenant_directory_peek
 
@@ -156,7 +156,7 @@ def chat_asker(request, tenant_slug: str, locale=None, *, action: str = "ask") -
         locale = locale_for(tenant, locale)
     except AskRejected as exc:
         return Refusal(exc.code, exc.message, exc.status, tenant=tenant)
-    return Admitted(tenant, None, asker=Asker(tenant, locale, customer, client))
+    return Admitted(tenant, None, asker=Asker(tenant, locale, customer, client, ref=customer or ""))
 
 
 def chat_sign_in(request, tenant: Tenant, token: str, locale=None) -> Admitted | Refusal:
@@ -171,10 +171,11 @@ def chat_sign_in(request, tenant: Tenant, token: str, locale=None) -> Admitted |
     request.session.pop(PENDING_KEY, None)
     chat_thread.thread_clear(request)  # the thread was asked as someone else
     try:
-        customer = auth.session_sign_in(request, tenant, token)
+        ref = auth.session_sign_in(request, tenant, token,
+                                   lambda customer: customer_ref(Asker(tenant, tenant.default_locale, customer)))
     except auth.AuthError as exc:
         return Refusal(exc.code, exc.message, exc.status, tenant=tenant)
-    return Admitted(tenant, None, asker=Asker(tenant, locale_or_default(tenant, locale), customer))
+    return Admitted(tenant, None, asker=Asker(tenant, locale_or_default(tenant, locale), ref, ref=ref))
 
 
 def chat_pending_add(request, asker: Asker, question: str) -> str:
@@ -183,7 +184,7 @@ def chat_pending_add(request, asker: Asker, question: str) -> str:
     pending = request.session.get(PENDING_KEY, {})
     pending = dict(list(pending.items())[-(MAX_PENDING - 1):])
     pending[ask_id] = {"tenant": asker.tenant.slug, "locale": asker.locale, "question": question,
-                       "customer": asker.customer}
+                       "ref": asker.ref}  # the customer's pseudonym, never their id
     request.session[PENDING_KEY] = pending
     return ask_id
 
@@ -197,11 +198,11 @@ def chat_pending_take(request, tenant_slug: str, ask_id: str) -> tuple[Asker, st
     tenant = entry.tenant
     pending = dict(request.session.get(PENDING_KEY, {}))
     item = pending.pop(ask_id, None)
-    if item is None or item["tenant"] != tenant.slug:
+    if item is None or item["tenant"] != tenant.slug or "ref" not in item:  # no "ref": kept before pseudonyms
         return Refusal("unknown_question", "no such question", 404, tenant=tenant)
     request.session[PENDING_KEY] = pending
-    customer = item.get("customer")
-    return Asker(tenant, item["locale"], customer, ratelimit.client_key(request, customer=customer)), item["question"]
+    ref = item["ref"] or None
+    return Asker(tenant, item["locale"], ref, ratelimit.client_key(request, customer=ref), ref=ref or ""), item["question"]
 
 
 # --------------------------------------------------------------------------- helpers

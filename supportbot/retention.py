@@ -25,6 +25,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.sessions.models import Session
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -81,6 +82,13 @@ def records_purge_older_than(days: int | None = None, *, batch_size: int | None 
     return counts
 
 
+def sessions_clear_expired() -> int:
+    """Delete expired sessions (Django's ``clearsessions``): a session keeps the chat page's thread and
+    pending questions, which outlive nothing they were kept for. Returns how many went."""
+    expired = Session.objects.filter(expire_date__lt=timezone.now())
+    return expired.delete()[0]
+
+
 # --------------------------------------------------------------------------- one customer's records
 
 def customer_asks(tenant: Tenant, customer: str):
@@ -113,7 +121,8 @@ def customer_erase(tenant: Tenant, customer: str) -> dict[str, int]:
     if request_ids:
         counts.update(_erase_cached(tenant, request_ids, questions, normalized))
     with transaction.atomic():
-        counts["chat_sessions"] = threads_erase(tenant, customer)  # the chat page's threads (supportbot.chat_thread)
+        counts["chat_sessions"] = threads_erase(  # the chat page's sessions and threads (supportbot.chat_thread)
+            tenant, customer, customer_ref(Asker(tenant, tenant.default_locale, customer)))
         # Aliases the customer's near misses made go with their Asks (cascade); the verifier's
         # training labels hold the question text without a link, so they go by text (first, so
         # they are counted as such before the sweep of labelled pairs quoting the questions).

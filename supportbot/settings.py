@@ -390,6 +390,10 @@ JUDGE_CALIBRATION_GRID = env.list("JUDGE_CALIBRATION_GRID", cast=float,
 CUSTOMER_TOKEN_TTL_S = env.int("CUSTOMER_TOKEN_TTL_S", default=300)
 CUSTOMER_TOKEN_MAX_TTL_S = env.int("CUSTOMER_TOKEN_MAX_TTL_S", default=3600)
 CUSTOMER_SESSION_TTL_S = env.int("CUSTOMER_SESSION_TTL_S", default=3600)
+# Lifetime of every session (the chat page's thread and pending questions, staff logins); expired ones
+# are deleted hourly (supportbot.tasks.sessions_clear). Django's default is two weeks.
+CHAT_SESSION_TTL_S = env.int("CHAT_SESSION_TTL_S", default=8 * 3600)
+SESSION_COOKIE_AGE = CHAT_SESSION_TTL_S
 # Rate limits (supportbot/ratelimit.py): fixed windows in Redis, per client (API key, signed-in
 # customer, else IP or IPv6 /64) under a per-tenant ceiling for public traffic; an API key has its own
 # budget. Fail open while Redis is unavailable (answers matter more than limits; see docs/security.md).
