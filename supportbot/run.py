@@ -17,6 +17,9 @@ from pathlib import Path
 from modelserver import SERVED_MODEL_NAME
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
+# ``make run`` is development: it asks for the public development secrets (never honoured in production,
+# and never served beyond loopback, supportbot/safety.py); its children inherit the request.
+os.environ.setdefault("ASK_DEV_SECRETS", "1")
 
 
 def _spawn(name: str, argv: list[str], env: dict) -> subprocess.Popen:

@@ -18,8 +18,11 @@ DJANGO_ENV = env.str("DJANGO_ENV", default="development")
 PRODUCTION = DJANGO_ENV == "production"
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 
-# Production secrets have no default and fail fast.
-if PRODUCTION:
+# Secrets have no default and fail fast, unless a development process asks for the public development
+# values with ASK_DEV_SECRETS=1 (``make run`` and the tests do; never honoured in production).
+ASK_DEV_SECRETS = env.bool("ASK_DEV_SECRETS", default=False) and not PRODUCTION
+if not ASK_DEV_SECRETS:
+    safety.require_secrets(production=PRODUCTION)
     SECRET_KEY = env.str("DJANGO_SECRET_KEY")
     CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET")
     CUSTOMER_REF_SECRET = env.str("CUSTOMER_REF_SECRET")
