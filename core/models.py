@@ -18,8 +18,20 @@ def validate_origin(value: str) -> None:
         raise ValidationError(f"{value!r} is not an origin: write scheme://host[:port] in lower case, without a path")
 
 
+SLUG_FIXED = ("A tenant's slug never changes: customer references and customer-token keys derive from it, "
+              "so a renamed tenant's earlier records would escape export and erasure. Create a new tenant instead.")
+
+
+class TenantQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        if "slug" in kwargs:
+            raise ValidationError(SLUG_FIXED)
+        return super().update(**kwargs)
+
+
 class Tenant(models.Model):
-    """A company using the bot. Everything cached or recorded is scoped to one tenant."""
+    """A company using the bot. Everything cached or recorded is scoped to one tenant. Its slug is
+    fixed once created (``SLUG_FIXED``)."""
 
     class SemanticMode(models.TextChoices):
         OFF = "off", "Off"
@@ -49,6 +61,8 @@ class Tenant(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = TenantQuerySet.as_manager()
+
     class Meta:
         db_table = "supportbot_tenant"
         ordering = ["slug"]
@@ -56,6 +70,14 @@ class Tenant(models.Model):
 
     def __str__(self):
         return self.slug
+
+    def save(self, *args, **kwargs):
+        fields = kwargs.get("update_fields")
+        if self.pk is not None and (fields is None or "slug" in fields):
+            stored = type(self).objects.filter(pk=self.pk).values_list("slug", flat=True).first()
+            if stored is not None and stored != self.slug:
+                raise ValidationError(SLUG_FIXED)
+        super().save(*args, **kwargs)
 
 
 class TenantApiKey(models.Model):

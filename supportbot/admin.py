@@ -18,6 +18,8 @@ class TenantAdmin(TenantScopedAdmin):
     def get_readonly_fields(self, request, obj=None):
         # Switching the semantic cache mode is an admin decision (a support agent may edit the rest).
         fields = ["created_at", "updated_at"]
+        if obj is not None:
+            fields.append("slug")  # fixed once created (core.models.SLUG_FIXED)
         if not request.user.has_perm("core.change_semantic_mode"):
             fields.append("semantic_mode")
         return fields
