@@ -25,14 +25,17 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.contrib.sessions.models import Session
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from caching.keys import digest
 from caching.layers import embedding_layer, exact_layer, search_layer
-from caching.models import AskEvent, CacheDecision, LabeledPair, SemanticEntry
+from caching.models import AskEvent, CacheDecision, LabeledPair, PairVerification, SemanticEntry
 from core.cachelayer import CacheScope
 from core.models import Tenant
 from core.redis_client import RedisUnavailable, redis_failed
@@ -68,6 +71,7 @@ def records_purge_older_than(days: int | None = None, *, batch_size: int | None 
         with transaction.atomic():
             for label, n in entries_forget(SemanticEntry.objects.filter(pk__in=ids)).items():
                 counts[label] = counts.get(label, 0) + n
+    counts["admin_log_scrubbed"] = admin_log_scrub()
     # Decisions first (an old decision of a recent Ask cannot exist, but a decision can outlive a
     # clock change); then the Asks, whose remaining decisions cascade.
     for model in (CacheDecision, AskEvent):
@@ -80,6 +84,22 @@ def records_purge_older_than(days: int | None = None, *, batch_size: int | None 
             for label, n in deleted.items():
                 counts[label] = counts.get(label, 0) + n
     return counts
+
+
+# Models whose rows hold a customer's question; their admin log entries name the object only by id.
+CUSTOMER_TEXT_MODELS = (LabeledPair, SemanticEntry, PairVerification)
+
+
+def admin_log_scrub() -> int:
+    """Django's admin log copies ``str(obj)`` into ``object_repr``; those models' ``__str__`` once quoted
+    the customer's question. Rewrite such entries to ``<model> <id>`` (who changed what, and when, stays)."""
+    scrubbed = 0
+    for model in CUSTOMER_TEXT_MODELS:
+        label = f"{model._meta.verbose_name} "
+        scrubbed += (LogEntry.objects.filter(content_type=ContentType.objects.get_for_model(model))
+                     .exclude(object_repr=Concat(Value(label), F("object_id")))
+                     .update(object_repr=Concat(Value(label), F("object_id"))))
+    return scrubbed
 
 
 def sessions_clear_expired() -> int:

@@ -1,0 +1,58 @@
+"""Issue 29, second security review: single-use tokens fail closed on any Redis error; no customer
+text in Django's admin log."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.contenttypes.models import ContentType
+from redis.exceptions import ClusterDownError, RedisClusterException, SlotNotCoveredError
+
+from caching.models import LabeledPair, PairVerification, SemanticEntry
+from supportbot import auth
+from supportbot.auth import AuthError, customer_token_issue, customer_token_redeem
+
+pytestmark = pytest.mark.django_db
+QUESTION = "Hello, this is Jane Quimbyfrost, do you ship to Canada?"
+
+
+class Failing:
+    def __init__(self, exc):
+        self.exc = exc
+
+    def set(self, *args, **kwargs):
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc", [RedisClusterException("no node"), SlotNotCoveredError("slot 7"),
+                                 ClusterDownError("down"), RuntimeError("anything else")])
+def test_a_single_use_token_is_refused_on_any_redis_failure(acme, monkeypatch, exc):
+    token = customer_token_issue(acme, "cust-1", single_use=True)
+    monkeypatch.setattr(auth, "get_redis", lambda: Failing(exc))
+    with pytest.raises(AuthError) as refused:
+        customer_token_redeem(acme, token)
+    assert refused.value.status == 503 and refused.value.code == "customer_token_unverifiable"
+
+
+def test_labelled_pairs_entries_and_verifications_name_no_customer_text(acme):
+    pair = LabeledPair.objects.create(tenant=acme, cached_question=QUESTION, new_question=QUESTION + " again",
+                                      should_hit=True, source=LabeledPair.Source.LABEL)
+    assert "Quimbyfrost" not in str(pair)
+    entry = SemanticEntry(pk=7, tenant=acme, locale="en", question=QUESTION)
+    assert "Quimbyfrost" not in str(entry)
+    assert "Quimbyfrost" not in str(PairVerification(pk=3, question=QUESTION))
+
+
+def test_retention_scrubs_admin_log_entries_that_quote_customer_text(acme, admin_user):
+    from supportbot.retention import records_purge_older_than
+
+    pair = LabeledPair.objects.create(tenant=acme, cached_question=QUESTION, new_question="x", should_hit=True,
+                                      source=LabeledPair.Source.LABEL)
+    for model, pk in ((LabeledPair, pair.pk), (SemanticEntry, 9), (PairVerification, 4)):
+        LogEntry.objects.create(user=admin_user, content_type=ContentType.objects.get_for_model(model),
+                                object_id=str(pk), object_repr=f"+ {QUESTION[:40]}", action_flag=CHANGE,
+                                change_message="[]")
+    records_purge_older_than(90)
+    assert not LogEntry.objects.filter(object_repr__icontains="Quimbyfrost").exists()
+    assert LogEntry.objects.count() == 3  # the log itself stays: who changed what, when
