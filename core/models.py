@@ -80,6 +80,17 @@ class Tenant(models.Model):
         super().save(*args, **kwargs)
 
 
+class ApiKeyScope(models.TextChoices):
+    ASK = "ask", "Ask questions and send feedback"
+    CUSTOMER_TOKEN = "customer_token", "Mint customer tokens"
+    TIMINGS = "timings", "See the per-step timings"
+
+
+def api_key_default_scopes() -> list[str]:
+    """A key's scopes unless staff choose: what every key could do before scopes existed, less the timings."""
+    return [ApiKeyScope.ASK.value, ApiKeyScope.CUSTOMER_TOKEN.value]
+
+
 class TenantApiKey(models.Model):
     """A tenant's server-to-server credential for the Ask API.
 
@@ -93,9 +104,10 @@ class TenantApiKey(models.Model):
     key_hash = models.CharField(max_length=64, editable=False, help_text="sha256 of the whole key, hex")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-    timing_breakdown = models.BooleanField(
-        default=False, help_text="Answers to this key carry the per-step timings (which caches answered), "
-                                 "not only the total. For the tenant's own diagnostics; grant it to staff tools only.")
+    scopes = ArrayField(
+        models.CharField(max_length=20, choices=ApiKeyScope.choices), default=api_key_default_scopes, blank=True,
+        help_text="What the key may do: ask (the Ask API and feedback), customer_token (mint customer tokens), "
+                  "timings (answers carry the per-step timings, which caches answered: staff tools only).")
 
     class Meta:
         db_table = "supportbot_tenantapikey"
@@ -108,6 +120,13 @@ class TenantApiKey(models.Model):
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+    def allows(self, scope: str) -> bool:
+        return scope in (self.scopes or ())
+
+    @property
+    def timing_breakdown(self) -> bool:
+        return self.allows(ApiKeyScope.TIMINGS)
 
 
 class StaffMembership(models.Model):

@@ -55,7 +55,7 @@ class TenantApiKeyAdmin(TenantScopedAdmin):
 
     list_display = ("prefix", "tenant", "name", "created_at", "revoked_at")
     list_filter = ("tenant",)
-    fields = ("tenant", "name", "prefix", "created_at", "revoked_at", "timing_breakdown")
+    fields = ("tenant", "name", "prefix", "created_at", "revoked_at", "scopes")
     readonly_fields = ("tenant", "prefix", "created_at", "revoked_at")
     actions = ["revoke"]
 

@@ -44,7 +44,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.models import Tenant, TenantApiKey
+from core.models import ApiKeyScope, Tenant, TenantApiKey, api_key_default_scopes
 from core.redis_client import get_redis, mark_redis_down
 from supportbot.selectors import tenant_cache
 
@@ -84,13 +84,21 @@ def key_hash(raw_key: str) -> str:
 
 
 @transaction.atomic
-def api_key_create(tenant: Tenant, name: str, *, timing_breakdown: bool = False) -> tuple[TenantApiKey, str]:
-    """A new key for ``tenant``; the raw key is returned once and never stored. ``timing_breakdown``:
-    answers to this key carry the per-step timings (staff tooling only)."""
+def api_key_create(tenant: Tenant, name: str, *, timing_breakdown: bool = False,
+                   scopes: list[str] | None = None) -> tuple[TenantApiKey, str]:
+    """A new key for ``tenant``; the raw key is returned once and never stored. ``scopes``: what it may
+    do (default ``api_key_default_scopes``); ``timing_breakdown`` adds the ``timings`` scope (answers to
+    this key carry the per-step timings, staff tooling only)."""
+    scopes = list(api_key_default_scopes() if scopes is None else scopes)
+    unknown = set(scopes) - set(ApiKeyScope.values)
+    if unknown:
+        raise ValueError(f"unknown API key scopes {sorted(unknown)}; choose from {ApiKeyScope.values}")
+    if timing_breakdown and ApiKeyScope.TIMINGS not in scopes:
+        scopes.append(ApiKeyScope.TIMINGS.value)
     prefix = secrets.token_hex(6)  # 12 hex chars: unique index, shown in the admin
     raw = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
     row = TenantApiKey.objects.create(tenant=tenant, name=name[:100], prefix=prefix, key_hash=key_hash(raw),
-                                      timing_breakdown=timing_breakdown)
+                                      scopes=scopes)
     return row, raw
 
 

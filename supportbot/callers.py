@@ -79,13 +79,15 @@ UNKNOWN_TENANT = Refusal("unknown_tenant", "no such tenant", 404)
 
 
 def api_caller(request, tenant_slug: str, *, key_required: bool = False,
-               read_along: Callable[[object], tuple] | None = None, action: str = "ask") -> Admitted | Refusal:
-    """The tenant, the caller's API key (if any) and the rate limits of an API request.
+               read_along: Callable[[object], tuple] | None = None, action: str = "ask",
+               scope: str = "ask") -> Admitted | Refusal:
+    """The tenant, the caller's API key (if any) and the rate limits of an API request. A key without
+    ``scope`` (``TenantApiKey.scopes``) is refused with 403 ``api_key_scope``.
     ``read_along(entry) -> keys``: Redis keys the view will read under that tenant copy, read in
     the same round trip (their values in ``Admitted.read``)."""
     copy = tenant_directory_peek(tenant_slug)
     if copy is not None:
-        key, refused = _api_key(request, copy, key_required)
+        key, refused = _api_key(request, copy, key_required, scope)
         if refused is None:
             extra = tuple(read_along(copy)) if read_along is not None else ()
             verdict = ratelimit.check(copy.tenant.pk, _rate_client(request, copy.tenant, key), action=action,
@@ -98,7 +100,7 @@ def api_caller(request, tenant_slug: str, *, key_required: bool = False,
                 return UNKNOWN_TENANT
             if not verdict.allowed:
                 return rate_limit_refusal(verdict)
-            key, refused = _api_key(request, current, key_required)  # counted once already
+            key, refused = _api_key(request, current, key_required, scope)  # counted once already
             if refused is None:
                 return Admitted(current.tenant, key)
             return _refused_key(request, current.tenant, refused, action)
@@ -106,7 +108,7 @@ def api_caller(request, tenant_slug: str, *, key_required: bool = False,
     entry = tenant_directory_get(tenant_slug)
     if entry is None:
         return UNKNOWN_TENANT
-    key, refused = _api_key(request, entry, key_required)
+    key, refused = _api_key(request, entry, key_required, scope)
     if refused is not None:
         return _refused_key(request, entry.tenant, refused, action)
     verdict = ratelimit.check(entry.tenant.pk, _rate_client(request, entry.tenant, key), action=action)
@@ -207,12 +209,14 @@ def chat_pending_take(request, tenant_slug: str, ask_id: str) -> tuple[Asker, st
 
 # --------------------------------------------------------------------------- helpers
 
-def _api_key(request, entry, key_required: bool):
+def _api_key(request, entry, key_required: bool, scope: str):
     """(the request's valid API key or None, None), or (None, the AuthError)."""
     try:
         key = auth.api_key_from_request(request, entry.tenant, entry.api_keys)
         if key is None and key_required:
             raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
+        if key is not None and not key.allows(scope):
+            raise auth.AuthError("api_key_scope", f"this API key may not do this (it lacks the {scope!r} scope)", 403)
     except auth.AuthError as exc:
         return None, exc
     return key, None

@@ -56,3 +56,41 @@ def test_retention_scrubs_admin_log_entries_that_quote_customer_text(acme, admin
     records_purge_older_than(90)
     assert not LogEntry.objects.filter(object_repr__icontains="Quimbyfrost").exists()
     assert LogEntry.objects.count() == 3  # the log itself stays: who changed what, when
+
+
+# --------------------------------------------------------------------------- API key scopes
+
+def test_an_api_key_without_the_scope_is_refused_403_and_changes_nothing(acme, client, dead_model, no_rate_limits):
+    import json as _json
+
+    from caching.models import AskEvent
+    from core.models import ApiKeyScope
+    from supportbot.auth import api_key_create
+    from tests.security.conftest import api_post
+
+    _, minter = api_key_create(acme, "tokens only", scopes=[ApiKeyScope.CUSTOMER_TOKEN])
+    _, asker = api_key_create(acme, "asks only", scopes=[ApiKeyScope.ASK])
+    _, default = api_key_create(acme, "default")
+    before = AskEvent.objects.count()
+    refused = api_post(client, "acme", {"question": "Do you ship to Canada?"}, key=minter)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "api_key_scope"
+    assert AskEvent.objects.count() == before
+    mint = {"data": _json.dumps({"customer": "c-1"}), "content_type": "application/json"}
+    refused = client.post("/api/t/acme/customer-token", HTTP_AUTHORIZATION=f"Bearer {asker}", **mint)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "api_key_scope"
+    assert client.post("/api/t/acme/customer-token", HTTP_AUTHORIZATION=f"Bearer {minter}", **mint).status_code == 200
+    # a key of the default scopes (what every key had before scopes) asks and mints
+    assert api_post(client, "acme", {"question": "Do you ship to Canada?"}, key=default).status_code != 403
+    assert client.post("/api/t/acme/customer-token", HTTP_AUTHORIZATION=f"Bearer {default}", **mint).status_code == 200
+
+
+def test_the_timings_scope_is_the_breakdown_and_not_a_default(acme):
+    from core.models import ApiKeyScope
+    from supportbot.auth import api_key_create
+
+    plain, _ = api_key_create(acme, "plain")
+    granted, _ = api_key_create(acme, "diagnostics", timing_breakdown=True)
+    assert sorted(plain.scopes) == ["ask", "customer_token"] and not plain.timing_breakdown
+    assert ApiKeyScope.TIMINGS in granted.scopes and granted.timing_breakdown
+    with pytest.raises(ValueError):
+        api_key_create(acme, "bad", scopes=["admin"])
