@@ -75,6 +75,7 @@ INSTALLED_APPS = [
 # Django's own middleware, with hooks that run on the event loop under ASGI (supportbot/middleware.py).
 MIDDLEWARE = [
     "supportbot.middleware.SecurityMiddleware",
+    "supportbot.middleware.ContentSecurityPolicyMiddleware",  # the chat page's policy (CHAT_CONTENT_SECURITY_POLICY)
     "supportbot.middleware.StaticFilesMiddleware",  # WhiteNoise, async capable
     "supportbot.middleware.SessionMiddleware",
     "supportbot.middleware.CommonMiddleware",
@@ -396,6 +397,10 @@ CUSTOMER_SESSION_TTL_S = env.int("CUSTOMER_SESSION_TTL_S", default=3600)
 # Lifetime of every session (the chat page's thread and pending questions, staff logins); expired ones
 # are deleted hourly (supportbot.tasks.sessions_clear). Django's default is two weeks.
 CHAT_SESSION_TTL_S = env.int("CHAT_SESSION_TTL_S", default=8 * 3600)
+# The chat page's Content-Security-Policy ("" sends none): scripts and styles from this site only.
+CHAT_CONTENT_SECURITY_POLICY = env.str("CHAT_CONTENT_SECURITY_POLICY", default=(
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"))
 SESSION_COOKIE_AGE = CHAT_SESSION_TTL_S
 # Rate limits (supportbot/ratelimit.py): fixed windows in Redis, per client (API key, signed-in
 # customer, else IP or IPv6 /64) under a per-tenant ceiling for public traffic; an API key has its own
