@@ -71,7 +71,12 @@ def records_purge_older_than(days: int | None = None, *, batch_size: int | None 
         with transaction.atomic():
             for label, n in entries_forget(SemanticEntry.objects.filter(pk__in=ids)).items():
                 counts[label] = counts.get(label, 0) + n
-    counts["admin_log_scrubbed"] = admin_log_scrub()
+    # The verifier's training labels hang off no decision (both questions are customers' words): by age.
+    verifier_labels = LabeledPair.objects.filter(source=LabeledPair.Source.VERIFIER, decision__isnull=True,
+                                                 created_at__lt=cutoff).delete()[0]
+    for label, n in (("verifier_labels", verifier_labels), ("admin_log_scrubbed", admin_log_scrub())):
+        if n:
+            counts[label] = n
     # Decisions first (an old decision of a recent Ask cannot exist, but a decision can outlive a
     # clock change); then the Asks, whose remaining decisions cascade.
     for model in (CacheDecision, AskEvent):

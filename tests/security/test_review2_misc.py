@@ -94,3 +94,22 @@ def test_the_timings_scope_is_the_breakdown_and_not_a_default(acme):
     assert ApiKeyScope.TIMINGS in granted.scopes and granted.timing_breakdown
     with pytest.raises(ValueError):
         api_key_create(acme, "bad", scopes=["admin"])
+
+
+def test_retention_purges_the_verifiers_labelled_pairs_by_age(acme):
+    from django.utils import timezone
+
+    from supportbot.retention import records_purge_older_than
+
+    def pair(source, days_old):
+        p = LabeledPair.objects.create(tenant=acme, cached_question=QUESTION, new_question="Do you ship to Mexico?",
+                                       should_hit=False, source=source)
+        LabeledPair.objects.filter(pk=p.pk).update(created_at=timezone.now() - timedelta(days=days_old))
+        return p.pk
+
+    old, recent = pair(LabeledPair.Source.VERIFIER, 91), pair(LabeledPair.Source.VERIFIER, 1)
+    pair_file = pair(LabeledPair.Source.FILE, 400)  # staff's pair files hold no customer's words
+    counts = records_purge_older_than(90)
+    assert counts["verifier_labels"] == 1
+    assert set(LabeledPair.objects.values_list("pk", flat=True)) == {recent, pair_file}
+    assert old not in set(LabeledPair.objects.values_list("pk", flat=True))
