@@ -1,4 +1,7 @@
 PY := .venv/bin/python
+# The make targets are development: they ask for the public development secrets (supportbot/settings.py);
+# any other process without DJANGO_SECRET_KEY, CACHE_SALT_SECRET and CUSTOMER_REF_SECRET refuses to start.
+export ASK_DEV_SECRETS ?= 1
 
 .PHONY: run test bench bootstrap migrate demo clean-var
 

@@ -122,7 +122,7 @@ class SemanticEntry(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.tenant_id}/{self.locale}: {self.question[:60]}"
+        return f"entry {self.pk} ({self.tenant_id}/{self.locale})"  # no question: the admin log keeps this
 
 
 class EntryCitation(models.Model):
@@ -398,7 +398,7 @@ class LabeledPair(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
-        return f"{'+' if self.should_hit else '-'} {self.cached_question[:40]} / {self.new_question[:40]}"
+        return f"{'+' if self.should_hit else '-'} pair {self.pk} ({self.source})"  # no question: the admin log keeps this
 
 
 class AuditLog(models.Model):
@@ -537,7 +537,7 @@ class PairVerification(models.Model):
                                 name="verification_alias_idx")]
 
     def __str__(self):
-        return f"{self.verdict}: entry {self.entry_id} / {self.question[:50]}"
+        return f"{self.verdict}: entry {self.entry_id} / check {self.pk}"  # no question: the admin log keeps this
 
 
 class JudgeThreshold(models.Model):

@@ -31,7 +31,7 @@ from caching.models import EntryCitation, PurgeRecord, SemanticEntry
 from core import metrics
 from core.jobs import job_run
 from ingestion.models import Article
-from retrieval.embeddings import embed_texts
+from retrieval.embeddings import embed_texts, question_scope
 from retrieval.generations import query_embedder
 from retrieval.search import search_hybrid
 from retrieval.services import active_generation
@@ -118,7 +118,7 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
         alone_items = list(alone.items())
         for i in range(0, len(alone_items), 200):
             questions = dict(alone_items[i:i + 200])
-            vectors = embed_texts(list(questions.values()), embedder=embedder)
+            vectors = embed_texts(list(questions.values()), embedder=embedder, cache=question_scope(tenant_id))
             for (key, question), vector in zip(questions.items(), vectors):
                 article_pk = retrieved(question, vector)
                 if article_pk is not None:

@@ -20,8 +20,20 @@ def validate_origin(value: str) -> None:
         raise ValidationError(f"{value!r} is not an origin: write scheme://host[:port] in lower case, without a path")
 
 
+SLUG_FIXED = ("A tenant's slug never changes: customer references and customer-token keys derive from it, "
+              "so a renamed tenant's earlier records would escape export and erasure. Create a new tenant instead.")
+
+
+class TenantQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        if "slug" in kwargs:
+            raise ValidationError(SLUG_FIXED)
+        return super().update(**kwargs)
+
+
 class Tenant(models.Model):
-    """A company using the bot. Everything cached or recorded is scoped to one tenant."""
+    """A company using the bot. Everything cached or recorded is scoped to one tenant. Its slug is
+    fixed once created (``SLUG_FIXED``)."""
 
     class SemanticMode(models.TextChoices):
         OFF = "off", "Off"
@@ -58,6 +70,8 @@ class Tenant(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = TenantQuerySet.as_manager()
+
     class Meta:
         db_table = "supportbot_tenant"
         ordering = ["slug"]
@@ -78,6 +92,25 @@ class Tenant(models.Model):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValidationError({"cache_budgets": f"{layer}: a positive number of bytes"})
 
+    def save(self, *args, **kwargs):
+        fields = kwargs.get("update_fields")
+        if self.pk is not None and (fields is None or "slug" in fields):
+            stored = type(self).objects.filter(pk=self.pk).values_list("slug", flat=True).first()
+            if stored is not None and stored != self.slug:
+                raise ValidationError(SLUG_FIXED)
+        super().save(*args, **kwargs)
+
+
+class ApiKeyScope(models.TextChoices):
+    ASK = "ask", "Ask questions and send feedback"
+    CUSTOMER_TOKEN = "customer_token", "Mint customer tokens"
+    TIMINGS = "timings", "See the per-step timings"
+
+
+def api_key_default_scopes() -> list[str]:
+    """A key's scopes unless staff choose: what every key could do before scopes existed, less the timings."""
+    return [ApiKeyScope.ASK.value, ApiKeyScope.CUSTOMER_TOKEN.value]
+
 
 class TenantApiKey(models.Model):
     """A tenant's server-to-server credential for the Ask API.
@@ -92,9 +125,10 @@ class TenantApiKey(models.Model):
     key_hash = models.CharField(max_length=64, editable=False, help_text="sha256 of the whole key, hex")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-    timing_breakdown = models.BooleanField(
-        default=False, help_text="Answers to this key carry the per-step timings (which caches answered), "
-                                 "not only the total. For the tenant's own diagnostics; grant it to staff tools only.")
+    scopes = ArrayField(
+        models.CharField(max_length=20, choices=ApiKeyScope.choices), default=api_key_default_scopes, blank=True,
+        help_text="What the key may do: ask (the Ask API and feedback), customer_token (mint customer tokens), "
+                  "timings (answers carry the per-step timings, which caches answered: staff tools only).")
 
     class Meta:
         db_table = "supportbot_tenantapikey"
@@ -107,6 +141,13 @@ class TenantApiKey(models.Model):
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+    def allows(self, scope: str) -> bool:
+        return scope in (self.scopes or ())
+
+    @property
+    def timing_breakdown(self) -> bool:
+        return self.allows(ApiKeyScope.TIMINGS)
 
 
 class StaffMembership(models.Model):

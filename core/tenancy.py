@@ -107,6 +107,10 @@ class TenantScopedAdmin(admin.ModelAdmin):
     every tenant."""
 
     tenant_path = "tenant"
+    # Foreign keys whose choices are narrowed to the user's tenants by a path other than ``tenant``
+    # (field name -> path from the related model to its tenant); a related model with a ``tenant``
+    # foreign key is narrowed by that without being listed.
+    related_tenant_paths: dict[str, str] = {}
 
     def get_queryset(self, request):
         return tenant_scope(request.user).filter(super().get_queryset(request), self.tenant_path)
@@ -126,8 +130,17 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return super().has_delete_permission(request, obj) and self._in_scope(request, obj)
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.related_model is Tenant:
+        related = db_field.related_model
+        if related is Tenant:
             kwargs["queryset"] = tenant_scope(request.user).tenants()
+        else:
+            path = self.related_tenant_paths.get(db_field.name)
+            if path is None and any(f.name == "tenant" and f.related_model is Tenant
+                                    for f in related._meta.concrete_fields):
+                path = "tenant"
+            if path is not None:
+                base = kwargs.get("queryset", related._default_manager.all())
+                kwargs["queryset"] = tenant_scope(request.user).filter(base, path)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_list_filter(self, request):

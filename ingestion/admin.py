@@ -48,6 +48,7 @@ class ArticleAdmin(TenantScopedAdmin):
 @admin.register(Chunk)
 class ChunkAdmin(TenantScopedAdmin):
     tenant_path = "article__tenant"
+    related_tenant_paths = {"article": "tenant", "article_version": "article__tenant"}
     list_display = ("article", "ordinal", "heading", "is_current", "content_hash")
     list_filter = ("is_current",)
     search_fields = ("text",)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +85,22 @@ def parse_article(raw: bytes | str, source_path: str = "") -> ParsedArticle:
 
 
 def parse_file(path: Path) -> ParsedArticle:
-    return parse_article(path.read_bytes(), str(path))
+    """Parse one article file: a regular file, never a symbolic link (an import folder must not pull in
+    files from elsewhere on the host), read no further than ``MAX_ARTICLE_BYTES`` + 1."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if path.is_symlink():
+            raise ArticleParseError(f"{path}: a symbolic link, refused (import the file itself)") from None
+        raise ArticleParseError(f"{path}: cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ArticleParseError(f"{path}: not a regular file")
+        if info.st_size > MAX_ARTICLE_BYTES:
+            raise ArticleParseError(f"{path}: larger than {MAX_ARTICLE_BYTES} bytes")
+        raw = f.read(MAX_ARTICLE_BYTES + 1)  # the file may have grown since the stat
+    return parse_article(raw, str(path))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,10 @@ class TenantAdmin(TenantScopedAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         # The semantic mode changes on the switch page only, through the serve gate (caching.modes).
-        return ["created_at", "updated_at", "semantic_mode"]
+        fields = ["created_at", "updated_at", "semantic_mode"]
+        if obj is not None:
+            fields.append("slug")  # fixed once created (core.models.SLUG_FIXED)
+        return fields
 
     def has_add_permission(self, request):
         return tenant_scope(request.user).all and super().has_add_permission(request)
@@ -50,7 +53,7 @@ class TenantApiKeyAdmin(TenantScopedAdmin):
 
     list_display = ("prefix", "tenant", "name", "created_at", "revoked_at")
     list_filter = ("tenant",)
-    fields = ("tenant", "name", "prefix", "created_at", "revoked_at", "timing_breakdown")
+    fields = ("tenant", "name", "prefix", "created_at", "revoked_at", "scopes")
     readonly_fields = ("tenant", "prefix", "created_at", "revoked_at")
     actions = ["revoke"]
 

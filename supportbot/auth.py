@@ -40,12 +40,11 @@ import secrets
 import time
 from dataclasses import dataclass
 
-import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.models import Tenant, TenantApiKey
+from core.models import ApiKeyScope, Tenant, TenantApiKey, api_key_default_scopes
 from core.redis_client import get_redis, mark_redis_down
 from supportbot.selectors import tenant_cache
 
@@ -85,13 +84,21 @@ def key_hash(raw_key: str) -> str:
 
 
 @transaction.atomic
-def api_key_create(tenant: Tenant, name: str, *, timing_breakdown: bool = False) -> tuple[TenantApiKey, str]:
-    """A new key for ``tenant``; the raw key is returned once and never stored. ``timing_breakdown``:
-    answers to this key carry the per-step timings (staff tooling only)."""
+def api_key_create(tenant: Tenant, name: str, *, timing_breakdown: bool = False,
+                   scopes: list[str] | None = None) -> tuple[TenantApiKey, str]:
+    """A new key for ``tenant``; the raw key is returned once and never stored. ``scopes``: what it may
+    do (default ``api_key_default_scopes``); ``timing_breakdown`` adds the ``timings`` scope (answers to
+    this key carry the per-step timings, staff tooling only)."""
+    scopes = list(api_key_default_scopes() if scopes is None else scopes)
+    unknown = set(scopes) - set(ApiKeyScope.values)
+    if unknown:
+        raise ValueError(f"unknown API key scopes {sorted(unknown)}; choose from {ApiKeyScope.values}")
+    if timing_breakdown and ApiKeyScope.TIMINGS not in scopes:
+        scopes.append(ApiKeyScope.TIMINGS.value)
     prefix = secrets.token_hex(6)  # 12 hex chars: unique index, shown in the admin
     raw = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
     row = TenantApiKey.objects.create(tenant=tenant, name=name[:100], prefix=prefix, key_hash=key_hash(raw),
-                                      timing_breakdown=timing_breakdown)
+                                      scopes=scopes)
     return row, raw
 
 
@@ -219,7 +226,7 @@ def customer_token_redeem(tenant: Tenant, token: str) -> tuple[str, int]:
         return customer, exp
     try:
         first = get_redis().set(_used_token_key(tenant, jti), 1, nx=True, exat=exp)
-    except redis.RedisError:
+    except Exception:  # noqa: BLE001 - fail closed: a cluster error, a timeout, anything but a clear answer
         mark_redis_down()
         raise AuthError("customer_token_unverifiable", "single-use customer tokens cannot be checked right now; "
                         "try again shortly", status=503) from None
@@ -257,30 +264,32 @@ SESSION_KEY = "customer_identity"
 
 
 def session_customer(request, tenant: Tenant) -> str | None:
-    """The chat page's signed-in customer for ``tenant`` (set by ``session_sign_in``), None when absent or
-    expired."""
+    """The chat page's signed-in customer for ``tenant`` (set by ``session_sign_in``) as their pseudonym
+    (``customer_ref``: the session store never holds a customer id), None when absent or expired."""
     item = request.session.get(SESSION_KEY, {}).get(tenant.slug)
     if not item or item.get("exp", 0) <= time.time():
         return None
-    return item.get("customer")
+    return item.get("ref")  # a session signed in before the pseudonym (item "customer") is signed out
 
 
-def session_sign_in(request, tenant: Tenant, token: str) -> str:
+def session_sign_in(request, tenant: Tenant, token: str, pseudonym) -> str:
     """Redeem a customer token and remember the customer for this tenant's chat page for
-    ``CUSTOMER_SESSION_TTL_S`` (AuthError if the token is not acceptable). The caller has checked
-    where the token came from (``embed_origin_allowed`` or the CSRF token of our own form)."""
+    ``CUSTOMER_SESSION_TTL_S`` as ``pseudonym(customer id)`` (their ``customer_ref``), which it returns
+    (AuthError if the token is not acceptable). The caller has checked where the token came from
+    (``embed_origin_allowed`` or the CSRF token of our own form)."""
     try:
         customer, _ = customer_token_redeem(tenant, token)
     except AuthError:
         session_sign_out(request, tenant)
         raise
     exp = int(time.time()) + settings.CUSTOMER_SESSION_TTL_S
+    ref = pseudonym(customer)
     identities = dict(request.session.get(SESSION_KEY, {}))
-    if identities.get(tenant.slug, {}).get("customer") != customer:
+    if identities.get(tenant.slug, {}).get("ref") != ref:
         request.session.cycle_key()  # a new identity gets a new session id: no fixation
-    identities[tenant.slug] = {"customer": customer, "exp": exp}
+    identities[tenant.slug] = {"ref": ref, "exp": exp}
     request.session[SESSION_KEY] = identities
-    return customer
+    return ref
 
 
 def embed_origin_allowed(request, tenant: Tenant) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from core.localcache import MISSING
 from core.models import Tenant, TenantApiKey
 from supportbot import auth, chat_thread, ratelimit
-from supportbot.pipeline import Asker
+from supportbot.pipeline import Asker, customer_ref
 from supportbot.questions import AskRejected
 from supportbot.selectors import tenant_cache, tenant_directory_get, tenant_directory_peek
 
@@ -79,13 +79,15 @@ UNKNOWN_TENANT = Refusal("unknown_tenant", "no such tenant", 404)
 
 
 def api_caller(request, tenant_slug: str, *, key_required: bool = False,
-               read_along: Callable[[object], tuple] | None = None, action: str = "ask") -> Admitted | Refusal:
-    """The tenant, the caller's API key (if any) and the rate limits of an API request.
+               read_along: Callable[[object], tuple] | None = None, action: str = "ask",
+               scope: str = "ask") -> Admitted | Refusal:
+    """The tenant, the caller's API key (if any) and the rate limits of an API request. A key without
+    ``scope`` (``TenantApiKey.scopes``) is refused with 403 ``api_key_scope``.
     ``read_along(entry) -> keys``: Redis keys the view will read under that tenant copy, read in
     the same round trip (their values in ``Admitted.read``)."""
     copy = tenant_directory_peek(tenant_slug)
     if copy is not None:
-        key, refused = _api_key(request, copy, key_required)
+        key, refused = _api_key(request, copy, key_required, scope)
         if refused is None:
             extra = tuple(read_along(copy)) if read_along is not None else ()
             verdict = ratelimit.check(copy.tenant.pk, _rate_client(request, copy.tenant, key), action=action,
@@ -98,7 +100,7 @@ def api_caller(request, tenant_slug: str, *, key_required: bool = False,
                 return UNKNOWN_TENANT
             if not verdict.allowed:
                 return rate_limit_refusal(verdict)
-            key, refused = _api_key(request, current, key_required)  # counted once already
+            key, refused = _api_key(request, current, key_required, scope)  # counted once already
             if refused is None:
                 return Admitted(current.tenant, key)
             return _refused_key(request, current.tenant, refused, action)
@@ -106,7 +108,7 @@ def api_caller(request, tenant_slug: str, *, key_required: bool = False,
     entry = tenant_directory_get(tenant_slug)
     if entry is None:
         return UNKNOWN_TENANT
-    key, refused = _api_key(request, entry, key_required)
+    key, refused = _api_key(request, entry, key_required, scope)
     if refused is not None:
         return _refused_key(request, entry.tenant, refused, action)
     verdict = ratelimit.check(entry.tenant.pk, _rate_client(request, entry.tenant, key), action=action)
@@ -156,7 +158,7 @@ def chat_asker(request, tenant_slug: str, locale=None, *, action: str = "ask") -
         locale = locale_for(tenant, locale)
     except AskRejected as exc:
         return Refusal(exc.code, exc.message, exc.status, tenant=tenant)
-    return Admitted(tenant, None, asker=Asker(tenant, locale, customer, client))
+    return Admitted(tenant, None, asker=Asker(tenant, locale, customer, client, ref=customer or ""))
 
 
 def chat_sign_in(request, tenant: Tenant, token: str, locale=None) -> Admitted | Refusal:
@@ -171,10 +173,11 @@ def chat_sign_in(request, tenant: Tenant, token: str, locale=None) -> Admitted |
     request.session.pop(PENDING_KEY, None)
     chat_thread.thread_clear(request)  # the thread was asked as someone else
     try:
-        customer = auth.session_sign_in(request, tenant, token)
+        ref = auth.session_sign_in(request, tenant, token,
+                                   lambda customer: customer_ref(Asker(tenant, tenant.default_locale, customer)))
     except auth.AuthError as exc:
         return Refusal(exc.code, exc.message, exc.status, tenant=tenant)
-    return Admitted(tenant, None, asker=Asker(tenant, locale_or_default(tenant, locale), customer))
+    return Admitted(tenant, None, asker=Asker(tenant, locale_or_default(tenant, locale), ref, ref=ref))
 
 
 def chat_pending_add(request, asker: Asker, question: str) -> str:
@@ -183,7 +186,7 @@ def chat_pending_add(request, asker: Asker, question: str) -> str:
     pending = request.session.get(PENDING_KEY, {})
     pending = dict(list(pending.items())[-(MAX_PENDING - 1):])
     pending[ask_id] = {"tenant": asker.tenant.slug, "locale": asker.locale, "question": question,
-                       "customer": asker.customer}
+                       "ref": asker.ref}  # the customer's pseudonym, never their id
     request.session[PENDING_KEY] = pending
     return ask_id
 
@@ -197,21 +200,23 @@ def chat_pending_take(request, tenant_slug: str, ask_id: str) -> tuple[Asker, st
     tenant = entry.tenant
     pending = dict(request.session.get(PENDING_KEY, {}))
     item = pending.pop(ask_id, None)
-    if item is None or item["tenant"] != tenant.slug:
+    if item is None or item["tenant"] != tenant.slug or "ref" not in item:  # no "ref": kept before pseudonyms
         return Refusal("unknown_question", "no such question", 404, tenant=tenant)
     request.session[PENDING_KEY] = pending
-    customer = item.get("customer")
-    return Asker(tenant, item["locale"], customer, ratelimit.client_key(request, customer=customer)), item["question"]
+    ref = item["ref"] or None
+    return Asker(tenant, item["locale"], ref, ratelimit.client_key(request, customer=ref), ref=ref or ""), item["question"]
 
 
 # --------------------------------------------------------------------------- helpers
 
-def _api_key(request, entry, key_required: bool):
+def _api_key(request, entry, key_required: bool, scope: str):
     """(the request's valid API key or None, None), or (None, the AuthError)."""
     try:
         key = auth.api_key_from_request(request, entry.tenant, entry.api_keys)
         if key is None and key_required:
             raise auth.AuthError("api_key_required", "send the tenant's API key (Authorization: Bearer ...)")
+        if key is not None and not key.allows(scope):
+            raise auth.AuthError("api_key_scope", f"this API key may not do this (it lacks the {scope!r} scope)", 403)
     except auth.AuthError as exc:
         return None, exc
     return key, None

@@ -57,15 +57,17 @@ def thread_clear(request) -> None:
     request.session.pop(THREAD_KEY, None)
 
 
-def threads_erase(tenant, customer: str) -> int:
-    """Delete the live sessions signed in as this customer of this tenant, threads and all (erasure):
-    a scan of the unexpired sessions, for a job that runs on request, not on the Ask path."""
+def threads_erase(tenant, customer: str, ref: str = "") -> int:
+    """Delete the live sessions signed in as this customer of this tenant (by id, or by ``ref``, the
+    pseudonym sessions hold), threads and all (erasure): a scan of the unexpired sessions, for a job
+    that runs on request, not on the Ask path."""
+    names = {customer, ref} - {""}
     doomed = []
     for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator():
         data = session.get_decoded()
         identity = (data.get(auth.SESSION_KEY) or {}).get(tenant.slug) or {}
         thread = data.get(THREAD_KEY) or {}
-        if identity.get("customer") == customer or (thread.get("tenant") == tenant.slug
-                                                    and thread.get("customer") == customer):
+        if names & {identity.get("customer"), identity.get("ref")} or (thread.get("tenant") == tenant.slug
+                                                                       and thread.get("customer") in names):
             doomed.append(session.session_key)
     return Session.objects.filter(session_key__in=doomed).delete()[0]

@@ -19,13 +19,17 @@ from core import metrics
 from core.redis_client import redis_info
 
 
+# Headers a reverse proxy adds: a request carrying one came through a proxy, whatever its REMOTE_ADDR.
+_PROXIED = ("HTTP_X_FORWARDED_FOR", "HTTP_FORWARDED", "HTTP_X_REAL_IP", "HTTP_X_FORWARDED_HOST")
+
+
 def _allowed(request) -> bool:
     token = settings.METRICS_TOKEN
     if token:
         scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
         return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
-    if settings.PRODUCTION:
-        return False
+    if settings.PRODUCTION or any(h in request.META for h in _PROXIED):
+        return False  # a proxy on this host makes every client look local
     try:
         return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
     except ValueError:

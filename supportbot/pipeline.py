@@ -71,6 +71,7 @@ class Asker:
     locale: str
     customer: str | None = None
     client: str = ""  # who the in-flight caps count (``ratelimit.client_key``); "" outside a web request
+    ref: str = ""  # the customer's ``customer_ref`` when only that is known (the chat page's session keeps no id)
 
 
 @dataclass
@@ -845,6 +846,8 @@ def customer_ref(asker: Asker) -> str:
     tenant and customer id, so records name no customer and one tenant's id never matches another's."""
     if not asker.customer:
         return ""
+    if asker.ref:
+        return asker.ref
     message = canonical_json({"tenant": asker.tenant.slug, "customer": asker.customer}).encode("utf-8")
     return hmac.new(settings.CUSTOMER_REF_SECRET.encode("utf-8"), message, hashlib.sha256).hexdigest()[:32]
 

@@ -25,13 +25,17 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.contrib.sessions.models import Session
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from caching.keys import digest
 from caching.layers import embedding_layer, exact_layer, search_layer
-from caching.models import AskEvent, CacheDecision, LabeledPair, SemanticEntry
+from caching.models import AskEvent, CacheDecision, LabeledPair, PairVerification, SemanticEntry
 from core.cachelayer import CacheScope
 from core.models import Tenant
 from core.redis_client import RedisUnavailable, redis_failed
@@ -67,6 +71,12 @@ def records_purge_older_than(days: int | None = None, *, batch_size: int | None 
         with transaction.atomic():
             for label, n in entries_forget(SemanticEntry.objects.filter(pk__in=ids)).items():
                 counts[label] = counts.get(label, 0) + n
+    # The verifier's training labels hang off no decision (both questions are customers' words): by age.
+    verifier_labels = LabeledPair.objects.filter(source=LabeledPair.Source.VERIFIER, decision__isnull=True,
+                                                 created_at__lt=cutoff).delete()[0]
+    for label, n in (("verifier_labels", verifier_labels), ("admin_log_scrubbed", admin_log_scrub())):
+        if n:
+            counts[label] = n
     # Decisions first (an old decision of a recent Ask cannot exist, but a decision can outlive a
     # clock change); then the Asks, whose remaining decisions cascade.
     for model in (CacheDecision, AskEvent):
@@ -79,6 +89,29 @@ def records_purge_older_than(days: int | None = None, *, batch_size: int | None 
             for label, n in deleted.items():
                 counts[label] = counts.get(label, 0) + n
     return counts
+
+
+# Models whose rows hold a customer's question; their admin log entries name the object only by id.
+CUSTOMER_TEXT_MODELS = (LabeledPair, SemanticEntry, PairVerification)
+
+
+def admin_log_scrub() -> int:
+    """Django's admin log copies ``str(obj)`` into ``object_repr``; those models' ``__str__`` once quoted
+    the customer's question. Rewrite such entries to ``<model> <id>`` (who changed what, and when, stays)."""
+    scrubbed = 0
+    for model in CUSTOMER_TEXT_MODELS:
+        label = f"{model._meta.verbose_name} "
+        scrubbed += (LogEntry.objects.filter(content_type=ContentType.objects.get_for_model(model))
+                     .exclude(object_repr=Concat(Value(label), F("object_id")))
+                     .update(object_repr=Concat(Value(label), F("object_id"))))
+    return scrubbed
+
+
+def sessions_clear_expired() -> int:
+    """Delete expired sessions (Django's ``clearsessions``): a session keeps the chat page's thread and
+    pending questions, which outlive nothing they were kept for. Returns how many went."""
+    expired = Session.objects.filter(expire_date__lt=timezone.now())
+    return expired.delete()[0]
 
 
 # --------------------------------------------------------------------------- one customer's records
@@ -113,7 +146,8 @@ def customer_erase(tenant: Tenant, customer: str) -> dict[str, int]:
     if request_ids:
         counts.update(_erase_cached(tenant, request_ids, questions, normalized))
     with transaction.atomic():
-        counts["chat_sessions"] = threads_erase(tenant, customer)  # the chat page's threads (supportbot.chat_thread)
+        counts["chat_sessions"] = threads_erase(  # the chat page's sessions and threads (supportbot.chat_thread)
+            tenant, customer, customer_ref(Asker(tenant, tenant.default_locale, customer)))
         # Aliases the customer's near misses made go with their Asks (cascade); the verifier's
         # training labels hold the question text without a link, so they go by text (first, so
         # they are counted as such before the sweep of labelled pairs quoting the questions).

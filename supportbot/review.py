@@ -292,14 +292,23 @@ def search_forget(ask: AskEvent) -> int:
 
 def entry_quarantine(entry: SemanticEntry | None, exact_keys: list[str], user=None, why: str = "") -> dict:
     """Take an answer out of every answer cache at once: the semantic entry becomes
-    quarantined (never served again) and its exact-cache keys are deleted."""
+    quarantined (never served again) and its exact-cache keys are deleted. If Redis cannot delete
+    them, the quarantine is audited as incomplete and ``ReviewError`` says so: the answer may still
+    be served from the exact cache, and staff must try again (never reported as removed)."""
     semantic = 0
     if entry is not None:
         semantic = SemanticEntry.objects.filter(pk=entry.pk).exclude(status=SemanticEntry.Status.QUARANTINED).update(
             status=SemanticEntry.Status.QUARANTINED)
-    for key in exact_keys:
-        exact_layer.delete(key)
-    removed = {"semantic": semantic, "exact": len(exact_keys)}
+    try:
+        exact = exact_layer.delete_keys(list(exact_keys)) if exact_keys else 0
+    except RedisUnavailable as exc:
+        redis_failed(exc)
+        audit(user, "quarantine_incomplete", entry if entry is not None else ("exact cache", exact_keys[0][-16:]),
+              why=why, removed={"semantic": semantic, "exact": 0}, exact_keys=[k[-16:] for k in exact_keys],
+              error=type(exc).__name__)
+        raise ReviewError("the answer was quarantined in the semantic cache, but the exact cache could not be "
+                          "reached to delete it: it may still be served from there. Try again shortly.") from exc
+    removed = {"semantic": semantic, "exact": exact}
     for layer, count in removed.items():
         metrics.EVICTIONS.labels(layer, "quarantine").inc(count)
     if entry is not None or exact_keys:

@@ -17,6 +17,9 @@ from pathlib import Path
 from modelserver import SERVED_MODEL_NAME
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
+# ``make run`` is development: it asks for the public development secrets (never honoured in production,
+# and never served beyond loopback, supportbot/safety.py); its children inherit the request.
+os.environ.setdefault("ASK_DEV_SECRETS", "1")
 
 
 def _spawn(name: str, argv: list[str], env: dict) -> subprocess.Popen:
@@ -164,7 +167,7 @@ def main() -> int:
               f"  Answerer: {writer}\n"
               f"{builds_banner(settings, answerer)}"
               f"  Prometheus metrics: {base}/metrics ({metrics_access(settings)})\n"
-              f"  Create a staff login with: .venv/bin/python manage.py createsuperuser\n"
+              f"  Create a staff login with: ASK_DEV_SECRETS=1 .venv/bin/python manage.py createsuperuser\n"
               f"  Ctrl-C stops everything.\n", flush=True)
         from modelbuild.services import builds_status
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ipaddress
 import os
 
+from django.core.exceptions import ImproperlyConfigured
+
 DEV_SECRETS = {
     "DJANGO_SECRET_KEY": "dev-only-insecure-key-not-for-production-use-0123456789",
     "CACHE_SALT_SECRET": "dev-only-cache-salt-secret",
@@ -24,6 +26,17 @@ def dev_secrets_in_use(environ=None) -> list[str]:
     """The secrets (by environment variable) that are unset or set to their development value."""
     environ = os.environ if environ is None else environ
     return [name for name, dev in DEV_SECRETS.items() if environ.get(name, "") in ("", dev)]
+
+
+def require_secrets(environ=None, *, production: bool = False) -> None:
+    """Stop a process that has no real secrets and did not ask for the development ones: one clear
+    line instead of a server that signs with values anyone can read in this repository."""
+    environ = os.environ if environ is None else environ
+    missing = [name for name in DEV_SECRETS if not environ.get(name)]
+    if missing:
+        hint = "" if production else (" For local development only, set ASK_DEV_SECRETS=1 to use the public "
+                                      "development values (make run and the tests do).")
+        raise ImproperlyConfigured(f"Set {', '.join(missing)}: secrets have no default.{hint}")
 
 
 def is_loopback(host: str) -> bool:

@@ -53,6 +53,9 @@ DEFAULT_SCHEDULES = (
              {"minute": "30", "hour": "3"},
              "Deletes Ask and decision records older than RECORD_RETENTION_DAYS (or the days argument).",
              requires="supportbot.retention"),
+    Schedule("Hourly clean-up of expired sessions", "supportbot.tasks.sessions_clear", {"minute": "20"},
+             "Deletes expired sessions (Django's clearsessions): the chat page's threads and pending questions.",
+             requires="supportbot.retention"),
     Schedule("Nightly judge recalibration per tenant", "modelbuild.tasks.judge_recalibrate_tenants",
              {"minute": "45", "hour": "3"},
              "Recalibrates the learned judge's threshold of every tenant with JUDGE_RECALIBRATE_MIN_LABELS staff "

@@ -18,8 +18,11 @@ DJANGO_ENV = env.str("DJANGO_ENV", default="development")
 PRODUCTION = DJANGO_ENV == "production"
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 
-# Production secrets have no default and fail fast.
-if PRODUCTION:
+# Secrets have no default and fail fast, unless a development process asks for the public development
+# values with ASK_DEV_SECRETS=1 (``make run`` and the tests do; never honoured in production).
+ASK_DEV_SECRETS = env.bool("ASK_DEV_SECRETS", default=False) and not PRODUCTION
+if not ASK_DEV_SECRETS:
+    safety.require_secrets(production=PRODUCTION)
     SECRET_KEY = env.str("DJANGO_SECRET_KEY")
     CACHE_SALT_SECRET = env.str("CACHE_SALT_SECRET")
     CUSTOMER_REF_SECRET = env.str("CUSTOMER_REF_SECRET")
@@ -72,6 +75,7 @@ INSTALLED_APPS = [
 # Django's own middleware, with hooks that run on the event loop under ASGI (supportbot/middleware.py).
 MIDDLEWARE = [
     "supportbot.middleware.SecurityMiddleware",
+    "supportbot.middleware.ContentSecurityPolicyMiddleware",  # the chat page's policy (CHAT_CONTENT_SECURITY_POLICY)
     "supportbot.middleware.StaticFilesMiddleware",  # WhiteNoise, async capable
     "supportbot.middleware.SessionMiddleware",
     "supportbot.middleware.CommonMiddleware",
@@ -362,6 +366,8 @@ PRICE_LOOKUP_PER_MS = env.float("PRICE_LOOKUP_PER_MS", default=0.0000002)
 WRONG_ANSWER_COST = env.json("WRONG_ANSWER_COST", default={"default": 2.0, "policy": 10.0, "pricing": 10.0})
 # Threshold calibration: the precision a recommended threshold must reach, and the grid it searches.
 CALIBRATION_TARGET_PRECISION = env.float("CALIBRATION_TARGET_PRECISION", default=0.99)
+# A pair file uploaded on the calibration page is refused past this size (its pairs are embedded in the web process).
+CALIBRATION_UPLOAD_MAX_BYTES = env.int("CALIBRATION_UPLOAD_MAX_BYTES", default=1024 * 1024)
 CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
                             default=[round(0.40 + 0.01 * i, 2) for i in range(60)])
 
@@ -406,6 +412,14 @@ JUDGE_CALIBRATION_GRID = env.list("JUDGE_CALIBRATION_GRID", cast=float,
 CUSTOMER_TOKEN_TTL_S = env.int("CUSTOMER_TOKEN_TTL_S", default=300)
 CUSTOMER_TOKEN_MAX_TTL_S = env.int("CUSTOMER_TOKEN_MAX_TTL_S", default=3600)
 CUSTOMER_SESSION_TTL_S = env.int("CUSTOMER_SESSION_TTL_S", default=3600)
+# Lifetime of every session (the chat page's thread and pending questions, staff logins); expired ones
+# are deleted hourly (supportbot.tasks.sessions_clear). Django's default is two weeks.
+CHAT_SESSION_TTL_S = env.int("CHAT_SESSION_TTL_S", default=8 * 3600)
+# The chat page's Content-Security-Policy ("" sends none): scripts and styles from this site only.
+CHAT_CONTENT_SECURITY_POLICY = env.str("CHAT_CONTENT_SECURITY_POLICY", default=(
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"))
+SESSION_COOKIE_AGE = CHAT_SESSION_TTL_S
 # Rate limits (supportbot/ratelimit.py): fixed windows in Redis, per client (API key, signed-in
 # customer, else IP or IPv6 /64) under a per-tenant ceiling for public traffic; an API key has its own
 # budget. Fail open while Redis is unavailable (answers matter more than limits; see docs/security.md).

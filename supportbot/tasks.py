@@ -25,6 +25,12 @@ def records_purge(days: int | None = None) -> dict:
     return retention.records_purge_older_than(days)
 
 
+@shared_task(name="supportbot.tasks.sessions_clear", ignore_result=True, **RETRY_POLICY)
+def sessions_clear() -> int:
+    """Hourly: delete expired sessions (threads and pending questions with them)."""
+    return retention.sessions_clear_expired()
+
+
 # The name it was queued under when it lived in caching (messages in flight still find it).
 @shared_task(name="caching.tasks.second_opinion", ignore_result=True, autoretry_for=(ConnectionError,),
              retry_backoff=True, max_retries=3)

@@ -381,7 +381,7 @@ def _api_stream(first, rest, breakdown: bool) -> StreamingHttpResponse:
 @require_http_methods(["POST"])
 def api_customer_token(request, tenant: str):
     """A tenant's backend exchanges its API key for a short-lived token naming one signed-in customer."""
-    admitted = callers.api_caller(request, tenant, key_required=True)
+    admitted = callers.api_caller(request, tenant, key_required=True, scope="customer_token")
     if isinstance(admitted, Refusal):
         return _refused(admitted)
     t = admitted.tenant

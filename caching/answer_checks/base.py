@@ -13,6 +13,7 @@ class Evidence:
     locale: str
     known_names: str = ""  # names the answer may use without a passage: the tenant's own name
     tenant_slug: str = ""
+    tenant_id: int | None = None  # the question's vector is cached in this tenant's scope only (erasure finds it)
     trust: str = "standard"  # of the generator that wrote the answer: "low" | "standard" (grounding)
     # whether a passage the answer cites passed the answerability check before the answer was written
     # (supportbot.answerability); None when no check ran

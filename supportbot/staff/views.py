@@ -53,9 +53,9 @@ def staff_view(permission: str):
     return decorate
 
 
-def _page(request, template: str, context: dict, title: str):
+def _page(request, template: str, context: dict, title: str, status: int = 200):
     context = {**admin.site.each_context(request), "title": title, "reasons": ReasonCode.choices, **context}
-    return render(request, template, context)
+    return render(request, template, context, status=status)
 
 
 # --------------------------------------------------------------------------- dashboard
@@ -337,6 +337,11 @@ def calibration_page(request):
     if use_db:
         pairs += calibration.pairs_from_db(scope.ids)
     upload = request.FILES.get("pairs") if request.method == "POST" else None
+    too_large = upload is not None and upload.size > settings.CALIBRATION_UPLOAD_MAX_BYTES
+    if too_large:  # every pair is embedded under the process's encoder lock: refused before any is read
+        notes.append(f"{upload.name}: larger than {settings.CALIBRATION_UPLOAD_MAX_BYTES} bytes "
+                     "(CALIBRATION_UPLOAD_MAX_BYTES), not read; calibrate a large set with manage.py calibrate")
+        upload = None
     if upload is not None:
         with tempfile.NamedTemporaryFile(suffix=".jsonl") as fh:
             for chunk in upload.chunks():
@@ -363,7 +368,7 @@ def calibration_page(request):
         "sections": sections, "pairs": len(pairs), "target": target, "notes": notes,
         "can_apply": request.user.has_perm("caching.change_thresholdsetting") and scope.all,
         "in_force": [(i, in_force.get(i), calibration.threshold_history(i)[:1]) for i in guards.INTENT_CLASSES],
-    }, "Threshold calibration")
+    }, "Threshold calibration", status=413 if too_large else 200)
 
 
 def _judge_section(request, target: float) -> dict:

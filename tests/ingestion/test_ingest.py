@@ -117,3 +117,35 @@ def test_index_sync_embeds_only_changed_chunks(db, tmp_path):
     assert all(v.chunk.is_current for v in vectors)
     # the unchanged section ("Opened items") came from the embedding cache, not the model
     assert third.cache_hits >= 1 and third.embedded < third.changed
+
+
+def test_a_symlinked_file_is_refused_and_changes_nothing(db, tmp_path):
+    """Issue 29 (second security review): an import folder must not pull in a file from elsewhere."""
+    t = factories.tenant("shop")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = write(outside, "secret.md", ARTICLE.replace("id: returns", "id: secret"))
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "linked.md").symlink_to(secret)
+    report = ingest_directory(kb, t)
+    assert report.errors and "symbolic link" in report.errors[0]
+    assert not Article.objects.filter(tenant=t).exists()
+
+
+def test_an_oversized_file_is_refused_without_reading_it_whole(db, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from ingestion.parsing import MAX_ARTICLE_BYTES
+
+    t = factories.tenant("shop")
+    big = tmp_path / "big.md"
+    with open(big, "wb") as f:
+        f.truncate(MAX_ARTICLE_BYTES * 64)  # sparse: large on paper, nothing on disk
+
+    def whole(self):
+        raise AssertionError("read the whole file before the size check")
+
+    monkeypatch.setattr(Path, "read_bytes", whole)
+    report = ingest_directory(tmp_path, t)
+    assert report.errors and "larger than" in report.errors[0]

@@ -259,3 +259,44 @@ def test_retention_reaches_quarantined_entries_and_the_decisions_quoting_them(de
     assert db_rows_containing("quimbyfrost") == []
     decision.refresh_from_db()  # bob's recent record stays, without her question
     assert decision.candidate_question == ""
+
+
+# --------------------------------------------------------------------------- issue 29: the shared embedding cache
+
+def test_erasure_with_admission_checks_on_leaves_no_vector_key_of_the_question(demo, settings):
+    """Admission's relevance check embeds the question too: in the tenant's scope, where erasure finds it."""
+    from tests.caching.helpers import offer
+
+    settings.GENERATION_TRUST = "standard"
+    acme = demo["acme"]
+    question = "Hello, this is Jane Quimbyfrost from Baker Street, do you ship to Canada?"
+    state = offer(pipeline.Asker(acme, "en", "jane"), question, "Yes, Acme Outfitters delivers to Canada [1].",
+                  article="shipping-countries", containing="Canada", checks=True)
+    assert state.admitted  # every content check ran, the relevance check among them
+    needles = [hashlib.sha256(question.encode()).hexdigest().encode()]
+    assert redis_holding("quimbyfrost", needles)
+
+    call_command("customer_erase", "--tenant", "acme", "--customer", "jane", stdout=io.StringIO())
+    assert redis_holding("quimbyfrost", needles) == []
+    assert db_rows_containing("quimbyfrost") == []
+
+
+def test_the_exact_only_purge_embeds_cached_questions_in_the_tenants_scope(demo):
+    """``purge_retrieving`` searches an exact entry without a semantic twin by its question: that
+    question's vector must not land under the shared (knowledge-base) key, which erasure never reaches."""
+    from caching.purge import purge_retrieving
+    from core.models import Tenant
+    from ingestion.models import Article
+    from retrieval.embeddings import get_embedder, question_scope
+    from tests.caching.helpers import offer
+
+    Tenant.objects.filter(slug="acme").update(semantic_mode=Tenant.SemanticMode.OFF)
+    acme = Tenant.objects.get(slug="acme")
+    question = "Hello, this is Jane Quimbyfrost, is there a student discount?"
+    stale = offer(pipeline.Asker(acme, "en", "jane"), question, "There is no student discount [1].",
+                  article="price-match")
+    assert stale.admitted
+    purge_retrieving([Article.objects.get(tenant=acme, locale="en", external_id="plus-membership").pk])
+    embedder, r = get_embedder(), get_redis()
+    assert not r.exists(embedder.cache_key(question)), "a customer's question under the shared key"
+    assert r.exists(embedder.cache_key(question, question_scope(acme.pk)))

@@ -110,3 +110,17 @@ def test_calibration_page_shows_curves_and_takes_an_upload(client, cache_admin, 
     assert "pairs.jsonl: 4 pairs (1 across tenants or locales left out)" in html
     assert "4 labelled pairs" in html  # the database pair is left out when the box is unticked
     assert "apply-threshold" in html
+
+
+def test_an_upload_past_the_cap_is_refused_413_unread(client, cache_admin, tmp_path, settings, monkeypatch):
+    """Issue 29 (second security review): a large pair file would embed under the encoder lock."""
+    settings.CALIBRATION_UPLOAD_MAX_BYTES = 200
+    client.force_login(cache_admin)
+
+    def unread(*args, **kwargs):
+        raise AssertionError("the pair file was read")
+
+    monkeypatch.setattr(calibration, "pairs_from_file", unread)
+    with open(_write_pairs(tmp_path), "rb") as fh:
+        page = client.post("/admin/ask/calibration/", {"pairs": fh, "target": "0.99"})
+    assert page.status_code == 413 and "CALIBRATION_UPLOAD_MAX_BYTES" in page.content.decode()

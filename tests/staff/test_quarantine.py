@@ -106,3 +106,30 @@ def test_review_actions_through_the_queue_page(client, acme, agent, sample_nothi
     assert response.status_code == 200
     assert b'data-status="confirmed_wrong"' in response.content
     assert SemanticEntry.objects.get(pk=int(decision.candidate)).status == "quarantined"
+
+
+def test_a_quarantine_whose_exact_delete_fails_says_so_and_never_reports_it_removed(acme, monkeypatch):
+    """Issue 29 (second security review): Redis refusing the delete is an error, not "removed"."""
+    import redis as redis_lib
+
+    from caching.layers import exact as exact_module
+    from caching.models import AuditLog
+    from supportbot.review import ReviewError, entry_quarantine
+    from tests.caching.helpers import offer
+
+    state = offer(pipeline.Asker(acme, "en"), "What is your return policy?")
+    entry = SemanticEntry.objects.get(exact_key=state.key)
+
+    class Down:
+        def pipeline(self, *a, **k):
+            raise redis_lib.ConnectionError("refused")
+
+    monkeypatch.setattr(exact_module, "get_redis", lambda: Down())
+    with pytest.raises(ReviewError, match="exact cache could not be reached"):
+        entry_quarantine(entry, [state.key], None, why="test")
+    entry.refresh_from_db()
+    assert entry.status == SemanticEntry.Status.QUARANTINED
+    assert AuditLog.objects.filter(action="quarantine_incomplete").exists()
+    assert not AuditLog.objects.filter(action="quarantine").exists()
+    monkeypatch.undo()
+    assert entry_quarantine(entry, [state.key], None, why="again") == {"semantic": 0, "exact": 1}

@@ -246,3 +246,18 @@ def test_a_new_agents_tenants_are_set_on_the_user_page(acme):
     response = c.post(reverse("admin:auth_user_change", args=[agent.pk]), data)
     assert response.status_code == 302, response.content.decode()[-3000:]
     assert staff_tenant_ids(User.objects.get(pk=agent.pk)) == frozenset({acme.pk})
+
+
+def test_the_chunk_admins_drop_downs_offer_only_the_agents_articles_and_versions(acme, initech, acme_agent):
+    """Issue 29 (second security review): every foreign-key choice is narrowed, not only a tenant's."""
+    user = acme_agent
+    user.user_permissions.add(Permission.objects.get(codename="change_chunk"))
+    user = User.objects.get(pk=user.pk)  # permissions are cached per instance
+    chunk = Chunk.objects.filter(article__tenant=acme).first()
+    page = _login(user).get(reverse("admin:ingestion_chunk_change", args=[chunk.pk]))
+    assert page.status_code == 200
+    fields = page.context["adminform"].form.fields
+    articles = fields["article"].queryset
+    versions = fields["article_version"].queryset
+    assert articles.filter(tenant=acme).exists() and not articles.filter(tenant=initech).exists()
+    assert versions.filter(article__tenant=acme).exists() and not versions.filter(article__tenant=initech).exists()

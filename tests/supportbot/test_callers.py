@@ -7,6 +7,7 @@ from django.test import RequestFactory
 from supportbot import callers
 from supportbot.auth import customer_token_issue
 from supportbot.callers import Admitted, Refusal
+from supportbot.pipeline import Asker, customer_ref
 
 
 @pytest.fixture
@@ -59,9 +60,10 @@ def test_rate_limited_per_action_with_retry_after(acme, limits):
 def test_a_signed_in_session_asks_as_its_customer_and_has_its_own_budget(acme, limits):
     request = chat_request("10.5.5.5")
     signed = callers.chat_sign_in(request, acme, customer_token_issue(acme, "cust-42"), "de")
-    assert isinstance(signed, Admitted) and (signed.asker.customer, signed.asker.locale) == ("cust-42", "de")
+    ref = customer_ref(Asker(acme, "en", "cust-42"))
+    assert isinstance(signed, Admitted) and (signed.asker.customer, signed.asker.locale) == (ref, "de")
     same_session = chat_request("10.5.5.5", session=request.session)
-    assert [callers.chat_asker(same_session, "acme").asker.customer for _ in range(2)] == ["cust-42", "cust-42"]
+    assert [callers.chat_asker(same_session, "acme").asker.customer for _ in range(2)] == [ref, ref]
     assert isinstance(callers.chat_asker(same_session, "acme"), Refusal)
     # the sign-in counted against the address, the questions against the customer: the address has one left
     assert isinstance(callers.chat_asker(chat_request("10.5.5.5"), "acme"), Admitted)
