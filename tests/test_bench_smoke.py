@@ -33,6 +33,9 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
                  "--trials", "2"], ["chunks", "changed_chunks", "embed_calls", "incremental_over_full", "purge_p50_s"]),
     "stream_load": (["--ramp", "2", "--tokens", "5", "--interval-ms", "50", "--ramp-in-s", "0.5", "--hit-clients", "1",
                      "--workers", "1"], ["streams_held_async", "streams_held_threads", "exact_p99_ms_at_peak", "mb_per_stream"]),
+    "cache_latency": (["--requests", "20", "--seconds", "0.5", "--rounds", "1", "--threads", "2", "--workers", "1",
+                       "--entries", "2000", "--pairs", "3"],
+                      ["exact_p50_ms", "exact_vs_bare_throughput", "semantic_p50_ms", "lookup_100k_p50_ms"]),
 }
 
 # Benchmarks without a tiny size yet (the run is minutes at its smallest, or needs a model server or a
@@ -40,7 +43,6 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
 NOT_YET_TINY: dict[str, str] = {
     "answer_quality": "asks the embedded model (minutes); needs an extractive-only tiny run",
     "banking77": "no size flag: replays every BANKING77 test question",
-    "cache_latency": "starts gunicorn and a 100k-entry table; needs a tiny --entries/--parts run verified",
     "cluster_failover": "starts a three-primary Redis Cluster and kills a node; --duration below 120 s not verified",
     "fleet": "starts web processes, Celery and the model; no tiny size verified",
     "guards_eval": "reads the shared eval folder beside the checkout (ASK_SHARED_DIR elsewhere); --quick not timed",
