@@ -264,17 +264,9 @@ class OpenAIHTTPBackend(GenerationBackend):
                         break
                     except _BrokeOffEarly as exc:
                         attempt += 1
-                        if attempt > self.max_retries or time.monotonic() >= deadline:
-                            raise GenerationError("interrupted", f"{exc} (gave up after {attempt} attempts)") from exc
-                        logger.warning("generation stream from %s broke off before any text (%s); trying again",
-                                       self.base_url, exc)
+                        self._retry_or_give_up(exc, attempt, deadline)
             outcome = "ok"
-            yield GenerationResult(
-                text=state.text(), finish_reason=state.finish_reason, model=state.model or self.model_id,
-                prompt_tokens=state.prompt_tokens, completion_tokens=state.completion_tokens,
-                cached_tokens=state.cached_tokens, ttft_ms=state.ttft_ms,
-                total_ms=(time.monotonic() - started) * 1000,
-            )
+            yield state.result(self.model_id, started)
         except pybreaker.CircuitBreakerError as exc:
             outcome = "circuit_open"
             raise GenerationError("circuit_open", f"model server failing; {exc}") from exc
@@ -335,6 +327,12 @@ class OpenAIHTTPBackend(GenerationBackend):
             self._count("circuit_open")
             raise GenerationError("circuit_open", f"model server failing; {exc}") from exc
 
+    def _retry_or_give_up(self, exc: _BrokeOffEarly, attempt: int, deadline: float) -> None:
+        """After a stream's ``attempt`` broke off before any text: another try, or "interrupted"."""
+        if attempt > self.max_retries or time.monotonic() >= deadline:
+            raise GenerationError("interrupted", f"{exc} (gave up after {attempt} attempts)") from exc
+        logger.warning("generation stream from %s broke off before any text (%s); trying again", self.base_url, exc)
+
     def _count(self, outcome: str) -> None:
         metrics.MODEL_CALLS.labels(self.name, outcome).inc()
 
@@ -387,17 +385,9 @@ class OpenAIHTTPBackend(GenerationBackend):
                     break
                 except _BrokeOffEarly as exc:  # before any text: the client never retries a stream, we do
                     attempt += 1
-                    if attempt > self.max_retries or time.monotonic() >= deadline:
-                        raise GenerationError("interrupted", f"{exc} (gave up after {attempt} attempts)") from exc
-                    logger.warning("generation stream from %s broke off before any text (%s); trying again",
-                                   self.base_url, exc)
+                    self._retry_or_give_up(exc, attempt, deadline)
             outcome = "ok"
-            yield GenerationResult(
-                text=state.text(), finish_reason=state.finish_reason, model=state.model or self.model_id,
-                prompt_tokens=state.prompt_tokens, completion_tokens=state.completion_tokens,
-                cached_tokens=state.cached_tokens, ttft_ms=state.ttft_ms,
-                total_ms=(time.monotonic() - started) * 1000,
-            )
+            yield state.result(self.model_id, started)
         except GeneratorExit:
             outcome = "abandoned"  # the caller went away; the server was streaming fine
             raise
@@ -513,6 +503,14 @@ class _StreamState:
 
     def text(self) -> str:
         return "".join(self.parts)
+
+    def result(self, model_id: str, started: float) -> GenerationResult:
+        """The stream's result, once it ended with its last chunk."""
+        return GenerationResult(
+            text=self.text(), finish_reason=self.finish_reason, model=self.model or model_id,
+            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+            cached_tokens=self.cached_tokens, ttft_ms=self.ttft_ms, total_ms=(time.monotonic() - started) * 1000,
+        )
 
     def take(self, chunk, deadline: float, timeout_s: float, started: float) -> str:
         """One chunk of a stream that must end by ``deadline``: its text delta, the first one timed."""
