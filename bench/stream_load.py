@@ -19,9 +19,10 @@ errors (a step that only misses the p99 goes on, so the figures show the shape o
 The scratch tenant holds two articles of the demo knowledge base (``KB_DEMO_DIR``: the return
 policy and the opening hours), so the streamed question passes the answerability check as a real
 customer's would; a warm-up stream before the ramp proves it (the run stops, saying why, when the
-question is handed off instead of streamed). The stream's answers cite nothing, so none is admitted
-and every ask of the step is a fresh stream (a miss of the exact and semantic caches, a hit of the
-search cache). Memory per stream is the
+question is handed off instead of streamed). The stand-in's words share none with a passage, so
+each streamed answer, once written, cites nothing and ends handed off (``not_covered``): none is
+admitted, and every ask of the step is a fresh stream (a miss of the exact and semantic caches, a
+hit of the search cache) that streams all its words. Memory per stream is the
 growth of the web processes' resident memory (gunicorn's master and workers) from idle to the
 peak of the step, over the streams open. Everything lives in a scratch tenant deleted at the end.
 Ends with one line:
