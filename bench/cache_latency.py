@@ -1,7 +1,9 @@
 """Latency of the answer caches through the real stack.
 
     .venv/bin/python -m bench.cache_latency [--requests 300] [--seconds 4] [--threads 8] [--entries 100000]
-                                            [--parts exact,semantic,100k] [--tracing off|on]
+                                            [--parts exact,semantic,100k] [--tracing off|on] [--pairs N]
+
+A smoke run (seconds): ``--requests 20 --seconds 0.5 --rounds 1 --threads 2 --workers 1 --entries 2000 --pairs 3``.
 
 1. Exact hit: ``POST /api/t/<tenant>/ask`` answered from the exact cache, over real HTTP to a
    gunicorn (the async server with uvicorn workers, as ``make run`` serves, or ``--server threads``, gthread) on loopback, against a bare Django JSON view (same
@@ -10,7 +12,7 @@
    ``make run`` (multiprocess mode, ``supportbot/gunicorn_conf.py``); ``--tracing on`` also
    traces every Ask and exports the spans over OTLP/HTTP to a local sink.
 2. Semantic hit: the same endpoint for paraphrases of answered questions (the paraphrase pairs
-   of ``../shared/eval`` and ``tests/data``), each sent once with a new trailing punctuation, so
+   of the shared eval folder beside the checkout, ``ASK_SHARED_DIR``, and ``tests/data``), each sent once with a new trailing punctuation, so
    the exact cache and the embedding cache both miss: the p50 includes the query embedding.
 3. Filtered semantic lookup with 100,000 entries across 10 tenants (clustered random unit
    vectors, bulk-inserted): ``SemanticLayer.lookup`` p50 in one tenant's scope, and the plan of
@@ -61,7 +63,8 @@ from supportbot import urls as app_urls  # noqa: E402
 
 HOST = "127.0.0.1"
 TARGETS = {"exact_p50_ms": 10.0, "exact_vs_bare_throughput": 0.5, "semantic_p50_ms": 30.0, "lookup_100k_p50_ms": 10.0}
-PAIR_FILES = (Path("/work/shared/eval/dev_pairs.jsonl"), ROOT / "tests" / "data" / "heldout_pairs.jsonl")
+SHARED = Path(os.environ.get("ASK_SHARED_DIR", ROOT.parent / "shared"))  # the shared eval folder, beside the checkout
+PAIR_FILES = (SHARED / "eval" / "dev_pairs.jsonl", ROOT / "tests" / "data" / "heldout_pairs.jsonl")
 SUFFIXES = ("", "?", "!", "??", "?!", "...", " ?", "!!", "?!?", ".")
 SOURCE_TEXT = ("Synthetic help-centre text for the benchmark. Every synthetic answer cites it; it states no "
                "links, numbers or amounts, so the synthetic answers are grounded.")
@@ -275,7 +278,7 @@ def exact_and_semantic(scratch, args) -> dict:
     passage, article_pk = source_passage(scratch, tenant)
     question = "How do I reset my password?"
     assert offer(scratch, tenant, passage, article_pk, question).admitted
-    pairs = paraphrase_pairs()
+    pairs = paraphrase_pairs()[:args.pairs or None]
     offered = set()
     for cached, _ in pairs:
         if normalize_question(cached) not in offered:
@@ -498,6 +501,7 @@ def main(argv=None) -> int:
     parser.add_argument("--web-threads", type=int, default=settings.WEB_THREADS, help="threads per gunicorn worker")
     parser.add_argument("--entries", type=int, default=100_000, help="semantic entries for the filtered lookup")
     parser.add_argument("--parts", default="exact,semantic,100k", help="comma-separated subset to run")
+    parser.add_argument("--pairs", type=int, default=0, help="paraphrase pairs for the semantic hits (0: all)")
     parser.add_argument("--server", choices=("async", "threads"), default=settings.WEB_SERVER,
                         help="the async server (ASGI, uvicorn workers) or the gthread server (WSGI), as make run")
     parser.add_argument("--tracing", choices=("off", "on"), default="off",

@@ -1,7 +1,9 @@
 """Concurrent streaming asks on one machine: the async server (ASGI) against the gthread server.
 
     .venv/bin/python -m bench.stream_load [--ramp 16,32,100,300,1000,2000] [--servers async,threads]
-                                          [--interval-ms 100] [--tokens 100] [--hit-clients 4]
+                                          [--interval-ms 100] [--tokens 100] [--hit-clients 4] [--workers N]
+
+A smoke run (seconds of streams): ``--ramp 2 --tokens 5 --interval-ms 50 --ramp-in-s 0.5 --hit-clients 1 --workers 1``.
 
 A stand-in model server (``modelserver.standin``: the OpenAI streaming protocol, a word every
 ``--interval-ms`` for ``--tokens`` words, 10 s by default, as vLLM would stream) answers every fresh
@@ -14,8 +16,13 @@ reached its ``done`` event in time (the stream's length plus ``--slack-s``) with
 the exact hits' p99 stayed within ``--p99-ms`` (50); a server's ramp stops at its first step with
 errors (a step that only misses the p99 goes on, so the figures show the shape on a busy machine).
 
-The stream's answers cite nothing, so none is admitted and every ask of the step is a fresh stream
-(a miss of the exact and semantic caches, a hit of the search cache). Memory per stream is the
+The scratch tenant holds two articles of the demo knowledge base (``KB_DEMO_DIR``: the return
+policy and the opening hours), so the streamed question passes the answerability check as a real
+customer's would; a warm-up stream before the ramp proves it (the run stops, saying why, when the
+question is handed off instead of streamed). The stand-in's words share none with a passage, so
+each streamed answer, once written, cites nothing and ends handed off (``not_covered``): none is
+admitted, and every ask of the step is a fresh stream (a miss of the exact and semantic caches, a
+hit of the search cache) that streams all its words. Memory per stream is the
 growth of the web processes' resident memory (gunicorn's master and workers) from idle to the
 peak of the step, over the streams open. Everything lives in a scratch tenant deleted at the end.
 Ends with one line:
@@ -37,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 from bench.common import ROOT, bench_result, ensure_schema, percentiles, scratch_tenants, setup
@@ -53,10 +61,10 @@ from django.conf import settings  # noqa: E402
 
 HOST = "127.0.0.1"
 P99_TARGET_MS = 50.0
-SOURCE = ("Returns and refunds. You can return unused items within 30 days of delivery. Refunds go back to "
-          "the original payment method within 5 business days. Opening hours: Monday to Friday, 9:00 to 17:00.")
-STREAM_QUESTION = "What is the return policy?"
+DEMO_ARTICLES = ("acme/en/return-policy.md", "acme/en/opening-hours.md")  # of the demo knowledge base
+STREAM_QUESTION = "What is the return policy?"  # answered by return-policy, as the stand-in's words say
 HIT_QUESTION = "What are your opening hours?"
+HIT_ANSWER = "Customer support in the US and Canada is open Monday to Friday, 8:00 a.m. to 8:00 p.m. MT [1]."
 
 
 def free_port() -> int:
@@ -106,7 +114,7 @@ def wait_http(port: int, path: str, timeout_s: float) -> None:
 
 
 @contextlib.contextmanager
-def web_server(kind: str, model_port: int):
+def web_server(kind: str, model_port: int, workers: int):
     """``make run``'s web server (``web_command``) on a free port against the stand-in model."""
     from supportbot.run import web_command
 
@@ -115,9 +123,9 @@ def web_server(kind: str, model_port: int):
     env = dict(os.environ, VLLM_BASE_URL=f"http://{HOST}:{model_port}", PROMETHEUS_MULTIPROC_DIR=metrics_dir,
                RATELIMIT_CLIENT_REQUESTS="1000000000", RATELIMIT_TENANT_REQUESTS="1000000000",
                INFLIGHT_CLIENT_MAX="1000000", INFLIGHT_TENANT_MAX="1000000", GENERATION_MAX_RETRIES="0",
-               WEB_SERVER=kind)
+               WEB_SERVER=kind, LOG_LEVEL="WARNING")  # no INFO line per model request at a thousand streams
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
-    config = SimpleNamespace(WEB_HOST=HOST, WEB_PORT=port, WEB_WORKERS=settings.WEB_WORKERS,
+    config = SimpleNamespace(WEB_HOST=HOST, WEB_PORT=port, WEB_WORKERS=workers,
                              WEB_THREADS=settings.WEB_THREADS, WEB_DRAIN_GRACE_S=5, WEB_KEEPALIVE_S=settings.WEB_KEEPALIVE_S,
                              WEB_SERVER=kind)
     command = [c for c in web_command(config) if c not in ("--access-logfile", "-")] + ["--log-level", "warning"]
@@ -284,6 +292,21 @@ def run_step(port: int, url: str, hit_url: str, n: int, args, proc) -> dict:
     return step
 
 
+def warm_up(port: int, url: str, args) -> None:
+    """One exact hit and one stream before the ramp; stop the run, saying why, when either is not
+    what the ramp measures (a stream handed off by the answerability check counts as no stream)."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=30)
+    conn.request("POST", url, body=json.dumps({"question": HIT_QUESTION}), headers={"Content-Type": "application/json"})
+    layer = json.loads(conn.getresponse().read()).get("cache", {}).get("layer")
+    conn.close()
+    if layer != "exact":
+        raise SystemExit(f"the warm-up hit was served by {layer!r}, not the exact cache")
+    deadline_s = args.interval_ms * args.tokens / 1000 + args.slack_s
+    outcome = asyncio.run(one_stream(port, url, deadline_s, time.monotonic(), [0, 0]))
+    if outcome != "ok":
+        raise SystemExit(f"the warm-up stream of {STREAM_QUESTION!r} ended {outcome!r}, not streamed to its end")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ramp", default="16,32,100,300,1000,2000", help="concurrent streams of each step")
@@ -294,6 +317,8 @@ def main(argv=None) -> int:
     parser.add_argument("--slack-s", type=float, default=20.0, help="a stream's time allowed beyond its length")
     parser.add_argument("--hit-clients", type=int, default=4, help="processes sending exact hits beside the streams")
     parser.add_argument("--p99-ms", type=float, default=P99_TARGET_MS, help="the exact hits' p99 a held step stays within")
+    parser.add_argument("--workers", type=int, default=settings.WEB_WORKERS,
+                        help="web worker processes of each server (WEB_WORKERS, as make run starts)")
     args = parser.parse_args(argv)
     ramp = [int(n) for n in args.ramp.split(",")]
     fds = raise_fd_limit()
@@ -304,35 +329,33 @@ def main(argv=None) -> int:
     from supportbot.pipeline import Asker
 
     figures: dict = {"ramp": ramp, "interval_ms": args.interval_ms, "tokens": args.tokens,
-                     "web_workers": settings.WEB_WORKERS, "web_threads": settings.WEB_THREADS}
+                     "web_workers": args.workers, "web_threads": settings.WEB_THREADS}
     with scratch_tenants("streams") as scratch:
         tenant = scratch.tenant("load")
-        article = scratch.article(tenant, "returns", "Returns and opening hours", SOURCE)
         from generation.base import Passage
         from ingestion.models import Chunk
-
+        from ingestion.parsing import parse_file
+        from ingestion.services import article_upsert
         from retrieval.services import index_sync
 
-        index_sync(tenant_id=tenant.pk)  # the article searchable (the first index generation, if none is yet)
-        chunk = Chunk.objects.filter(article=article, is_current=True).first()
-        passage = Passage(1, chunk.pk, article.external_id, article.title, article.url, article.version, chunk.text, 1.0)
+        demo = Path(settings.KB_DEMO_DIR)
+        hours = [article_upsert(tenant, parse_file(demo / name))[0] for name in DEMO_ARTICLES][-1]
+        index_sync(tenant_id=tenant.pk)  # the articles searchable (the first index generation, if none is yet)
+        chunk = Chunk.objects.filter(article=hours, is_current=True, text__contains="Monday to Friday").first()
+        passage = Passage(1, chunk.pk, hours.external_id, hours.title, hours.url, hours.version, chunk.text, 1.0)
         scratch.will_embed([HIT_QUESTION, STREAM_QUESTION])
         with standin_model(args.interval_ms, args.tokens) as model_port:
             os.environ["VLLM_BASE_URL"] = settings.VLLM_BASE_URL = f"http://{HOST}:{model_port}"
-            offered = pipeline.offer_answer(Asker(tenant, "en"), HIT_QUESTION,
-                                            "We are open Monday to Friday, 9:00 to 17:00 [1].", [passage],
-                                            {passage.chunk_id: article.pk}, checks=False)
+            offered = pipeline.offer_answer(Asker(tenant, "en"), HIT_QUESTION, HIT_ANSWER, [passage],
+                                            {passage.chunk_id: hours.pk}, checks=False)
             assert offered.admitted, offered.layers
             url = f"/api/t/{tenant.slug}/ask"
             for kind in args.servers.split(","):
-                print(f"{kind} server ({settings.WEB_WORKERS} workers"
+                print(f"{kind} server ({args.workers} workers"
                       + (f" x {settings.WEB_THREADS} threads" if kind == "threads" else "") + "):", flush=True)
                 steps = []
-                with web_server(kind, model_port) as (port, proc):
-                    conn = http.client.HTTPConnection(HOST, port, timeout=30)  # warm up: one hit, one stream
-                    conn.request("POST", url, body=json.dumps({"question": HIT_QUESTION}),
-                                 headers={"Content-Type": "application/json"})
-                    assert json.loads(conn.getresponse().read())["cache"]["layer"] == "exact"
+                with web_server(kind, model_port, args.workers) as (port, proc):
+                    warm_up(port, url, args)
                     for n in [0, *ramp]:  # 0: the exact hits alone, the machine's floor
                         step = run_step(port, url, url, n, args, proc)
                         steps.append(step)

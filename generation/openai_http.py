@@ -3,10 +3,12 @@
 The embedded CPU model server speaks the same protocol, so the embedded backend
 is this client pointed at it (see ``embedded.py``).
 
-The client does the transport: requests, the SSE stream, typed responses with
-``usage``, timeouts, and retries of connection errors, timeouts, 408/409/429 and
-5xx with exponential backoff (``Retry-After`` honoured). What stays here is this
-backend's own policy:
+The client does the transport: requests, typed responses with ``usage``, timeouts,
+and retries of connection errors, timeouts, 408/409/429 and 5xx with exponential
+backoff (``Retry-After`` honoured). A stream's events are read here, off the
+response's bytes (``_EventData``): the client's typed chunk models cost about
+300 µs of CPU a chunk, which at a thousand open streams was the whole event loop.
+What stays here is this backend's own policy:
 
 - the backoff base is ``GENERATION_RETRY_BACKOFF_S`` (at least a 429's
   ``Retry-After``), and no retry starts past the overall deadline
@@ -30,11 +32,13 @@ import contextlib
 import contextvars
 import hashlib
 import logging
+import json
 import random
+import ssl
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 
 import httpx2
@@ -260,17 +264,9 @@ class OpenAIHTTPBackend(GenerationBackend):
                         break
                     except _BrokeOffEarly as exc:
                         attempt += 1
-                        if attempt > self.max_retries or time.monotonic() >= deadline:
-                            raise GenerationError("interrupted", f"{exc} (gave up after {attempt} attempts)") from exc
-                        logger.warning("generation stream from %s broke off before any text (%s); trying again",
-                                       self.base_url, exc)
+                        self._retry_or_give_up(exc, attempt, deadline)
             outcome = "ok"
-            yield GenerationResult(
-                text=state.text(), finish_reason=state.finish_reason, model=state.model or self.model_id,
-                prompt_tokens=state.prompt_tokens, completion_tokens=state.completion_tokens,
-                cached_tokens=state.cached_tokens, ttft_ms=state.ttft_ms,
-                total_ms=(time.monotonic() - started) * 1000,
-            )
+            yield state.result(self.model_id, started)
         except pybreaker.CircuitBreakerError as exc:
             outcome = "circuit_open"
             raise GenerationError("circuit_open", f"model server failing; {exc}") from exc
@@ -287,12 +283,14 @@ class OpenAIHTTPBackend(GenerationBackend):
                             started: float) -> AsyncIterator[str]:
         stream = await self._acreate(request, deadline=deadline)
         try:
-            with _stream_errors(state):
+            with _stream_errors(state, stream.response.request):
                 _expect_event_stream(stream)
-                async for chunk in stream:
-                    delta = state.take(chunk, deadline, self.timeout_s, started)
-                    if delta:
-                        yield delta
+                events = _EventData()
+                async for raw in stream.response.aiter_bytes():
+                    for chunk in events.feed(raw):
+                        delta = state.take(chunk, deadline, self.timeout_s, started)
+                        if delta:
+                            yield delta
         finally:
             # shielded: a cancelled caller (the customer left) must still close the connection,
             # or the model server would write on into a socket nobody reads
@@ -328,6 +326,12 @@ class OpenAIHTTPBackend(GenerationBackend):
         except pybreaker.CircuitBreakerError as exc:
             self._count("circuit_open")
             raise GenerationError("circuit_open", f"model server failing; {exc}") from exc
+
+    def _retry_or_give_up(self, exc: _BrokeOffEarly, attempt: int, deadline: float) -> None:
+        """After a stream's ``attempt`` broke off before any text: another try, or "interrupted"."""
+        if attempt > self.max_retries or time.monotonic() >= deadline:
+            raise GenerationError("interrupted", f"{exc} (gave up after {attempt} attempts)") from exc
+        logger.warning("generation stream from %s broke off before any text (%s); trying again", self.base_url, exc)
 
     def _count(self, outcome: str) -> None:
         metrics.MODEL_CALLS.labels(self.name, outcome).inc()
@@ -381,17 +385,9 @@ class OpenAIHTTPBackend(GenerationBackend):
                     break
                 except _BrokeOffEarly as exc:  # before any text: the client never retries a stream, we do
                     attempt += 1
-                    if attempt > self.max_retries or time.monotonic() >= deadline:
-                        raise GenerationError("interrupted", f"{exc} (gave up after {attempt} attempts)") from exc
-                    logger.warning("generation stream from %s broke off before any text (%s); trying again",
-                                   self.base_url, exc)
+                    self._retry_or_give_up(exc, attempt, deadline)
             outcome = "ok"
-            yield GenerationResult(
-                text=state.text(), finish_reason=state.finish_reason, model=state.model or self.model_id,
-                prompt_tokens=state.prompt_tokens, completion_tokens=state.completion_tokens,
-                cached_tokens=state.cached_tokens, ttft_ms=state.ttft_ms,
-                total_ms=(time.monotonic() - started) * 1000,
-            )
+            yield state.result(self.model_id, started)
         except GeneratorExit:
             outcome = "abandoned"  # the caller went away; the server was streaming fine
             raise
@@ -405,12 +401,14 @@ class OpenAIHTTPBackend(GenerationBackend):
                      started: float) -> Iterator[str]:
         stream = self._create(request, stream=True, deadline=deadline)
         try:
-            with _stream_errors(state):
+            with _stream_errors(state, stream.response.request):
                 _expect_event_stream(stream)
-                for chunk in stream:
-                    delta = state.take(chunk, deadline, self.timeout_s, started)
-                    if delta:
-                        yield delta
+                events = _EventData()
+                for raw in stream.response.iter_bytes():
+                    for chunk in events.feed(raw):
+                        delta = state.take(chunk, deadline, self.timeout_s, started)
+                        if delta:
+                            yield delta
         finally:
             stream.close()
         state.check_ended()
@@ -426,13 +424,56 @@ def _expect_event_stream(stream) -> None:
         raise GenerationError("bad_response", f"expected an event stream, got {content_type or 'nothing'}")
 
 
+class _ErrorEvent(Exception):
+    """The server sent an error object in the stream instead of a chunk."""
+
+
+class _EventData:
+    """The events of a server-sent event stream, fed its bytes as they arrive: each event's
+    ``data`` parsed as JSON, until ``[DONE]`` (what follows it is read and ignored). Fields other
+    than ``data`` (``event``, ``id``, comments) carry nothing here."""
+
+    def __init__(self):
+        self._rest = b""
+        self._data: list[bytes] = []
+        self.done = False
+
+    def feed(self, raw: bytes) -> Iterator[dict]:
+        """The events ``raw`` completes, one at a time (an error event raises only after those before it)."""
+        *lines, self._rest = (self._rest + raw).split(b"\n")
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if line.startswith(b"data:"):
+                self._data.append(line[6:] if line[5:6] == b" " else line[5:])
+            elif not line and self._data:  # a blank line ends an event
+                data, self._data = b"\n".join(self._data), []
+                if self.done:
+                    continue
+                if data.startswith(b"[DONE]"):
+                    self.done = True
+                    continue
+                event = json.loads(data)  # ValueError: not JSON
+                if isinstance(event, dict) and event.get("error"):
+                    error = event["error"]
+                    message = error.get("message") if isinstance(error, dict) else None
+                    raise _ErrorEvent(str(message or "an error occurred during streaming")[:500])
+                yield event
+
+
 @contextlib.contextmanager
-def _stream_errors(state: _StreamState):
+def _stream_errors(state: _StreamState, request: httpx2.Request):
     """What reading a stream's chunks may raise, as the sync and async streams report it."""
     try:
         yield
+    except httpx2.TimeoutException as exc:
+        raise _stream_failure(openai.APITimeoutError(request=request), state) from exc
+    except (httpx2.RequestError, ssl.SSLError) as exc:  # the connection failed mid-stream
+        raise _stream_failure(openai.APIConnectionError(request=request), state) from exc
     except openai.APIError as exc:
         raise _stream_failure(exc, state) from exc
+    except _ErrorEvent as exc:
+        raise GenerationError("interrupted" if state.yielded else "bad_response",
+                              f"server error in stream: {exc}") from exc
     except ValueError as exc:  # a data line that is not JSON
         raise GenerationError("interrupted" if state.yielded else "bad_response",
                               f"invalid JSON in stream: {exc}") from exc
@@ -463,6 +504,14 @@ class _StreamState:
     def text(self) -> str:
         return "".join(self.parts)
 
+    def result(self, model_id: str, started: float) -> GenerationResult:
+        """The stream's result, once it ended with its last chunk."""
+        return GenerationResult(
+            text=self.text(), finish_reason=self.finish_reason, model=self.model or model_id,
+            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+            cached_tokens=self.cached_tokens, ttft_ms=self.ttft_ms, total_ms=(time.monotonic() - started) * 1000,
+        )
+
     def take(self, chunk, deadline: float, timeout_s: float, started: float) -> str:
         """One chunk of a stream that must end by ``deadline``: its text delta, the first one timed."""
         if time.monotonic() > deadline:
@@ -481,23 +530,25 @@ class _StreamState:
                 raise GenerationError("interrupted", "stream ended without a finish_reason")
             raise _BrokeOffEarly("stream ended before any text")
 
-    def apply(self, chunk) -> str:
-        """Fold one ``ChatCompletionChunk`` into the state; return its text delta."""
+    def apply(self, chunk: dict) -> str:
+        """Fold one chunk (a ``chat.completion.chunk`` object, parsed JSON) into the state; return its text delta."""
         try:
-            if isinstance(chunk.model, str) and chunk.model:
-                self.model = chunk.model
-            if chunk.usage:
-                self.prompt_tokens, self.completion_tokens, self.cached_tokens = _usage(chunk.usage)
+            model = chunk.get("model")
+            if isinstance(model, str) and model:
+                self.model = model
+            if chunk.get("usage"):
+                self.prompt_tokens, self.completion_tokens, self.cached_tokens = _usage(chunk["usage"])
             delta_text = ""
-            for choice in chunk.choices or []:
-                if (choice.index or 0) != 0:
+            for choice in chunk.get("choices") or []:
+                if (choice.get("index") or 0) != 0:
                     continue
-                content = choice.delta.content if choice.delta is not None else None
+                delta = choice.get("delta")
+                content = delta.get("content") if delta is not None else None
                 if content is not None and not isinstance(content, str):
                     raise TypeError("delta.content is not a string")
                 delta_text += content or ""
-                if choice.finish_reason:
-                    self.finish_reason = str(choice.finish_reason)
+                if choice.get("finish_reason"):
+                    self.finish_reason = str(choice["finish_reason"])
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise GenerationError("bad_response", f"malformed stream chunk: {exc}") from exc
         if delta_text:
@@ -505,10 +556,10 @@ class _StreamState:
         return delta_text
 
 
-def _usage(usage) -> tuple[int, int, int | None]:
-    details = usage.prompt_tokens_details
-    cached = details.cached_tokens if details is not None else None
-    return _count(usage.prompt_tokens or 0), _count(usage.completion_tokens or 0), \
+def _usage(usage: Mapping) -> tuple[int, int, int | None]:
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if details is not None else None
+    return _count(usage.get("prompt_tokens") or 0), _count(usage.get("completion_tokens") or 0), \
         None if cached is None else _count(cached)
 
 
@@ -527,7 +578,7 @@ def _parse_completion(completion) -> GenerationResult:
         finish_reason = choice.finish_reason
         if not isinstance(finish_reason, str) or not finish_reason:
             raise ValueError("missing finish_reason")
-        prompt_tokens, completion_tokens, cached_tokens = _usage(completion.usage) if completion.usage else (0, 0, None)
+        prompt_tokens, completion_tokens, cached_tokens = _usage(completion.usage.model_dump()) if completion.usage else (0, 0, None)
         model = completion.model
     except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
         raise GenerationError("bad_response", f"malformed completion: {exc}") from exc

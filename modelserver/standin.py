@@ -22,7 +22,9 @@ import time
 from dataclasses import dataclass, field
 
 ANSWER_WORDS = ("Returns are free within 30 days of delivery for unused items [1]. " * 40).split(" ")
-UNCITED_WORDS = ("Returns are free within 30 days of delivery for unused items. " * 40).split(" ")
+# Words no help-centre passage shares: no citation is inferred from them, so the answer is never admitted.
+UNCITED_WORDS = ("This stand-in answer streams one word at a time and cites nothing, so no cache keeps it. "
+                 * 40).split(" ")
 
 
 @dataclass

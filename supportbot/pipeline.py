@@ -511,28 +511,48 @@ def retrieve(state: AskState) -> None:
     state.lap("retrieval", t)
 
 
+class _Writing:
+    """What the answerer has written of a fresh answer so far (``answer_fresh`` and its async twin):
+    the text shown, and its ``Answer`` once it ends."""
+
+    def __init__(self, state: AskState):
+        self.state, self.started = state, time.perf_counter()
+        self.pieces: list[str] = []
+        self.answer: Answer | None = None
+
+    def take(self, item: str | Answer) -> str:
+        """One item of the answerer's stream: the text to show now ("" for none)."""
+        if isinstance(item, Answer):
+            self.answer = item
+            return ""
+        if item:
+            self.pieces.append(item)
+            if "ttft" not in self.state.timings:
+                self.state.lap("ttft", self.started)
+        return item
+
+    def failed(self, exc: GenerationError) -> str:
+        return generation_failed(self.state, self.pieces, exc, self.started)
+
+    def ended(self) -> None:
+        answer_written(self.state, self.answer, self.started)
+
+
 def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
     """Retrieval then generation, streaming the model's text as it comes."""
     request = answer_request(state)
     if request is None:
         yield "delta", state.answer
         return
-    t = time.perf_counter()
-    pieces: list[str] = []
-    answer: Answer | None = None
+    writing = _Writing(state)
     try:
         for item in tracing.generation_stream(state, get_answerer().stream(request)):
-            if isinstance(item, Answer):
-                answer = item
-            elif item:
-                pieces.append(item)
-                if "ttft" not in state.timings:
-                    state.lap("ttft", t)
-                yield "delta", item
+            if delta := writing.take(item):
+                yield "delta", delta
     except GenerationError as exc:
-        yield "delta", generation_failed(state, pieces, exc, t)
+        yield "delta", writing.failed(exc)
         return
-    answer_written(state, answer, t)
+    writing.ended()
 
 
 async def answer_fresh_async(state: AskState, deadline: float) -> AsyncIterator[tuple[str, str]]:
@@ -542,9 +562,7 @@ async def answer_fresh_async(state: AskState, deadline: float) -> AsyncIterator[
     if request is None:
         yield "delta", state.answer
         return
-    t = time.perf_counter()
-    pieces: list[str] = []
-    answer: Answer | None = None
+    writing = _Writing(state)
     try:
         async with contextlib.aclosing(get_answerer().astream(request)) as items:
             while True:
@@ -556,17 +574,12 @@ async def answer_fresh_async(state: AskState, deadline: float) -> AsyncIterator[
                 except TimeoutError:
                     metrics.STREAMS_CUT.labels("max_duration").inc()
                     raise GenerationError("timeout", f"the stream passed {settings.STREAM_MAX_DURATION_S:.0f}s") from None
-                if isinstance(item, Answer):
-                    answer = item
-                elif item:
-                    pieces.append(item)
-                    if "ttft" not in state.timings:
-                        state.lap("ttft", t)
-                    yield "delta", item
+                if delta := writing.take(item):
+                    yield "delta", delta
     except GenerationError as exc:
-        yield "delta", generation_failed(state, pieces, exc, t)
+        yield "delta", writing.failed(exc)
         return
-    answer_written(state, answer, t)
+    writing.ended()
 
 
 def answer_request(state: AskState) -> AnswerRequest | None:

@@ -66,6 +66,11 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         "other_exact_lost"]),
     "warmup": (["--questions", "4", "--asks", "12", "--top", "4", "--per-second", "0"],
                ["hit_rate_before", "hit_rate_after_bump", "hit_rate_after_warmup", "warmup_s", "admitted"]),
+    "stream_load": (["--ramp", "2", "--tokens", "5", "--interval-ms", "50", "--ramp-in-s", "0.5", "--hit-clients", "1",
+                     "--workers", "1"], ["streams_held_async", "streams_held_threads", "exact_p99_ms_at_peak", "mb_per_stream"]),
+    "cache_latency": (["--requests", "20", "--seconds", "0.5", "--rounds", "1", "--threads", "2", "--workers", "1",
+                       "--entries", "2000", "--pairs", "3"],
+                      ["exact_p50_ms", "exact_vs_bare_throughput", "semantic_p50_ms", "lookup_100k_p50_ms"]),
 }
 # Run together in one process (``bench._smoke``: one Python, Django and model start for all); the others
 # start servers of their own (reembed: a Celery worker), or measure the process itself (hit_path_overhead: its admission fails after
@@ -81,9 +86,6 @@ CALL_THE_MODEL = ("judge_verifier", "prefix_reuse", "load_faults")
 # Benchmarks without a tiny size yet (the run is minutes at its smallest, or needs a model server or a
 # cluster the suite does not start): each one's reason. Moving one into SMOKE is the work left.
 NOT_YET_TINY: dict[str, str] = {
-    "stream_load": "its stand-in's streamed answers end not_covered since the answerability check "
-                   "(run with --ramp 2: 'not streamed not_covered'); to fix before its figures are read",
-    "cache_latency": "starts gunicorn and a 100k-entry table; needs a tiny --entries/--parts run verified",
 }
 
 TIMEOUT_S = 900  # a tiny run takes seconds to a few minutes on a busy machine; this only stops a hung one

@@ -251,3 +251,43 @@ def test_garbage_in_a_stream_is_a_bad_response(scripted):
     with pytest.raises(GenerationError) as err:
         list(backend_for(server).stream(REQUEST))
     assert err.value.reason == "bad_response"
+
+
+def test_an_error_event_in_a_stream_is_a_bad_response_before_text_and_interrupted_after(scripted):
+    error = {"error": {"message": "the engine died", "code": 500}}
+    server = scripted([(200, SSE, sse(error)), (200, SSE, sse(chunk("Hel"), error))])
+    backend = backend_for(server, max_retries=0)
+    with pytest.raises(GenerationError) as err:
+        list(backend.stream(REQUEST))
+    assert err.value.reason == "bad_response" and "the engine died" in str(err.value)
+    stream = backend.stream(REQUEST)
+    assert next(stream) == "Hel"
+    with pytest.raises(GenerationError) as err:
+        next(stream)
+    assert err.value.reason == "interrupted"
+
+
+def test_the_async_stream_parses_the_same_deltas_and_usage(scripted):
+    import asyncio
+
+    server = scripted([(200, SSE, FULL_STREAM)])
+
+    async def read():
+        return [item async for item in backend_for(server).astream(REQUEST)]
+
+    items = asyncio.run(read())
+    assert items[:-1] == ["Hel", "lo"]
+    assert (items[-1].text, items[-1].prompt_tokens, items[-1].completion_tokens, items[-1].cached_tokens) == (
+        "Hello", 9, 2, 4)
+
+
+def test_event_data_is_read_across_any_split_of_the_bytes():
+    from generation.openai_http import _EventData
+
+    body = (b": a comment\r\nevent: message\r\ndata: {\"a\": 1}\r\n\r\n"
+            b"data: {\"b\":\ndata: 2}\n\n"  # one event's data over two lines
+            b"data:{\"c\": 3}\n\ndata: [DONE]\n\ndata: {\"after\": \"done\"}\n\n")
+    for size in (1, 2, 3, 7, len(body)):
+        events = _EventData()
+        parsed = [e for start in range(0, len(body), size) for e in events.feed(body[start:start + size])]
+        assert parsed == [{"a": 1}, {"b": 2}, {"c": 3}] and events.done, size
