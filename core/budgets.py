@@ -103,3 +103,36 @@ def charge(r, layer: str, tenant_id: int, key: str, nbytes: int, *, index: str |
 def used_bytes(r, layer: str, tenant_id: int) -> int:
     """The bytes the ledger counts for the tenant's layer (dead entries included until evicted)."""
     return int(r.get(ledger_keys(layer, tenant_id)[2]) or 0)
+
+
+# KEYS: ledger, sizes, total; ARGV: members that no longer exist. Drops them and their bytes.
+_DROP = """
+local dropped = 0
+for i = 1, #ARGV do
+  local size = redis.call('HGET', KEYS[2], ARGV[i])
+  if size then redis.call('DECRBY', KEYS[3], size) end
+  redis.call('HDEL', KEYS[2], ARGV[i])
+  dropped = dropped + redis.call('ZREM', KEYS[1], ARGV[i])
+end
+return dropped
+"""
+
+
+def ledger_prune(r, tenant_id: int, layers: tuple[str, ...] = LAYERS, *, batch: int = 500) -> int:
+    """Drop from the tenant's ledgers the keys that no longer exist, with their bytes. The ledger names
+    each stored key, and a key's name holds a hash of the question it caches: erasure (and purges)
+    delete the keys, then call this so no trace of the question stays in the ledger. Returns the
+    members dropped. Raises the Redis error."""
+    dropped = 0
+    for layer in layers:
+        ledger, sizes, total = ledger_keys(layer, tenant_id)
+        members = [m.decode() if isinstance(m, bytes) else m for m, _ in r.zscan_iter(ledger)]
+        for i in range(0, len(members), batch):
+            chunk = members[i:i + batch]
+            pipe = r.pipeline(transaction=False)
+            for member in chunk:
+                pipe.exists(member)
+            gone = [m for m, alive in zip(chunk, pipe.execute()) if not alive]
+            if gone:
+                dropped += int(r.eval(_DROP, 3, ledger, sizes, total, *gone))
+    return dropped

@@ -36,9 +36,10 @@ from django.utils import timezone
 from caching.keys import digest
 from caching.layers import embedding_layer, exact_layer, search_layer
 from caching.models import AskEvent, CacheDecision, LabeledPair, PairVerification, SemanticEntry
+from core import budgets
 from core.cachelayer import CacheScope
 from core.models import Tenant
-from core.redis_client import RedisUnavailable, redis_failed
+from core.redis_client import RedisUnavailable, get_redis, redis_failed
 from supportbot.chat_thread import threads_erase
 from supportbot.pipeline import Asker, customer_ref
 
@@ -201,6 +202,7 @@ def _erase_cached(tenant: Tenant, request_ids: set[str], questions: list[str], n
         exact = exact_layer.purge_scope(scope)
         search = search_layer.purge_scope(scope)
         embeddings = embedding_layer.purge_scope(scope)
+        budgets.ledger_prune(get_redis(), tenant.pk)  # the ledgers name the deleted keys (core.budgets)
     except RedisUnavailable as exc:
         redis_failed(exc)
         raise CacheUnavailable(f"redis unavailable ({type(exc).__name__}); nothing was erased, run it again") from exc
