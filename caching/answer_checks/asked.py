@@ -363,10 +363,10 @@ def specific_terms(words: set[str]) -> set[str]:
 
 
 # The event a duration question asks the length of: "How long does it take to repair ...", "How long
-# does delivery take", "Wie lange dauert eine Reparatur", "Wie lange dauert es, bis die Erstattung ...".
+# does delivery take", "How long does Acme take to ship", "Wie lange dauert eine Reparatur", "Wie lange dauert es, bis die Erstattung ...".
 _EVENT = re.compile(
     r"\bhow long (?:does|will|did) it (?:usually |normally )?take (?:for (?:\w+ ){1,3})?to (?P<verb>\w+)|"
-    r"\bhow long (?:does|do|will) (?:(?:a|an|the|my|your) )?(?P<subject>\w+(?: \w+)?) (?:usually |normally )?take\b|"
+    r"\bhow long (?:does|do|will) (?:(?:a|an|the|my|your) )?(?P<subject>\w+(?: \w+)?)(?: (?:to|in|for|of|from) (?:\w+ ){0,3}?\w+)? (?:usually |normally )?take\b(?: to (?P<verb2>\w+))?|"
     r"\bwie lange dauert (?:es,? bis (?:(?:der|die|das|mein|meine|ich) )?)?(?:(?:der|die|das|ein|eine|mein|meine) )?"
     r"(?P<noun>\w+)", re.I)
 # A duration stated as the length of a thing, not of an event: "a 2-year limited warranty", "a
@@ -383,7 +383,8 @@ def asked_event(question: str) -> set[str]:
     m = _EVENT.search(question)
     if not m:
         return set()
-    return terms(m.group("verb") or m.group("subject") or m.group("noun") or "") - GENERIC_TERMS
+    # "How long does Acme take to ship?" asks how long shipping takes, not Acme
+    return terms(m.group("verb") or m.group("verb2") or m.group("subject") or m.group("noun") or "") - GENERIC_TERMS
 
 
 def duration_things(text: str) -> list[set[str]]:

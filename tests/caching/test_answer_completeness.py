@@ -96,6 +96,9 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
      "Für jedes Produkt, das Sie bei Acme Outfitters kaufen, ob Eigenmarke oder Fremdmarke, gilt eine "
      "**eingeschränkte Garantie von 2 Jahren** ab dem Zustelldatum. [1]", "acme/de/warranty-and-repairs.md",
      "incomplete"),
+    ("How long does Acme take to fix a broken zip under warranty?",  # the event is the verb, not the shop
+     "Acme-brand jackets, backpacks and tents get free repairs to zips, buckles and straps, even after the 2-year "
+     "warranty has ended. [1]", "acme/en/warranty-and-repairs.md", "incomplete"),
 ])
 def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question, answer, path, code):
     refusal = CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en"))
