@@ -346,4 +346,70 @@ def trigger_terms(question: str) -> set[str]:
     return terms(question) & _TRIGGERS
 
 
-VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan"]
+
+
+# Words that say what nearly every article of a shop's help centre is about (an article, an item,
+# an order, a product, the account): sharing one of them with the question is no evidence that a
+# sentence is about what the question asks ("Was kostet der Umtausch eines Artikels?" is not answered
+# by "... schicken wir den Artikel ... zurück oder recyceln ihn kostenlos").
+GENERIC_TERMS = frozenset(terms(
+    "article articles item items product products order orders purchase purchases account customer customers "
+    "artikel artikels produkt produkte produkts bestellung bestellungen kauf käufe konto kunde kunden ein eine eines"))
+
+
+def specific_terms(words: set[str]) -> set[str]:
+    """The words of a set that are not generic (``GENERIC_TERMS``); all of them if every one is."""
+    return (words - GENERIC_TERMS) or words
+
+
+# The event a duration question asks the length of: "How long does it take to repair ...", "How long
+# does delivery take", "How long does Acme take to ship", "Wie lange dauert eine Reparatur", "Wie lange dauert es, bis die Erstattung ...".
+_EVENT = re.compile(
+    r"\bhow long (?:does|will|did) it (?:usually |normally )?take (?:for (?:\w+ ){1,3})?to (?P<verb>\w+)|"
+    r"\bhow long (?:does|do|will) (?:(?:a|an|the|my|your) )?(?P<subject>\w+(?: \w+)?)(?: (?:to|in|for|of|from) (?:\w+ ){0,3}?\w+)? (?:usually |normally )?take\b(?: to (?P<verb2>\w+))?|"
+    r"\bwie lange dauert (?:es,? bis (?:(?:der|die|das|mein|meine|ich) )?)?(?:(?:der|die|das|ein|eine|mein|meine) )?"
+    r"(?P<noun>\w+)", re.I)
+# A duration stated as the length of a thing, not of an event: "a 2-year limited warranty", "a
+# 12-month warranty", "eine Garantie von 2 Jahren", "nach Ablauf der 2-jährigen Garantie".
+_THING_DURATION = re.compile(
+    r"\b\d+[-‑](?:year|month|week|day|jährige[nr]?|monatige[nr]?|tägige[nr]?)\s+(?:(?P<adj>[a-zäöüß]+)\s+)?"
+    r"(?P<thing>[a-zäöüß]+)|"
+    r"\b(?P<thing2>[a-zäöüß]+)\s+(?:of|von)\s+\d+(?:[–-]\d+)?\s+(?:years?|months?|weeks?|days?|jahren|monaten|wochen|tagen)\b",
+    re.I)
+
+
+def asked_event(question: str) -> set[str]:
+    """The words of the event a duration question asks the length of ("repair", "delivery"), or none."""
+    m = _EVENT.search(question)
+    if not m:
+        return set()
+    # "How long does Acme take to ship?" asks how long shipping takes, not Acme
+    return terms(m.group("verb") or m.group("verb2") or m.group("subject") or m.group("noun") or "") - GENERIC_TERMS
+
+
+def duration_things(text: str) -> list[set[str]]:
+    """For each duration a text states as a thing's length, the words naming that thing."""
+    plain = text.replace("*", "")
+    return [terms(" ".join(g for g in (m.group("adj"), m.group("thing"), m.group("thing2")) if g))
+            for m in _THING_DURATION.finditer(plain)]
+
+
+def duration_of_another_thing(question: str, sentence: str) -> bool:
+    """Whether every duration a sentence states is the length of a thing (the warranty) that is not the
+    event the question asks about ("How long does it take to repair ...": "a 2-year limited warranty")."""
+    event = asked_event(question)
+    things = duration_things(sentence)
+    if not event or not things:
+        return False
+    return all(not thing & event for thing in things) and not _free_duration(sentence)
+
+
+def _free_duration(sentence: str) -> bool:
+    """Whether a sentence states a duration beside those of things (that figure may answer)."""
+    plain = _THING_DURATION.sub(" ", sentence.replace("*", ""))
+    return bool(re.search(r"\d+\s*(?:[–-]\s*\d+\s*)?(?:business |working )?(?:days?|weeks?|hours?|months?|years?|"
+                          r"werktagen?|tagen?|wochen|stunden|monaten?|jahren?)\b", plain, re.I))
+
+
+VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
+                          sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern]

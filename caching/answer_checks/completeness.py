@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 
-from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit, focus_terms,
-                                         foreign_plan, instruction_verb, kinds_in, special_fit)
+from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit,
+                                         duration_of_another_thing, focus_terms, foreign_plan, instruction_verb,
+                                         kinds_in, special_fit, specific_terms)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
 from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, number
@@ -116,7 +117,14 @@ class CompletenessCheck(AnswerCheck):
             and not self._from_foreign_plan(wanted, evidence, t)]
         if not stating:
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states none")
-        about = focus_terms(evidence.question, cases=False) - terms(evidence.known_names)
+        if wanted.kind == "duration":  # the length of the asked event, not of another thing (the warranty)
+            stating = [(h, t) for h, t in stating if not all(
+                duration_of_another_thing(evidence.question, s) for s in sentences_of(t) if "duration" in kinds_in(s))]
+            if not stating:
+                return Refusal(self.code, f"asks for {wanted.describe()} of what the question asks; the answer "
+                                          f"states only another thing's")
+        # a word most of a help centre's articles share (item, Artikel) is no sign of what a line is about
+        about = specific_terms(focus_terms(evidence.question, cases=False) - terms(evidence.known_names))
         if about and not any(about & terms(f"{h}\n{t}\n{source_heading(t, evidence.sections)}") for h, t in stating):
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states one, but not of "
                                       f"{', '.join(sorted(about))}")

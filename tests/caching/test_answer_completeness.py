@@ -80,6 +80,25 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
     ("From what order value is standard shipping free in Germany?",
      "What's included:\n• Free Standard shipping on every order, with no minimum order value [1]",
      "acme/en/plus-membership.md", "incomplete"),
+    # another article's "free", sharing with the question only a generic word (product, Artikel) that
+    # most of a help centre's articles use: it says nothing of what the question asks about
+    ("How much does it cost to exchange a product?",
+     "Acme-brand jackets, backpacks and tents get free repairs to zips, buckles and straps for the life of the "
+     "product, even after the 2-year warranty has ended. [1]", "acme/en/warranty-and-repairs.md", "incomplete"),
+    ("Was kostet der Umtausch eines Artikels?",
+     "**Kostenvoranschlag**: innerhalb von 5 Werktagen. Lehnen Sie ihn ab, schicken wir den Artikel für 8,95 € "
+     "zurück oder recyceln ihn kostenlos. [1]", "acme/de/warranty-and-repairs.md", "incomplete"),
+    # a duration of another thing: the warranty's length, for how long a repair under warranty takes
+    ("How long does it take to repair a product under warranty?",
+     "Every product bought from Acme Outfitters, whether it is our own brand or another brand, comes with a "
+     "**2-year limited warranty** from the delivery date. [1]", "acme/en/warranty-and-repairs.md", "incomplete"),
+    ("Wie lange dauert eine Reparatur unter Garantie?",
+     "Für jedes Produkt, das Sie bei Acme Outfitters kaufen, ob Eigenmarke oder Fremdmarke, gilt eine "
+     "**eingeschränkte Garantie von 2 Jahren** ab dem Zustelldatum. [1]", "acme/de/warranty-and-repairs.md",
+     "incomplete"),
+    ("How long does Acme take to fix a broken zip under warranty?",  # the event is the verb, not the shop
+     "Acme-brand jackets, backpacks and tents get free repairs to zips, buckles and straps, even after the 2-year "
+     "warranty has ended. [1]", "acme/en/warranty-and-repairs.md", "incomplete"),
 ])
 def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question, answer, path, code):
     refusal = CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en"))
@@ -100,6 +119,13 @@ def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question
     # the membership asked about in the title's own word ("Mitgliedschaft"), not by the plan's name
     ("Wie viele Personen können meine Mitgliedschaft mitnutzen?",
      "Was enthalten ist:\n• Haushaltsfreigabe für bis zu 4 weitere Personen [1]", "acme/de/plus-membership.md"),
+    # the duration asked for is the warranty's own: a figure tied to the asked thing stands
+    ("How long is the warranty on a product?",
+     "Every product bought from Acme Outfitters, whether it is our own brand or another brand, comes with a "
+     "**2-year limited warranty** from the delivery date. [1]", "acme/en/warranty-and-repairs.md"),
+    ("Wie lange gilt die Garantie?",
+     "Für jedes Produkt, das Sie bei Acme Outfitters kaufen, ob Eigenmarke oder Fremdmarke, gilt eine "
+     "**eingeschränkte Garantie von 2 Jahren** ab dem Zustelldatum. [1]", "acme/de/warranty-and-repairs.md"),
 ])
 def test_an_answer_stating_the_asked_fact_for_the_asked_case_passes(question, answer, path):
     assert CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en")) is None
