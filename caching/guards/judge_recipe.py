@@ -26,7 +26,9 @@ DATA_DIR = ROOT / "data"
 # words that are no time ("I live in", "current account", "what do I do now"), "chow mein", and
 # "one" as a pronoun no number, change the eligible, unvetoed training pairs. 11: the least cosine at
 # which the judge alone serves is chosen at training (``min_similarity``, ``modelbuild.judge_replay``).
-RECIPE = 11
+# 12: state questions personal, imperatives actions, and the general "am I charged…" and "inform me
+# of…" wordings (issue 32) change the eligible training pairs.
+RECIPE = 12
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """Tenants, API keys and cited article versions kept per process under Redis revisions."""
 import json
 
+import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -109,15 +111,17 @@ def test_a_revision_read_by_the_caller_is_checked_like_one_read_here(acme):
     assert tenant_directory_get("acme", rev=None) is not second  # absent: a new revision, a new load
 
 
-def test_a_renamed_tenant_stops_answering_to_its_old_slug(acme):
+def test_a_tenants_slug_never_changes_under_the_directory(acme):
+    """A slug is fixed once the tenant exists (customer references and token keys derive from it,
+    docs/security.md), so the directory's entry for it stays right."""
     assert tenant_directory_get("acme").tenant.pk == acme.pk
     peeked = tenant_directory_peek("acme")
     assert peeked is not None and peeked.tenant.pk == acme.pk
     acme.slug = "acme-renamed"
-    acme.save(update_fields=["slug"])  # bumps the revision of the tenant's id
-    assert tenant_directory_get("acme") is None
-    assert tenant_directory_peek("acme") is None
-    assert tenant_directory_get("acme-renamed").tenant.pk == acme.pk
+    with pytest.raises(ValidationError):
+        acme.save(update_fields=["slug"])
+    assert tenant_directory_get("acme").tenant.pk == acme.pk
+    assert tenant_directory_get("acme-renamed") is None
 
 
 # --------------------------------------------------------------------------- the one rule (LocalCache)
