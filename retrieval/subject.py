@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Case, IntegerField, Value, When
 
+from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
 from retrieval.search import _AnyTerm, compound_alternatives, query_terms, term_weights
@@ -66,9 +67,11 @@ def _not_subject_stems(config: str) -> frozenset[str]:
         return frozenset(cursor.fetchone()[0] or [])
 
 
-def subject_terms(config: str, question: str) -> tuple[str, ...]:
-    """The question's search terms that may carry its subject (``query_terms`` less ``NOT_SUBJECT``)."""
-    skip = _not_subject_stems(config)
+def subject_terms(config: str, question: str, tenant_name: str = "") -> tuple[str, ...]:
+    """The question's search terms that may carry its subject: ``query_terms`` less ``NOT_SUBJECT`` and
+    less the words of the tenant's own name. Every question to a help centre is about its company, so
+    "Acme" or "Initech Home" never says what is asked ("Who owns Acme Outfitters?" asks about owning)."""
+    skip = _not_subject_stems(config) | set(query_terms(config, tenant_name) if tenant_name else ())
     return tuple(t for t in dict.fromkeys(query_terms(config, question)) if t not in skip)
 
 
@@ -141,7 +144,8 @@ def subject_of(generation: IndexGeneration, tenant_id: int, locale: str, questio
                chunk_ids: list[int]) -> Subject:
     """The question's subject terms in the tenant's scope, and which of them each chunk contains."""
     config = text_search_config(locale)
-    terms = subject_terms(config, question)
+    tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+    terms = subject_terms(config, question, tenant_name)
     if not terms:
         return Subject(terms=())
     scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)

@@ -22,3 +22,9 @@ def test_german_question_words_and_light_verbs_are_not_subject_terms():
 def test_english_subject_terms_are_the_search_terms():
     question = "Who is the CEO of Acme Outfitters?"
     assert subject_terms("english", question) == tuple(dict.fromkeys(query_terms("english", question)))
+
+
+def test_the_tenants_own_name_is_never_the_subject():
+    assert set(subject_terms("english", "Who owns Acme Outfitters?", "Acme Outfitters")) == {"own"}
+    assert set(subject_terms("english", "Does Initech Home ship to Canada?", "Initech Home")) == {"ship", "canada"}
+    assert set(subject_terms("german", "Wem gehört Acme Outfitters?", "Acme Outfitters")) == {"gehort"}
