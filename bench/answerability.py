@@ -11,16 +11,20 @@ answerer's own "not covered" is left out, so the figures are the check's alone.
 
 The held-out data (``supportbot.answerability.data``), never trained or calibrated on:
 
-- ``unanswerable``: the ``holdout`` classes of ``kb/unanswerable.jsonl`` (service, platform,
-  specification, company) and the retrieval set's off-topic ``test`` questions;
-- ``answerable``: the German holdout files, the retrieval set's ``test`` split and the questions of
-  ``kb/questions.jsonl`` whose article is in the held-out fold;
+- ``unanswerable``: the ``holdout`` classes of ``kb/unanswerable.jsonl`` and ``kb/unanswerable_de.jsonl``
+  (service, platform, specification, company) and the retrieval set's off-topic ``test`` questions;
+- ``answerable``: the German holdout files, issue 27's fact holdout (``kb/questions_facts_holdout.jsonl``),
+  the retrieval set's ``test`` split and the questions of ``kb/questions.jsonl`` whose article is in the
+  held-out fold;
 - ``oos``: CLINC150's ``oos_test`` queries (the first ``--oos`` of them; 1,000 at most) asked of each
   demo tenant and locale (English queries of the German help centre too).
 
 ``--split dev`` reports the training side instead (in-sample: the model was fitted and calibrated there).
 
-Ends with one line: ``questions=… unanswerable_refused_en=… answerable_refused_en=… oos_refused_en=…
+Issue 27's fact questions are counted apart as well: how many of ``kb/questions.jsonl`` (all of it; the
+questions of its training folds are in-sample) and ``kb/questions_facts_holdout.jsonl`` are handed off.
+
+Ends with one line: ``questions=… facts_handed_off=…/… unanswerable_refused_en=… answerable_refused_en=… oos_refused_en=…
 unanswerable_refused_de=… answerable_refused_de=… oos_refused_de=… unanswerable_refused=… answerable_refused=…
 oos_refused=…``
 """
@@ -33,6 +37,9 @@ import time
 from collections import defaultdict
 
 from bench.common import bench_result, ensure_schema, scratch_tenants, setup
+
+
+FACT_FILES = ("questions.jsonl", "questions_facts_holdout.jsonl")
 
 
 def refused(tenant, question: str, locale: str) -> tuple[bool, str]:
@@ -81,14 +88,20 @@ def main() -> int:
         tenants = demo_copy(scratch)
         print(f"knowledge base loaded into scratch tenants in {time.perf_counter() - t:.1f}s", flush=True)
         scopes = [(slug, locale) for slug, tenant in tenants.items() for locale in tenant.locales]
-        questions = [q for q in data.kb_questions(root) if q.held_out == held]
+        every = data.kb_questions(root)
+        questions = [q for q in every if q.held_out == held]
+        # Issue 27's fact questions lose nothing: all of questions.jsonl (two thirds of its articles are
+        # training data, so in-sample) and the fact holdout, counted apart from the rates below.
+        facts = [q for q in every if q.source in FACT_FILES and not q.held_out] if held else []
         oos = [q for q in data.clinc_oos(scopes, train_limit=0 if held else args.oos, test_limit=args.oos if held else 0)
                if q.held_out == held]
         rows = []
         t = time.perf_counter()
-        for q in questions + oos:
+        for q in questions + oos + facts:
             no, why = refused(tenants[q.tenant], q.question, q.locale)
             kind = "oos" if q.source == "clinc150" else ("answerable" if q.answerable else "unanswerable")
+            if q.held_out != held:
+                kind = "facts_in_sample"
             rows.append({"tenant": q.tenant, "locale": q.locale, "kind": kind, "class": q.kind, "source": q.source,
                          "question": q.question, "refused": no, "reason": why})
         seconds = time.perf_counter() - t
@@ -106,9 +119,13 @@ def main() -> int:
         if r["kind"] == "unanswerable":
             classes[r["class"]].append(r["refused"])
     print("unanswerable by class: " + ", ".join(f"{c} {sum(v)}/{len(v)}" for c, v in sorted(classes.items())))
+    fact_rows = [r for r in rows if r["source"] in FACT_FILES]
+    facts_refused = sum(r["refused"] for r in fact_rows)
+    print(f"fact questions (questions.jsonl, questions_facts_holdout.jsonl) handed off: {facts_refused} of "
+          f"{len(fact_rows)} ({sum(r['kind'] == 'facts_in_sample' for r in fact_rows)} of them in-sample)")
     print("\nanswerable questions handed off:")
     for r in rows:
-        if r["kind"] == "answerable" and r["refused"]:
+        if r["kind"] in ("answerable", "facts_in_sample") and r["refused"]:
             print(f"  {r['tenant']}/{r['locale']}  {r['question']}  ({r['reason']})")
     print("unanswerable questions answered:")
     for r in rows:
@@ -119,7 +136,8 @@ def main() -> int:
             json.dump(rows, f, indent=1, ensure_ascii=False)
     figures = {"split": args.split, "questions": len(rows), "oos_per_scope": args.oos, "seconds": round(seconds, 1),
                "model": current_model().version}
-    parts = [f"questions={len(rows)}"]
+    figures["facts_handed_off"], figures["facts"] = facts_refused, len(fact_rows)
+    parts = [f"questions={len(rows)}", f"facts_handed_off={facts_refused}/{len(fact_rows)}"]
     for locale in ("en", "de"):
         for kind in ("unanswerable", "answerable", "oos"):
             figures[f"{kind}_refused_{locale}"] = rate(rows, kind, locale)

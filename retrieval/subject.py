@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Case, IntegerField, Value, When
 
+from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
 from retrieval.search import _AnyTerm, compound_alternatives, query_terms, term_weights
@@ -37,6 +38,41 @@ IRREGULAR_EN = (
     "think thought", "catch caught", "teach taught", "build built", "lend lent", "bend bent", "feel felt",
     "meet met", "hear heard",
 )
+
+
+# Words a configuration's stop list keeps that never name what a question asks about: German question
+# words, auxiliary, modal and light verbs ("Wer", "habt", "bekomme", "passiert") and particles. Left in,
+# a customer's "Bekomme ich ...?" reads as a subject no article states. General grammar, one list a
+# language; the text-search configuration stems them as it stems a question.
+NOT_SUBJECT = {
+    "german": (
+        "wer wen wem wessen warum wieso weshalb wo woher wohin wann womit wofür worauf wozu welche welcher "
+        "geben gibt gab gegeben haben habe hast hat habt hatte hätte hätten sein bin bist ist sind seid war waren "
+        "wäre werden wird wurde wurden würde worden können kann kannst könnt konnte könnte müssen muss musst "
+        "müsst sollen soll sollte dürfen darf möchten möchte mögen wollen will bekommen bekomme bekommt bekam "
+        "kriegen kriege kommen komme kommt gehen geht ging machen mache macht tun tut lassen lasse lässt "
+        "passieren passiert bitte gerne noch schon auch mehr viel viele heute jetzt wieder eigentlich kurz echt "
+        "ja nein etwa etwas mal denn doch nun ihr euch euer eure"
+    ),
+}
+
+
+@functools.lru_cache(maxsize=4)
+def _not_subject_stems(config: str) -> frozenset[str]:
+    words = NOT_SUBJECT.get(config)
+    if not words:
+        return frozenset()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s))", [config, words])
+        return frozenset(cursor.fetchone()[0] or [])
+
+
+def subject_terms(config: str, question: str, tenant_name: str = "") -> tuple[str, ...]:
+    """The question's search terms that may carry its subject: ``query_terms`` less ``NOT_SUBJECT`` and
+    less the words of the tenant's own name. Every question to a help centre is about its company, so
+    "Acme" or "Initech Home" never says what is asked ("Who owns Acme Outfitters?" asks about owning)."""
+    skip = _not_subject_stems(config) | set(query_terms(config, tenant_name) if tenant_name else ())
+    return tuple(t for t in dict.fromkeys(query_terms(config, question)) if t not in skip)
 
 
 @functools.lru_cache(maxsize=4)
@@ -108,7 +144,8 @@ def subject_of(generation: IndexGeneration, tenant_id: int, locale: str, questio
                chunk_ids: list[int]) -> Subject:
     """The question's subject terms in the tenant's scope, and which of them each chunk contains."""
     config = text_search_config(locale)
-    terms = tuple(dict.fromkeys(query_terms(config, question)))
+    tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+    terms = subject_terms(config, question, tenant_name)
     if not terms:
         return Subject(terms=())
     scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)

@@ -16,9 +16,12 @@ from pathlib import Path
 
 from django.conf import settings
 
-ANSWERABLE_FILES = ("questions.jsonl", "retrieval_questions.jsonl", "questions_de_dev.jsonl",
-                    "questions_de_holdout.jsonl", "questions_de_holdout2.jsonl")
-UNANSWERABLE_FILE = "unanswerable.jsonl"
+ANSWERABLE_FILES = ("questions.jsonl", "retrieval_questions.jsonl", "questions_de_dev.jsonl", "questions_de_train.jsonl",
+                    "questions_facts_dev.jsonl", "questions_de_holdout.jsonl", "questions_de_holdout2.jsonl",
+                    "questions_facts_holdout.jsonl")
+# The unanswerable questions we wrote: the first file over every demo tenant and locale, the second more
+# German ones (the German help centre had too few to calibrate on); a question's ``split`` says which are held out.
+UNANSWERABLE_FILES = ("unanswerable.jsonl", "unanswerable_de.jsonl")
 CLINC = Path(settings.BASE_DIR) / "data" / "clinc150" / "data_full.json.gz"
 ARTICLE_FOLDS = 3
 
@@ -58,12 +61,14 @@ def kb_questions(root: Path) -> list[Question]:
             held = ("holdout" in name or q.get("split") == "test"
                     or (name == "questions.jsonl" and article_fold(q["tenant"], q["locale"], articles[0]) == 0))
             out.append(Question(q["tenant"], q["locale"], q["question"], True, articles, name, kind, held))
-    path = root / UNANSWERABLE_FILE
-    if path.exists():
+    for name in UNANSWERABLE_FILES:
+        path = root / name
+        if not path.exists():
+            continue
         for line in path.read_text().splitlines():
             if line.strip():
                 q = json.loads(line)
-                out.append(Question(q["tenant"], q["locale"], q["question"], False, (), UNANSWERABLE_FILE, q["class"],
+                out.append(Question(q["tenant"], q["locale"], q["question"], False, (), name, q["class"],
                                     q["split"] != "dev"))
     held = {q.question for q in out if q.held_out}  # a question in two files (or of two tenants) is held out in both
     return [replace(q, held_out=True) if q.question in held and not q.held_out else q for q in out]

@@ -58,8 +58,13 @@ def test_the_nearest_article_is_not_quoted_when_it_does_not_answer(acme, questio
     assert_handed_off(ask(acme, question), acme)
 
 
-@pytest.mark.parametrize("question", ["Gibt es einen Studentenrabatt?", "Kann ich ein Zelt für ein Wochenende mieten?"])
+@pytest.mark.parametrize("question", [
+    "Gibt es einen Studentenrabatt?",  # a shared compound part: "Rabatt" of the price-match sentences
+    "Gibt es einen Outlet-Store in Zürich?",  # nearest: the Basecamp store's opening hours, the countries served
+])
 def test_german_questions_the_help_centre_does_not_answer_are_handed_off(acme, question):
+    """Two training (``dev``) questions: German's held-out rate, well short of English's, is the benchmark's
+    to report (``bench.answerability``); this is the decision's behaviour."""
     assert_handed_off(ask(acme, question, "de"), acme)
 
 

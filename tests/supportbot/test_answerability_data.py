@@ -15,12 +15,16 @@ def test_held_out_questions_are_whole_articles_and_classes_and_never_reach_train
     held_articles = [q for q in fact_questions if data.article_fold(q.tenant, q.locale, q.articles[0]) == 0]
     assert held_articles and all(q.held_out for q in held_articles)  # every question of a held-out article
     assert any(not q.held_out for q in fact_questions)
-    unanswerable = [q for q in questions if q.source == data.UNANSWERABLE_FILE]
-    assert len(unanswerable) >= 120
+    unanswerable = [q for q in questions if q.source in data.UNANSWERABLE_FILES]
+    assert len(unanswerable) >= 160
+    assert sum(q.locale == "de" for q in unanswerable) >= 80 and {q.source for q in unanswerable} == set(
+        data.UNANSWERABLE_FILES)
     for scope in {(q.tenant, q.locale) for q in unanswerable}:
         assert sum(q.tenant == scope[0] and q.locale == scope[1] for q in unanswerable) >= 40
     assert {q.kind for q in unanswerable if q.held_out} == {"service", "platform", "specification", "company"}
     assert all(q.held_out for q in questions if q.source.startswith("questions_de_holdout"))
+    assert any(q.source == "questions_de_train.jsonl" for q in questions)
+    assert not any(q.held_out for q in questions if q.source == "questions_de_train.jsonl")
     training = train.training_questions(questions)
     assert not any(q.held_out for q in training)
     assert not {q.question for q in questions if q.held_out} & {q.question for q in training}

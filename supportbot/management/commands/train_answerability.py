@@ -13,7 +13,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--out", default=settings.ANSWERABILITY_MODEL, help="where to write the artefact")
-        parser.add_argument("--clinc", type=int, default=100,
+        parser.add_argument("--clinc", type=int, default=200,
                             help="CLINC150 oos_train+oos_val queries asked of each tenant and locale (at most 200)")
 
     def handle(self, **opts):

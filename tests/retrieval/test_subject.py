@@ -1,0 +1,30 @@
+"""A question's subject terms (``retrieval.subject``): what the answerability decision looks for in a
+passage. German question words, auxiliaries and light verbs are never a subject ("Bekomme ich ...?" is
+not about "bekommen"); everything else of the question is. The real PostgreSQL text-search stemming."""
+from __future__ import annotations
+
+import pytest
+
+from retrieval.search import query_terms
+from retrieval.subject import subject_terms
+
+pytestmark = pytest.mark.django_db
+
+
+def test_german_question_words_and_light_verbs_are_not_subject_terms():
+    terms = subject_terms("german", "Bekomme ich mein Geld zurück, wenn ich Plus kündige?")
+    assert "bekomm" in query_terms("german", "Bekomme ich mein Geld zurück?")  # the stop list keeps it
+    assert "bekomm" not in terms and {"geld", "plus"} <= set(terms)
+    assert set(subject_terms("german", "Wer ist der Geschäftsführer von Acme?")) == {"geschaftsfuhr", "acm"}
+    assert set(subject_terms("german", "Habt ihr Stellenangebote für Studenten?")) == {"stellenangebot", "student"}
+
+
+def test_english_subject_terms_are_the_search_terms():
+    question = "Who is the CEO of Acme Outfitters?"
+    assert subject_terms("english", question) == tuple(dict.fromkeys(query_terms("english", question)))
+
+
+def test_the_tenants_own_name_is_never_the_subject():
+    assert set(subject_terms("english", "Who owns Acme Outfitters?", "Acme Outfitters")) == {"own"}
+    assert set(subject_terms("english", "Does Initech Home ship to Canada?", "Initech Home")) == {"ship", "canada"}
+    assert set(subject_terms("german", "Wem gehört Acme Outfitters?", "Acme Outfitters")) == {"gehort"}
