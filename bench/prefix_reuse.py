@@ -40,6 +40,7 @@ import httpx  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from generation.base import ChatRequest, GenerationResult, Passage  # noqa: E402
+from generation.fleet import scrape_prefix_cache_metrics  # noqa: E402
 from generation.local_model import EmbeddedBackend, start_model_server, stop_model_server  # noqa: E402
 from generation.prompt import TenantPrompt, build_chat_request  # noqa: E402
 
@@ -288,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{statistics.median(warm_total):.0f} ms ({statistics.mean(warm_tokens):.0f} tokens on average)")
 
         # ------------------------------------------------------------ replay
-        before = backend.metrics()
+        before = scrape_prefix_cache_metrics(f"http://{HOST}:{port}")
         started = time.monotonic()
         sum_static = sum_cached_static = sum_cached = sum_prompt = 0
         totals = []
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             totals.append(result.total_ms)
             if (i + 1) % 50 == 0:
                 print(f"  replayed {i + 1}/{len(replay)} ({time.monotonic() - started:.0f}s)")
-        after = backend.metrics()
+        after = scrape_prefix_cache_metrics(f"http://{HOST}:{port}")
         share = sum_cached_static / sum_static
         server_hits = after.prefix_cache_hits - before.prefix_cache_hits
         server_queries = after.prefix_cache_queries - before.prefix_cache_queries
@@ -313,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
               f"cached/prompt {sum_cached / sum_prompt:.3f}")
         print(f"  server /metrics over the replay: vllm:prefix_cache_hits_total +{server_hits:.0f} / "
               f"vllm:prefix_cache_queries_total +{server_queries:.0f} = {server_hits / server_queries:.3f}; "
-              f"kv_cache_usage_perc {after.kv_cache_usage_perc:.3f}")
+              f"kv_cache_usage_perc {after.kv_cache_usage_perc if after.kv_cache_usage_perc is not None else float('nan'):.3f}")
         print(f"  per-request latency (prefill of the dynamic part + 1 token): p50 {pct(totals, 0.5):.0f} ms, "
               f"p95 {pct(totals, 0.95):.0f} ms")
         print(f"bench time {time.monotonic() - t0:.0f}s")

@@ -66,6 +66,9 @@ def _plain(text: str) -> str:
     return re.sub(r"\W+", " ", text.casefold()).strip()
 
 
+_MD_HEADING = re.compile(r"^#{1,6}\s+(.+)$", re.M)
+
+
 def source_heading(line: str, sections: tuple[tuple[str, str], ...]) -> str:
     """The heading (article title and section) of the cited section a quoted line comes from; for a
     line quoted from none (a model's own words), the headings of every cited section."""
@@ -125,7 +128,10 @@ class CompletenessCheck(AnswerCheck):
                                           f"states only another thing's")
         # a word most of a help centre's articles share (item, Artikel) is no sign of what a line is about
         about = specific_terms(focus_terms(evidence.question, cases=False) - terms(evidence.known_names))
-        if about and not any(about & terms(f"{h}\n{t}\n{source_heading(t, evidence.sections)}") for h, t in stating):
+        # the cited sections' headings; without them (evidence from bare passages), the passages' own headings
+        bare = "" if evidence.sections else "\n".join(_MD_HEADING.findall(evidence.passages_text))
+        if about and not any(about & terms(f"{h}\n{t}\n{source_heading(t, evidence.sections) if evidence.sections else bare}")
+                             for h, t in stating):
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states one, but not of "
                                       f"{', '.join(sorted(about))}")
         if not cases:
