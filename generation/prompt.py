@@ -38,6 +38,16 @@ NOT_COVERED = (
     "Sorry, our help centre doesn't cover this question, so I can't answer it reliably. "
     "Please contact our customer support team and a person will be happy to help you."
 )
+NOT_COVERED_BY_LOCALE = {
+    "en": NOT_COVERED,
+    "de": "Leider beantwortet unser Hilfe-Center diese Frage nicht, daher kann ich sie nicht verlässlich beantworten. "
+          "Bitte wenden Sie sich an unseren Kundenservice, dort hilft Ihnen gern ein Mensch weiter.",
+}
+
+
+def not_covered_text(locale: str) -> str:
+    """The hand-off sentence in the customer's language (English where none is written)."""
+    return NOT_COVERED_BY_LOCALE.get(locale, NOT_COVERED)
 
 SYSTEM_PROMPT = f"""You are the customer support assistant of the company named below.
 

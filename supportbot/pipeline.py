@@ -40,7 +40,7 @@ from core.cachelayer import LayerResult
 from core.localcache import MISSING, LocalCache
 from core.models import Tenant
 from generation.base import GenerationError, GenerationResult, Passage
-from generation.prompt import NOT_COVERED, TenantPrompt
+from generation.prompt import TenantPrompt, not_covered_text
 from generation.verifier import verify
 from retrieval.embeddings import EmbedStats, embed_texts, question_scope
 from retrieval.generations import GenerationMismatch, query_embedder
@@ -817,7 +817,7 @@ def clarify(state: AskState) -> None:
 
 def not_covered(state: AskState, why: str) -> None:
     state.status, state.reason = AskEvent.Status.NOT_COVERED, why
-    state.answer, state.citations = NOT_COVERED, []
+    state.answer, state.citations = not_covered_text(state.asker.locale), []
     state.covered = False
     state.related = answerability.related_articles(state.passages)
 
