@@ -21,6 +21,7 @@ from django.middleware.clickjacking import XFrameOptionsMiddleware as DjangoXFra
 from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware as DjangoCsrfViewMiddleware
 from django.middleware.security import SecurityMiddleware as DjangoSecurityMiddleware
+from django.utils.deprecation import MiddlewareMixin
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 log = logging.getLogger(__name__)
@@ -96,23 +97,10 @@ class OnTheLoop:
         return False
 
 
-class ContentSecurityPolicyMiddleware(OnTheLoop):
+class ContentSecurityPolicyMiddleware(OnTheLoop, MiddlewareMixin):
     """The customer pages' (``chat*`` routes) Content-Security-Policy, ``CHAT_CONTENT_SECURITY_POLICY``:
     their script is served from this site and none is inline, so a text that slipped past escaping
     still cannot run. Staff pages (the admin's own scripts) are left to Django. (Django 6 has this built in.)"""
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if iscoroutinefunction(self):
-            return self.__acall__(request)
-        return self.process_response(request, self.get_response(request))
 
     def process_response(self, request, response):
         match = getattr(request, "resolver_match", None)
