@@ -11,8 +11,7 @@ from caching.layers.exact import ExactLayer, exact_prefix
 from caching.layers.search import SearchLayer, search_key
 from caching.models import SemanticEntry
 from core import budgets
-from core.redis_client import get_redis, reset_redis_state, tenant_tag
-from core.servers import start_redis
+from core.redis_client import get_redis, tenant_tag
 from retrieval.embeddings import question_scope
 from retrieval.search import SearchHit
 from supportbot import pipeline
@@ -20,17 +19,6 @@ from tests.caching.helpers import offer
 
 BUDGET = 100_000
 BIG_ANSWER = "Unused items can be returned within 30 days of delivery [1]. " * 60  # 3.7 KB, under admission's cap
-
-
-@pytest.fixture
-def small_redis(settings, tmp_path):
-    proc = start_redis(data_dir=tmp_path)
-    settings.REDIS_URL = f"redis://127.0.0.1:{proc.port}/0"
-    reset_redis_state()
-    yield proc
-    proc.kill()
-    proc.wait(timeout=10)
-    reset_redis_state()
 
 
 def keys_of(tenant_id: int, prefix: str) -> set[bytes]:

@@ -17,26 +17,13 @@ from caching.churn import churn_totals, redis_memory
 from caching.layers.exact import ExactLayer
 from caching.models import AskEvent, SemanticEntry
 from caching.purge import semantic_expired_cleanup
-from core.redis_client import get_redis, redis_available, reset_redis_state
-from core.servers import start_redis
+from core.redis_client import get_redis, redis_available
 from supportbot import pipeline
 from tests.caching.helpers import cached_lookup, offer, scripted_model
 
 ANSWER = "Unused items can be returned within 30 days of delivery [1]."
 QUESTIONS = ["What is your return policy?", "How do I reset my password?", "How long does shipping take?",
              "Do you ship to Canada?"]
-
-
-@pytest.fixture
-def small_redis(settings, tmp_path):
-    """A redis-server of this test's own, to be filled to its memory limit."""
-    proc = start_redis(data_dir=tmp_path)
-    settings.REDIS_URL = f"redis://127.0.0.1:{proc.port}/0"
-    reset_redis_state()
-    yield proc
-    proc.kill()
-    proc.wait(timeout=10)
-    reset_redis_state()
 
 
 def fill(policy: str, headroom: int = 200_000) -> redis.Redis:
