@@ -11,6 +11,7 @@ from caching.models import SampledHit
 from core.retry import RETRY_POLICY
 from core.locks import LockHeld
 from supportbot import cache_warmup as cache_warmup_service, prefix_probe, prefix_samples, retention, review
+from supportbot.answerers.base import answerer_name
 
 
 @shared_task(name="supportbot.tasks.prefix_cache_scrape", ignore_result=True, **RETRY_POLICY)
@@ -53,6 +54,9 @@ def cache_warmup(tenant_ids: list[int] | None = None) -> int | None:
 
 
 @shared_task(name="supportbot.tasks.prefix_cache_probe", ignore_result=True)
-def prefix_cache_probe() -> bool:
-    """At worker start and hourly: does the model server report cached tokens for a repeated prompt?"""
+def prefix_cache_probe() -> bool | None:
+    """At worker start and hourly: does the model server report cached tokens for a repeated prompt?
+    None when no model writes the answers (the extractive answerer): there is no server to check."""
+    if answerer_name() != "model":
+        return None
     return prefix_probe.prefix_cache_probe()["ok"]

@@ -49,3 +49,17 @@ def test_a_server_that_does_not_say_fails(db):
     with scripted_model(usage_answer(None), usage_answer(None)):
         outcome = prefix_cache_probe()
     assert outcome["ok"] is False and "no usage.prompt_tokens_details.cached_tokens" in outcome["detail"]
+
+
+def test_without_a_model_answerer_the_task_checks_no_server(db, monkeypatch):
+    """The default install answers extractively and may have no model installed: the worker's start-up
+    check must not try to start or call one (it did, and failed with a traceback on every make run)."""
+    from supportbot import tasks
+
+    called = []
+    monkeypatch.setattr(tasks.prefix_probe, "prefix_cache_probe", lambda: called.append(1) or {"ok": True})
+    with override_settings(ASK_ANSWERER="extractive", VLLM_BASE_URL=""):
+        assert tasks.prefix_cache_probe() is None
+    with override_settings(ASK_ANSWERER="model"):
+        assert tasks.prefix_cache_probe() is True
+    assert called == [1]  # only the model answerer's run probed
