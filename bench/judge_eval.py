@@ -1,6 +1,6 @@
 """How well the semantic judge generalises: held-out intents and leave-one-dataset-out.
 
-    .venv/bin/python -m bench.judge_eval [--splits heldout,to_clinc,to_banking] [--lexical 900] [--recipe full|small]
+    .venv/bin/python -m bench.judge_eval [--splits heldout,to_clinc,to_banking] [--lexical 900] [--recipe full|small] [--ce-steps N]
 
 Each split trains a judge from scratch with the production recipe (``modelbuild.judge_train``: its
 own calibration intents held out of the training part, threshold chosen there), then scores pairs
@@ -135,9 +135,14 @@ def main(argv=None) -> int:
                         help="one-word opposite/synonym training pairs (0: the recipe without them, for comparison)")
     parser.add_argument("--recipe", choices=("full", "small"), default="full",
                         help="small: the tests' recipe on its slice of the data, heldout only (a smoke run)")
+    parser.add_argument("--ce-steps", type=int, default=0,
+                        help="the cross-encoder's fine-tuning steps instead of the recipe's (a cheaper smoke run; "
+                             "most of a small run's time is those steps)")
     args = parser.parse_args(argv)
     if args.lexical < 0:
         parser.error("--lexical must be >= 0")
+    if args.ce_steps < 0:
+        parser.error("--ce-steps must be >= 1 (0: the recipe's)")
     config = judge_train.TrainConfig()
     pair_config = dataclasses.replace(PAIR_CONFIG, lexical=args.lexical)
     questions = None
@@ -149,6 +154,8 @@ def main(argv=None) -> int:
         questions = judge_data.load_questions(small.datasets)
         keep = set(sorted({q.intent for q in questions})[: small.intents])
         questions = [q for q in questions if q.intent in keep]
+    if args.ce_steps:
+        config = dataclasses.replace(config, ce_max_steps=args.ce_steps)
     figures = {"config": dataclasses.asdict(config), "pair_config": dataclasses.asdict(pair_config)}
     with tempfile.TemporaryDirectory(prefix="judge-eval-") as tmp:
         for name in args.splits.split(","):

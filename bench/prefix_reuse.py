@@ -1,6 +1,6 @@
 """Prefix reuse on the embedded model: warm vs cold prefill, cached-token share, latencies.
 
-    .venv/bin/python -m bench.prefix_reuse [--questions 200] [--answer-tokens 48]
+    .venv/bin/python -m bench.prefix_reuse [--questions 200] [--answer-tokens 48] [--repeats 3] [--streamed 5]
 
 Starts a model server of its own on a free port (so no other traffic touches its
 KV state) and talks to it through the app's own client, with prompts built by
@@ -206,7 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--answer-tokens", type=int, default=48, help="max_tokens of the streamed answers")
     parser.add_argument("--repeats", type=int, default=3, help="cold/warm pairs measured")
+    parser.add_argument("--streamed", type=int, default=5,
+                        help="warm-prefix streamed answers measured (and up to 2 after a miss); 0 skips that part "
+                             "(a smoke run: each miss is a cold prefill, a minute on a busy machine)")
     args = parser.parse_args(argv)
+    if min(args.questions, args.repeats, args.streamed) < 0 or not (args.questions and args.repeats):
+        parser.error("--questions and --repeats take N >= 1, --streamed N >= 0")
     sys.stdout.reconfigure(line_buffering=True)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # still stop our server
     rng = random.Random(20261129)
@@ -273,20 +278,22 @@ def main(argv: list[str] | None = None) -> int:
 
         # ------------------------------------------------------------ streamed answers
         miss_ttft, miss_total = [], []
-        for i in range(2):
+        for i in range(min(2, args.streamed)):
             backend.complete(unrelated)
             result = streamed(backend, with_tokens(build(8 + i), args.answer_tokens))
             miss_ttft.append(prefill_ms(result)); miss_total.append(result.total_ms)
         warm_ttft, warm_total, warm_tokens = [], [], []
-        streamed(backend, with_tokens(build(10), 1))
-        for i in range(5):
+        if args.streamed:
+            streamed(backend, with_tokens(build(10), 1))
+        for i in range(args.streamed):
             result = streamed(backend, with_tokens(build(11 + i), args.answer_tokens))
             warm_ttft.append(prefill_ms(result)); warm_total.append(result.total_ms)
             warm_tokens.append(result.completion_tokens)
-        print(f"streamed answers (max_tokens={args.answer_tokens}): "
-              f"miss TTFT p50 {statistics.median(miss_ttft):.0f} ms, total p50 {statistics.median(miss_total):.0f} ms; "
-              f"warm-prefix TTFT p50 {statistics.median(warm_ttft):.0f} ms, total p50 "
-              f"{statistics.median(warm_total):.0f} ms ({statistics.mean(warm_tokens):.0f} tokens on average)")
+        if args.streamed:
+            print(f"streamed answers (max_tokens={args.answer_tokens}): "
+                  f"miss TTFT p50 {statistics.median(miss_ttft):.0f} ms, total p50 {statistics.median(miss_total):.0f} ms; "
+                  f"warm-prefix TTFT p50 {statistics.median(warm_ttft):.0f} ms, total p50 "
+                  f"{statistics.median(warm_total):.0f} ms ({statistics.mean(warm_tokens):.0f} tokens on average)")
 
         # ------------------------------------------------------------ replay
         before = scrape_prefix_cache_metrics(f"http://{HOST}:{port}")

@@ -49,12 +49,12 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
                                   "heldout_false_hit_rate"]),
     "judge_replay": (["--queries", "3"], [  # the tests' small judge (tests/conftest.py)
         "judge_replay_strict_hit", "judge_replay_strict_false", "judge_replay_judge_hit", "judge_replay_judge_false"]),
-    "judge_eval": (["--splits", "heldout", "--recipe", "small"], [
+    "judge_eval": (["--splits", "heldout", "--recipe", "small", "--ce-steps", "3"], [
         "judge_eval_heldout_stacked_precision", "judge_eval_heldout_stacked_recall"]),
     # these start servers of their own (a model server, gunicorn, Celery, a Redis Cluster): one process each
     "judge_verifier": (["--pairs", "1", "--dev-pairs", "1"], [
         "model", "pairs", "precision", "recall", "no_verdict", "p50_ms", "p90_ms", "cached_share"]),
-    "prefix_reuse": (["--questions", "2", "--repeats", "1", "--answer-tokens", "4"], [
+    "prefix_reuse": (["--questions", "2", "--repeats", "1", "--answer-tokens", "4", "--streamed", "0"], [
         "cold_prefill_ms", "warm_prefill_ms", "warm_over_cold", "cached_token_share"]),
     "fleet": (["--web", "1", "--seconds", "3", "--ramp", "1", "--model", "none", "--edit-every", "0",
                "--hit-threads", "2"], [
@@ -133,6 +133,9 @@ def grouped_runs(request, tmp_path_factory):
     run = subprocess.run([sys.executable, "-m", "bench._smoke", *argv], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=TIMEOUT_S * len(names))
     print(f"bench._smoke ({len(names)} benchmarks): {time.perf_counter() - started:.0f} s")
+    for line in run.stdout.splitlines():  # each one's time, for the slowest-tests report
+        if line.startswith("==== bench.") and " rc=" in line:
+            print(line)
     found = _smoke.parse(run.stdout)
     for name in names:
         found.setdefault(name, (None, f"no result (the runner exited {run.returncode}):\n{run.stdout[-2000:]}\n"
