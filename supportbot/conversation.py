@@ -524,8 +524,9 @@ def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
         state.update(stated)
     # and the facts the assistant's turns named (its order numbers, plans, products, prices): a
     # conversation reworded keeps its facts, another conversation has others
-    for turn in turns:
-        if turn.role == "assistant":
+    side = _side_turns(turns)
+    for i, turn in enumerate(turns):
+        if turn.role == "assistant" and i not in side:  # an answer to a side question is about something else
             for value, kind in conditions(turn.content).items():
                 state.setdefault(value, kind)
     last_assistant = next((t for t in reversed(turns) if t.role == "assistant"), None)
@@ -661,7 +662,7 @@ _PLACE_BEARING = {
     "tax", "taxes", "vat", "duty", "duties", "customs", "currency", "price", "prices", "cost", "costs", "fee",
     "fees", "charge", "charges", "available", "availability", "stock", "arrive", "arrives", "arrival", "long",
     "days", "express", "next-day", "overnight", "international", "abroad", "coverage", "signal", "speed",
-    "speeds", "engineer", "appointment", "book", "booking", "slot", "slots", "lieferung", "versand", "kosten", "preis", "öffnungszeiten", "filiale",
+    "speeds", "engineer", "appointment", "nearby", "parking", "book", "booking", "slot", "slots", "lieferung", "versand", "kosten", "preis", "öffnungszeiten", "filiale",
 }
 _TIER_BEARING = {
     "price", "prices", "cost", "costs", "fee", "fees", "charge", "charges", "charged", "paying",
@@ -880,7 +881,18 @@ def self_contained(message: str) -> bool:
         return True
     if any(w in ("you", "your", "yours") for w in words):
         return True  # asks the business itself: "do you price match?", "what are your opening hours?"
-    return bool(_HOW_TO.search(" ".join(words))) and len(subject) >= 2 - (len(words) >= 6)
+    joined = " ".join(words)
+    if _THERE_IS.search(joined) and not any(w in _ATTRIBUTES for w in words):
+        return True  # "is there parking nearby?", "is there a mobile app?" (not "is there a fee?")
+    takes = _HOW_LONG_DOES.search(joined)
+    if takes and len([w for w in takes.group("subject").split() if w in subject]) >= 2:
+        return True  # "how long does standard delivery take?" (not "how long does it take?")
+    return bool(_HOW_TO.search(joined)) and len(subject) >= 2 - (len(words) >= 6)
+
+
+_THERE_IS = re.compile(r"^(?:is|are)\s+there\s+(?:a|an|any)?\s*\w+")
+_HOW_LONG_DOES = re.compile(r"^how\s+(?:long|much)\s+(?:does|do|will|would)\s+(?!it\b|that\b|this\b|they\b|these\b|"
+                            r"those\b)(?P<subject>(?:\w+\s+){1,4})(?:take|cost)\b")
 
 
 def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, str],
@@ -997,6 +1009,27 @@ def _small_talk(turn: Turn) -> bool:
         and not conditions(turn.content, names=False)
 
 
+def _side_turns(turns: tuple[Turn, ...]) -> set[int]:
+    """The positions of side exchanges: a question of the customer's that stood on its own where it
+    was asked ("sorry, quick one - do you sell gift cards?": self-contained, pointing nowhere,
+    continuing nothing before it), and the assistant's answer to it. Not the first question (it
+    sets the conversation up) nor the latest (a follow-up may be about it)."""
+    asking = [i for i, t in enumerate(turns) if t.role == "user" and not _small_talk(t)
+              and ("?" in t.content or _QUESTION_START.search(t.content))]
+    users = [i for i, t in enumerate(turns) if t.role == "user"]
+    side: set[int] = set()
+    for i in asking[:-1]:
+        if i == users[0]:
+            continue
+        text = turns[i].content
+        if dependence(text).kind or not self_contained(text) or continues(text, turns[:i]):
+            continue
+        side.add(i)
+        if i + 1 < len(turns) and turns[i + 1].role == "assistant":
+            side.add(i + 1)
+    return side
+
+
 def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = (),
                         users_only: bool = False) -> str:
     """What the conversation is about: the words of every earlier turn, the customer's and the
@@ -1007,8 +1040,9 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
     ``CONVERSATION_TOPIC_WORDS`` is too much to carry: the turn bypasses the shared caches."""
     have = set(_lower_words(message))
     out: list[str] = []
-    for turn in history:
-        if (users_only and turn.role != "user") or turn.content in skip or _small_talk(turn):
+    side = set() if users_only else _side_turns(history)
+    for i, turn in enumerate(history):
+        if (users_only and turn.role != "user") or turn.content in skip or _small_talk(turn) or i in side:
             continue
         for w in _topic_words(turn.content):
             if w not in have and w not in out:
