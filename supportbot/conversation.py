@@ -188,6 +188,7 @@ _ATTRIBUTES = {
     "quick", "quickly", "fast", "soon", "late", "later", "earliest", "latest", "next", "step", "steps", "cancel",
     "cancelled", "change", "changed", "apply", "applies", "work", "works", "mean", "means", "pay", "paid", "cover",
     "covered", "come", "take", "takes", "need", "needed", "required", "details", "info", "information", "exactly",
+    "deposit", "deposits", "warranty", "guarantee", "notice", "excess", "surcharge", "interest", "penalties",
     "preis", "kosten", "kostet", "gebühr", "gebühren", "frist", "dauer", "dauert", "lange", "kostenlos", "gratis",
 }
 # A bare question word is about whatever came before.
@@ -763,15 +764,18 @@ _ACTION_REQUEST = re.compile(
 # "the appointment", "the order", "that booking": the customer's own thing, which an earlier turn
 # named (which appointment, which order); "the price of the Basic plan" says which itself.
 _CASE_NOUNS = ("order|orders|booking|bookings|appointment|appointments|reservation|parcel|package|item|items|"
-               "refund|replacement|repair|payment|invoice|bill|ticket|tickets|claim|case|subscription|membership|"
-               "contract|card|slot|table|room|session|class|course|device|product|purchase|delivery|return|"
-               "exchange|account|address|engineer|visit|flight|trip|stay|car|vehicle|policy|quote|loan|tracking")
+               "refund|replacement|repair|payment|invoice|bill|ticket|tickets|claim|case|contract|card|slot|table|"
+               "room|session|device|product|purchase|engineer|visit|flight|trip|stay|car|vehicle|quote|loan")
+# ... the thing itself, not a rule or a page about such things: "the refund policy", "the order form"
+_GENERIC_AFTER = ("policy|policies|process|procedure|rules|terms|window|period|page|pages|form|forms|fee|fees|"
+                  "price|prices|cost|costs|option|options|limit|limits|team|department|number|line|section|status page")
 _CASE_REFERENCE = re.compile(rf"\b(?:the|that|this|those|these)\s+(?:\w+\s+)?(?P<noun>{_CASE_NOUNS})\b"
-                             rf"(?!\s+(?:of|for)\b)", re.IGNORECASE)
-# What the customer is owed, allowed or charged: it rests on the facts of the customer's case.
-_ENTITLEMENT = re.compile(r"^how\s+(?:much|many|long|soon)\b.*\b(?:i|me|my)\b|\b(?:am\s+i|will\s+i|would\s+i|"
-                          r"do\s+i\s+(?:get|qualify|owe|have\s+to)|can\s+i\s+(?:claim|get|expect|have)|is\s+my|"
-                          r"are\s+my|have\s+i|did\s+i)\b", re.IGNORECASE)
+                             rf"(?!\s+(?:of|for|{_GENERIC_AFTER})\b)", re.IGNORECASE)
+# What the customer is owed or allowed on the facts of the case: "how much compensation can I claim?".
+_ENTITLEMENT = re.compile(r"\b(?:can\s+i\s+claim|am\s+i\s+(?:entitled|eligible|covered|owed|due|liable)|"
+                          r"do\s+i\s+(?:qualify|owe)|what\s+do\s+i\s+owe|will\s+i\s+be\s+(?:charged|refunded|"
+                          r"compensated|covered|billed)|is\s+(?:my|it|that|this)\s+(?:\w+\s+)?(?:still\s+)?covered|"
+                          r"how\s+much\s+(?:compensation|money|of\s+a\s+refund|refund|do\s+i\s+get))\b", re.IGNORECASE)
 # Nouns so common in support chats that sharing one with an earlier turn says nothing.
 _GENERIC_NOUNS = {"help", "thing", "things", "way", "ways", "anything", "something", "everything", "someone",
                   "people", "person", "customer", "customers", "company", "team", "today", "day", "days", "week",
@@ -879,6 +883,8 @@ def self_contained(message: str) -> bool:
         return False
     if any(k in ("name", "place", "tier") for k in conditions(message).values()):
         return True
+    if len(subject) < 2 and any(w in _ATTRIBUTES for w in words):
+        return False  # "do you charge a cancellation fee?", "do I need to pay a deposit?": of what?
     if any(w in ("you", "your", "yours") for w in words):
         return True  # asks the business itself: "do you price match?", "what are your opening hours?"
     joined = " ".join(words)

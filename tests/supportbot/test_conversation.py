@@ -209,6 +209,11 @@ def test_the_same_last_words_after_a_different_detail_resolve_apart(first, secon
     # a statement of what happened is the topic, not only its order number
     (("My order 44871 came with a broken lamp", "Sorry to hear that."),
      ("My order 44871 came with a broken sofa", "Sorry to hear that."), "is there a fee for a replacement?"),
+    # a deposit of what? an attribute with one subject word is the conversation's thing's
+    (("I want to hire a van for Saturday", "We have vans available."),
+     ("I want to hire a bike for Saturday", "We have bikes available."), "Do I need to pay a deposit?"),
+    (("My washing machine is 11 months old and broke", "Sorry to hear that."),
+     ("My washing machine is 14 months old and broke", "Sorry to hear that."), "Am I covered for a free repair?"),
 ])
 def test_a_message_with_a_subject_of_its_own_that_continues_the_conversation_resolves_apart(first, second, last):
     a, b = last_question(*first, last), last_question(*second, last)
@@ -237,6 +242,10 @@ def test_small_talk_and_a_side_question_leave_the_resolved_question_as_it_was():
     (("What's your privacy policy?", "We never sell your data."), "What is your returns policy?"),
     (("My discount code doesn't work", "It expired yesterday, sorry."), "How long does standard delivery take?"),
     (("Can I bring my dog inside?", "Dogs are welcome on the terrace only."), "Is there parking nearby?"),
+    # a rule about things of a kind, not the customer's thing; a question of the policy, not of the case
+    (("My order 55120 arrived yesterday, all good", "Great to hear!"), "What is the returns policy on sale items?"),
+    (("I paid £45 for delivery last time", "Express delivery is £45 for large items."),
+     "How long do I have to return an item?"),
 ])
 def test_a_standalone_question_sharing_a_word_but_not_a_subject_with_the_history_stays_itself(history, last):
     assert last_question(*history, last) == last
