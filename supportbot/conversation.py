@@ -188,9 +188,12 @@ _ATTRIBUTES = {
     "quick", "quickly", "fast", "soon", "late", "later", "earliest", "latest", "next", "step", "steps", "cancel",
     "cancelled", "change", "changed", "apply", "applies", "work", "works", "mean", "means", "pay", "paid", "cover",
     "covered", "come", "take", "takes", "need", "needed", "required", "details", "info", "information", "exactly",
-    "deposit", "deposits", "warranty", "guarantee", "notice", "excess", "surcharge", "interest", "penalties",
     "preis", "kosten", "kostet", "gebühr", "gebühren", "frist", "dauer", "dauert", "lange", "kostenlos", "gratis",
 }
+# ... and what a product or service has, which a question in a conversation asks of the conversation's
+# thing ("do I need to pay a deposit?"); alone, "what's the warranty?" is still asked as it is.
+_THING_ATTRIBUTES = _ATTRIBUTES | {"deposit", "deposits", "warranty", "guarantee", "notice", "excess", "surcharge",
+                                   "interest", "penalties"}
 # A bare question word is about whatever came before.
 _BARE_EN = {"why", "how", "when", "where", "who", "which", "what", "how much", "how long", "how come", "really",
             "how many", "which one", "what else", "and", "and then", "anything else", "so", "then what"}
@@ -878,17 +881,17 @@ def self_contained(message: str) -> bool:
     names a product, place, plan or amount. "Is there an early exit fee?" or "can I get a refund?"
     in a conversation are about the conversation's product: not self-contained."""
     words = _lower_words(message)
-    subject = [w for w in words if w not in _STOP_EN and w not in _ATTRIBUTES and len(w) > 2]
+    subject = [w for w in words if w not in _STOP_EN and w not in _THING_ATTRIBUTES and len(w) > 2]
     if not subject:
         return False
     if any(k in ("name", "place", "tier") for k in conditions(message).values()):
         return True
-    if len(subject) < 2 and any(w in _ATTRIBUTES for w in words):
+    if len(subject) < 2 and any(w in _THING_ATTRIBUTES for w in words):
         return False  # "do you charge a cancellation fee?", "do I need to pay a deposit?": of what?
     if any(w in ("you", "your", "yours") for w in words):
         return True  # asks the business itself: "do you price match?", "what are your opening hours?"
     joined = " ".join(words)
-    if _THERE_IS.search(joined) and not any(w in _ATTRIBUTES for w in words):
+    if _THERE_IS.search(joined) and not any(w in _THING_ATTRIBUTES for w in words):
         return True  # "is there parking nearby?", "is there a mobile app?" (not "is there a fee?")
     takes = _HOW_LONG_DOES.search(joined)
     if takes and len([w for w in takes.group("subject").split() if w in subject]) >= 2:
