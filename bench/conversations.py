@@ -13,8 +13,8 @@ evaluation folder's ``external/conv/data`` (the fow-cache conversation pairs: ev
 never tuned on). Traps are ``context_swap``, ``detail_swap`` and ``intent_flip``; should-hits
 ``same_context_reworded``, ``irrelevant_history`` and ``same_context_extra_chatter``.
 
-``--more`` adds ``tests/data/conversation_pairs_more.jsonl`` (48 own pairs written in a later
-session, first measured before the rules they exercise were written, then tuned on: in-sample).
+``--more`` adds ``tests/data/conversation_pairs_more.jsonl`` (58 own pairs written in a later
+session, the first 48 measured before the rules they exercise were written; tuned on since: in-sample).
 ``--heldout`` adds ``tests/data/conversation_pairs_heldout.jsonl``, our own pairs written before
 the resolver was tuned on the dev file and never tuned on. ``--show`` prints the dev pairs the
 caches got wrong, with both resolutions (never for the external set).
