@@ -1,6 +1,6 @@
 """Conversation pairs through the real answer caches: should-hits served and traps answered wrongly, by subtype and by length.
 
-    .venv/bin/python -m bench.conversations [--heldout] [--external] [--show] [FILE ...]
+    .venv/bin/python -m bench.conversations [--heldout] [--more] [--external] [--show] [FILE ...]
     .venv/bin/python -m bench.conversations --kb [--answerer extractive|model]
 
 Each pair runs as ``manage.py evalcache`` runs it (``supportbot.evaluation``): ``a``'s last message
@@ -13,6 +13,8 @@ evaluation folder's ``external/conv/data`` (the fow-cache conversation pairs: ev
 never tuned on). Traps are ``context_swap``, ``detail_swap`` and ``intent_flip``; should-hits
 ``same_context_reworded``, ``irrelevant_history`` and ``same_context_extra_chatter``.
 
+``--more`` adds ``tests/data/conversation_pairs_more.jsonl`` (58 own pairs written in a later
+session, the first 48 measured before the rules they exercise were written; tuned on since: in-sample).
 ``--heldout`` adds ``tests/data/conversation_pairs_heldout.jsonl``, our own pairs written before
 the resolver was tuned on the dev file and never tuned on. ``--show`` prints the dev pairs the
 caches got wrong, with both resolutions (never for the external set).
@@ -39,6 +41,7 @@ from bench.common import ROOT, SHARED_DIR, bench_result, ensure_schema, setup
 
 DEV = ROOT / "tests" / "data" / "conversation_pairs.jsonl"
 HELDOUT = ROOT / "tests" / "data" / "conversation_pairs_heldout.jsonl"
+MORE = ROOT / "tests" / "data" / "conversation_pairs_more.jsonl"
 KB_CONVERSATIONS = ROOT / "tests" / "data" / "conversations_kb.jsonl"
 SHARED = SHARED_DIR
 EXTERNAL = SHARED / "eval" / "external" / "conv" / "data"
@@ -145,6 +148,9 @@ def main(argv=None) -> None:
     parser.add_argument("files", nargs="*", type=Path, help="conversation pair files (default: the dev set)")
     parser.add_argument("--external", action="store_true", help="also every file of the external conversation set")
     parser.add_argument("--heldout", action="store_true", help="also the project's held-out pairs")
+    parser.add_argument("--more", action="store_true",
+                        help="also tests/data/conversation_pairs_more.jsonl (own pairs: small talk, side questions, "
+                             "a subject of its own that continues the conversation)")
     parser.add_argument("--show", action="store_true", help="print the own pairs the caches got wrong")
     parser.add_argument("--kb", action="store_true",
                         help="instead: the conversations over the demo knowledge base, through the Ask API")
@@ -173,6 +179,13 @@ def main(argv=None) -> None:
         figures["heldout"] = held
         line += [f"heldout_served={held['served']:.3f}", f"heldout_wrong={held['wrong']:.3f}"]
         pairs += held["pairs"]
+    if args.more:
+        results, more = run_set("more own pairs (first measured before the rules they test; tuned on since)", [MORE])
+        if args.show:
+            show_misses(results)
+        figures["more"] = more
+        line += [f"more_served={more['served']:.3f}", f"more_wrong={more['wrong']:.3f}"]
+        pairs += more["pairs"]
     if args.external:
         files = sorted(EXTERNAL.glob("*/*.jsonl"))
         if not files:

@@ -190,6 +190,10 @@ _ATTRIBUTES = {
     "covered", "come", "take", "takes", "need", "needed", "required", "details", "info", "information", "exactly",
     "preis", "kosten", "kostet", "gebühr", "gebühren", "frist", "dauer", "dauert", "lange", "kostenlos", "gratis",
 }
+# ... and what a product or service has, which a question in a conversation asks of the conversation's
+# thing ("do I need to pay a deposit?"); alone, "what's the warranty?" is still asked as it is.
+_THING_ATTRIBUTES = _ATTRIBUTES | {"deposit", "deposits", "warranty", "guarantee", "notice", "excess", "surcharge",
+                                   "interest", "penalties"}
 # A bare question word is about whatever came before.
 _BARE_EN = {"why", "how", "when", "where", "who", "which", "what", "how much", "how long", "how come", "really",
             "how many", "which one", "what else", "and", "and then", "anything else", "so", "then what"}
@@ -524,8 +528,9 @@ def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
         state.update(stated)
     # and the facts the assistant's turns named (its order numbers, plans, products, prices): a
     # conversation reworded keeps its facts, another conversation has others
-    for turn in turns:
-        if turn.role == "assistant":
+    side = _side_turns(turns)
+    for i, turn in enumerate(turns):
+        if turn.role == "assistant" and i not in side:  # an answer to a side question is about something else
             for value, kind in conditions(turn.content).items():
                 state.setdefault(value, kind)
     last_assistant = next((t for t in reversed(turns) if t.role == "assistant"), None)
@@ -616,7 +621,7 @@ def _previous_resolution(conversation: Conversation, locale: str) -> Resolution 
     """The resolution of the customer's last question before this message: the latest earlier user
     turn that asks something (chatter such as "thanks, that's quick" is passed over)."""
     turns = conversation.turns
-    users = [i for i, t in enumerate(turns[:-1]) if t.role == "user"]
+    users = [i for i, t in enumerate(turns[:-1]) if t.role == "user" and not _small_talk(t)]
     asking = [i for i in users if "?" in turns[i].content or _QUESTION_START.search(turns[i].content)]
     idx = max(asking, default=None)
     if idx is None:  # "I'm asking about Acme Plus." states the subject without a question
@@ -661,7 +666,7 @@ _PLACE_BEARING = {
     "tax", "taxes", "vat", "duty", "duties", "customs", "currency", "price", "prices", "cost", "costs", "fee",
     "fees", "charge", "charges", "available", "availability", "stock", "arrive", "arrives", "arrival", "long",
     "days", "express", "next-day", "overnight", "international", "abroad", "coverage", "signal", "speed",
-    "speeds", "engineer", "appointment", "book", "booking", "slot", "slots", "lieferung", "versand", "kosten", "preis", "öffnungszeiten", "filiale",
+    "speeds", "engineer", "appointment", "nearby", "parking", "book", "booking", "slot", "slots", "lieferung", "versand", "kosten", "preis", "öffnungszeiten", "filiale",
 }
 _TIER_BEARING = {
     "price", "prices", "cost", "costs", "fee", "fees", "charge", "charges", "charged", "paying",
@@ -709,6 +714,8 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     own = conditions(message)
     if not german and not self_contained(message):
         return _underspecified(message, history, running, last_assistant)
+    if not german and (why := continues(message, history)):
+        return _continuing(message, history, running, last_assistant, why)
     related = _related_turns(message, history)
     # the customer's country, plan and day, stated or asked about (the latest of each kind), where
     # they bear on the question: "what time do you open?" after "I'm coming to the Leeds branch"
@@ -744,6 +751,122 @@ def _related_turns(message: str, history: tuple[Turn, ...]) -> list[Turn]:
             if float(vectors[0] @ v) >= settings.CONVERSATION_RELATED_COSINE]
 
 
+# Words that carry a message on from what was said before: "can I still change the address?",
+# "how much is that in total?", "can I have a different one?".
+_CONTINUATION = {"still", "instead", "anyway", "either", "already", "yet", "otherwise", "rest", "remaining",
+                 "remainder", "total", "both", "another", "different", "then", "corrected", "replacement",
+                 "meantime", "meanwhile", "afterwards", "now"}
+# A request that the assistant act for this customer ("can you send me a corrected copy?",
+# "please cancel the booking", "book me in"): about the customer's own case, which the conversation set out.
+_ACTION_REQUEST = re.compile(
+    r"^(?:(?:so|ok|okay|right|great|then)\W+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?"
+    r"(?!tell\b|explain\b|recommend\b|suggest\b|help\b|confirm\s+(?:if|whether)\b)\w+|please\s+\w+|"
+    r"(?:cancel|send|book|change|update|refund|resend|email|move|reschedule|swap|upgrade|downgrade|renew|pause|"
+    r"freeze|add|remove|apply|process|arrange|order|reserve|transfer|close|reopen|reactivate|sort|fix|"
+    r"check|confirm|put|sign|make|set)\s+(?:me|my|the|it|that|this|them|us|our)\b)", re.IGNORECASE)
+# "the appointment", "the order", "that booking": the customer's own thing, which an earlier turn
+# named (which appointment, which order); "the price of the Basic plan" says which itself.
+_CASE_NOUNS = ("order|orders|booking|bookings|appointment|appointments|reservation|parcel|package|item|items|"
+               "refund|replacement|repair|payment|invoice|bill|ticket|tickets|claim|case|contract|card|slot|table|"
+               "room|session|device|product|purchase|engineer|visit|flight|trip|stay|car|vehicle|quote|loan")
+# ... the thing itself, not a rule or a page about such things: "the refund policy", "the order form"
+_GENERIC_AFTER = ("policy|policies|process|procedure|rules|terms|window|period|page|pages|form|forms|fee|fees|"
+                  "price|prices|cost|costs|option|options|limit|limits|team|department|number|line|section|status page")
+_CASE_REFERENCE = re.compile(rf"\b(?:the|that|this|those|these)\s+(?:\w+\s+)?(?P<noun>{_CASE_NOUNS})\b"
+                             rf"(?!\s+(?:of|for|{_GENERIC_AFTER})\b)", re.IGNORECASE)
+# What the customer is owed or allowed on the facts of the case: "how much compensation can I claim?".
+_ENTITLEMENT = re.compile(r"\b(?:can\s+i\s+claim|am\s+i\s+(?:entitled|eligible|covered|owed|due|liable)|"
+                          r"do\s+i\s+(?:qualify|owe)|what\s+do\s+i\s+owe|will\s+i\s+be\s+(?:charged|refunded|"
+                          r"compensated|covered|billed)|is\s+(?:my|it|that|this)\s+(?:\w+\s+)?(?:still\s+)?covered|"
+                          r"how\s+much\s+(?:compensation|money|of\s+a\s+refund|refund|do\s+i\s+get))\b", re.IGNORECASE)
+# Nouns so common in support chats that sharing one with an earlier turn says nothing.
+_GENERIC_NOUNS = {"help", "thing", "things", "way", "ways", "anything", "something", "everything", "someone",
+                  "people", "person", "customer", "customers", "company", "team", "today", "day", "days", "week",
+                  "month", "year", "time", "times", "lot", "bit", "kind", "sort", "good", "great", "nice",
+                  "able", "sure", "happy", "glad", "sorry", "problem", "issue", "possible", "best", "better",
+                  "online", "website", "site", "app", "work", "works", "working", "use", "using", "find", "see",
+                  "look", "looking", "make", "go", "going", "let", "give", "check", "send", "say", "said",
+                  "change", "update", "cancel", "buy", "pay", "offer", "sell", "have", "order", "ordering", "do"}
+
+
+def _stem(word: str) -> str:
+    word = word.removesuffix("'s")
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _content_sequence(text: str) -> list[str]:
+    """A text's content words, stemmed, in order (generic ones left out)."""
+    return [_stem(w) for w in _lower_words(text)
+            if len(w) > 2 and w not in _STOP_EN and w not in _GENERIC_NOUNS and not w.isdigit()]
+
+
+def _shared_subject(message: str, history: tuple[Turn, ...]) -> str:
+    """A content word of the message that an earlier turn used in the same sense: with the same
+    neighbour where the message gives it one ("delivery slot" after "the delivery slot you booked"),
+    alone where the message has none ("can I change the address?" after "your address"). "Gift
+    wrapping" after "gift cards", or "returns policy" after "privacy policy", is another subject."""
+    words = _content_sequence(message)
+    seen, pairs = set(), set()
+    for turn in history:
+        seq = _content_sequence(turn.content)
+        seen.update(seq)
+        pairs.update(frozenset(p) for p in zip(seq, seq[1:]))
+    for i, w in enumerate(words):
+        if w not in seen:
+            continue
+        neighbours = [words[j] for j in (i - 1, i + 1) if 0 <= j < len(words)]
+        if not neighbours or any(frozenset((w, n)) in pairs for n in neighbours):
+            return w
+    return ""
+
+
+def continues(message: str, history: tuple[Turn, ...]) -> str:
+    """Why a message that names a subject of its own still continues the conversation (empty if it
+    does not): it carries on from what was said ("still", "instead", "in total"), asks the assistant
+    to act on the customer's own case ("can you send me a corrected copy?"), or talks about a thing
+    an earlier turn talked about ("can I change the delivery slot?" after a chat about a delivery).
+    Its answer may then rest on a detail of that conversation (which order, which invoice, which
+    product), so it is not the same question as anyone else's. A message about something the
+    conversation never mentioned ("how do I reset my password?" after a chat about a refund) is
+    left alone."""
+    words = set(_lower_words(message))
+    marker = sorted(words & _CONTINUATION)
+    if marker:
+        return f"carries on from the conversation ({marker[0]!r})"
+    if _ACTION_REQUEST.search(message.strip()):
+        return "asks the assistant to act on the customer's own case"
+    case = _CASE_REFERENCE.search(message)
+    if case:
+        return f"refers to the customer's {case.group('noun').casefold()!r} the conversation set out"
+    if _ENTITLEMENT.search(message) and _running(tuple(t for t in history if t.role == "user")):
+        return "asks what the customer is owed or allowed, after stating the facts of the case"
+    shared = _shared_subject(message, history)
+    if shared:
+        return f"talks about what an earlier turn did ({shared!r})"
+    return ""
+
+
+def _continuing(message: str, history: tuple[Turn, ...], running: dict[str, str], last_assistant: Turn | None,
+                why: str) -> Resolution:
+    """A message with a subject of its own that continues the conversation (``continues``): it
+    carries the conversation's words and conditions (looked up by the exact cache only), or is
+    not resolved after the assistant's question or with too much conversation to carry."""
+    if _assistant_asked(last_assistant):
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          f"{why}, after the assistant's question", history=history)
+    topic = _conversation_topic(history, message)
+    if not topic:
+        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
+                          f"{why}, and nothing in the conversation to carry", history=history)
+    question, carried = _with_conditions(_with_topic(message, topic), running, conditions(message))
+    return Resolution(message, question, How.REWRITTEN, f"{why}: the conversation carried"[:300],
+                      conditions=carried, history=history)
+
+
 _HOW_TO = re.compile(r"^(?:how|where|when)\s+(?:do|can|could|should|would|will|may)\s+(?:i|we|you)\b|"
                      r"^how\s+(?:long|much|many|soon|often)\s+(?:\w+\s+)?(?:do|does|can|will|should)\s+(?:i|we)\b|"
                      r"^(?:how|where)\s+(?:to|is|are)\b|^(?:can|could|may|should|do|does|will|would|is|are)\s+"
@@ -758,14 +881,27 @@ def self_contained(message: str) -> bool:
     names a product, place, plan or amount. "Is there an early exit fee?" or "can I get a refund?"
     in a conversation are about the conversation's product: not self-contained."""
     words = _lower_words(message)
-    subject = [w for w in words if w not in _STOP_EN and w not in _ATTRIBUTES and len(w) > 2]
+    subject = [w for w in words if w not in _STOP_EN and w not in _THING_ATTRIBUTES and len(w) > 2]
     if not subject:
         return False
     if any(k in ("name", "place", "tier") for k in conditions(message).values()):
         return True
+    if len(subject) < 2 and any(w in _THING_ATTRIBUTES for w in words):
+        return False  # "do you charge a cancellation fee?", "do I need to pay a deposit?": of what?
     if any(w in ("you", "your", "yours") for w in words):
         return True  # asks the business itself: "do you price match?", "what are your opening hours?"
-    return bool(_HOW_TO.search(" ".join(words))) and len(subject) >= 2 - (len(words) >= 6)
+    joined = " ".join(words)
+    if _THERE_IS.search(joined) and not any(w in _THING_ATTRIBUTES for w in words):
+        return True  # "is there parking nearby?", "is there a mobile app?" (not "is there a fee?")
+    takes = _HOW_LONG_DOES.search(joined)
+    if takes and len([w for w in takes.group("subject").split() if w in subject]) >= 2:
+        return True  # "how long does standard delivery take?" (not "how long does it take?")
+    return bool(_HOW_TO.search(joined)) and len(subject) >= 2 - (len(words) >= 6)
+
+
+_THERE_IS = re.compile(r"^(?:is|are)\s+there\s+(?:a|an|any)?\s*\w+")
+_HOW_LONG_DOES = re.compile(r"^how\s+(?:long|much)\s+(?:does|do|will|would)\s+(?!it\b|that\b|this\b|they\b|these\b|"
+                            r"those\b)(?P<subject>(?:\w+\s+){1,4})(?:take|cost)\b")
 
 
 def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, str],
@@ -781,8 +917,10 @@ def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, 
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a question without a subject of its own, after one that was not resolved", history=history)
     asked = previous is not None and ("?" in previous.message or _QUESTION_START.search(previous.message))
-    # a statement ("I'm in Canada.") gives conditions, which travel anyway, not a topic
-    topic = _conversation_topic(history, message) if asked else ""
+    # a statement that only states conditions ("I'm in Canada.") gives them, which travel anyway, not
+    # a topic; one that says what happened ("my order came with a broken lamp") is the topic
+    topic = _conversation_topic(history, message) if asked or (
+        previous is not None and not _only_conditions(previous.message)) else ""
     base = _with_topic(message, topic) if topic else message
     question, carried = _with_conditions(base, running, conditions(message))
     if question == message:
@@ -794,8 +932,24 @@ def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, 
                       conditions=carried, history=history)
 
 
+# Words a statement of a condition is made of besides the condition: "I live in Canada", "I'm on the Basic plan".
+_STATING = {"live", "living", "lives", "based", "located", "from", "member", "plan", "tier", "account", "customer",
+            "subscription", "membership", "package", "moved", "moving", "staying", "currently", "country", "city",
+            "area", "near", "day", "date", "signed", "subscribed", "using", "use", "pay", "paying"}
+
+
+def _only_conditions(text: str) -> bool:
+    """Whether a statement says nothing but conditions ("I'm based in Canada", "I'm on Premium")."""
+    stated = " ".join(conditions(text)).split()
+    return all(w in _STATING or w in stated for w in _topic(text, False).split())
+
+
 _CLOSERS = re.compile(r"\banything else\b|\bsomething else\b|\bhelp (?:you )?with\b.*\belse\b|"
-                      r"\bother questions?\b|\bsonst noch\b|\bweitere fragen\b", re.IGNORECASE)
+                      r"\bother questions?\b|\bsonst noch\b|\bweitere fragen\b|"
+                      # the customary opener asks nothing of the customer either
+                      r"(?:^|[.!]\s+)(?:how|what)\s+can\s+i\s+(?:help(?:\s+you)?(?:\s+with)?|do\s+for\s+you|assist(?:\s+you)?)"
+                      r"(?:\s+today)?\?\s*$|(?:^|[.!]\s+)what\s+would\s+you\s+like\s+to\s+know\?\s*$|"
+                      r"\bwie\s+kann\s+ich\s+(?:ihnen\s+|dir\s+)?helfen\?\s*$", re.IGNORECASE)
 
 
 def _answers_assistant(message: str, last_assistant: Turn | None) -> bool:
@@ -836,6 +990,55 @@ def _with_topic(message: str, topic: str) -> str:
     return f"{message.rstrip(' ?.!')}?{TOPIC_MARK}{topic})"
 
 
+# Small talk: thanks, praise, apologies, the weather, an interruption. A turn made only of these
+# words (and function words) says nothing about the customer's case.
+_SOCIAL = {
+    "thanks", "thank", "cheers", "ta", "helpful", "help", "helped", "great", "lovely", "brilliant", "perfect", "cool",
+    "nice", "awesome", "amazing", "fantastic", "wonderful", "excellent", "appreciate", "appreciated", "kind",
+    "sorry", "apologies", "lol", "haha", "hah", "ugh", "wow", "oh", "ah", "hmm", "aww", "yay", "phew", "bye",
+    "goodbye", "morning", "afternoon", "evening", "today", "day", "week", "been", "far", "happy", "glad", "hear",
+    "weather", "sunny", "rain", "raining", "rainy", "cold", "hot", "warm", "awful", "terrible", "typical", "nightmare",
+    "doorbell", "door", "someone's", "someone", "back", "hang", "sec", "second", "moment", "minute", "brb", "wait",
+    "cat", "dog", "kids", "keyboard", "walked", "across", "busy", "tired", "crazy", "mad", "funny", "fun",
+    "enjoy", "enjoyed", "hope", "weekend", "patience", "problem", "worries", "worry", "bother", "bothering",
+    "fine", "good", "well", "welcome", "pleasure", "anytime", "care", "take", "time", "stay", "dry", "safe",
+    "was", "were", "where", "yeah", "yep", "ok", "okay", "alright", "sure", "right", "anyway", "really", "always",
+    "very", "much", "so", "again", "here", "there", "now", "been", "isn't", "it's", "that's", "you've", "you're",
+    "we're", "i'll", "i'd", "let", "feel", "feeling", "lucky", "hello", "hi", "hey", "dear", "mate", "lot",
+    "disaster", "lovely", "got", "ages", "forever", "queue", "waiting", "poor", "bad", "shame", "pity",
+}
+
+
+def _small_talk(turn: Turn) -> bool:
+    """A turn of small talk ("sorry, doorbell, back now", "lovely weather today", "No problem!"):
+    only social words, no condition. Its words say nothing about the case, so a conversation with
+    it and one without carry the same topic."""
+    words = [w for w in _lower_words(turn.content) if w not in _STOP_EN or w in _TOPIC_KEEP]
+    return bool(_lower_words(turn.content)) and all(w in _SOCIAL or w in _STOP_EN for w in words) \
+        and not conditions(turn.content, names=False)
+
+
+def _side_turns(turns: tuple[Turn, ...]) -> set[int]:
+    """The positions of side exchanges: a question of the customer's that stood on its own where it
+    was asked ("sorry, quick one - do you sell gift cards?": self-contained, pointing nowhere,
+    continuing nothing before it), and the assistant's answer to it. Not the first question (it
+    sets the conversation up) nor the latest (a follow-up may be about it)."""
+    asking = [i for i, t in enumerate(turns) if t.role == "user" and not _small_talk(t)
+              and ("?" in t.content or _QUESTION_START.search(t.content))]
+    users = [i for i, t in enumerate(turns) if t.role == "user"]
+    side: set[int] = set()
+    for i in asking[:-1]:
+        if i == users[0]:
+            continue
+        text = turns[i].content
+        if dependence(text).kind or not self_contained(text) or continues(text, turns[:i]):
+            continue
+        side.add(i)
+        if i + 1 < len(turns) and turns[i + 1].role == "assistant":
+            side.add(i + 1)
+    return side
+
+
 def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...] = (),
                         users_only: bool = False) -> str:
     """What the conversation is about: the words of every earlier turn, the customer's and the
@@ -846,8 +1049,9 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
     ``CONVERSATION_TOPIC_WORDS`` is too much to carry: the turn bypasses the shared caches."""
     have = set(_lower_words(message))
     out: list[str] = []
-    for turn in history:
-        if (users_only and turn.role != "user") or turn.content in skip:
+    side = set() if users_only else _side_turns(history)
+    for i, turn in enumerate(history):
+        if (users_only and turn.role != "user") or turn.content in skip or _small_talk(turn) or i in side:
             continue
         for w in _topic_words(turn.content):
             if w not in have and w not in out:

@@ -190,6 +190,67 @@ def test_the_same_last_words_after_a_different_detail_resolve_apart(first, secon
     assert a != b and last not in (a, b)
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("first, second, last", [
+    # "still": carries on from the order the conversation is about
+    (("Where is my order 44871?", "It's out for delivery today.", "ok", "Anything else?"),
+     ("Where is my order 44817?", "It's out for delivery today.", "ok", "Anything else?"),
+     "can I still change the address?"),
+    # asks the assistant to act on the customer's own case
+    (("my invoice INV-7731 looks wrong", "Let me check INV-7731.", "Do you have a loyalty scheme?", "Yes."),
+     ("my invoice INV-7713 looks wrong", "Let me check INV-7713.", "Do you have a loyalty scheme?", "Yes."),
+     "can you send me a corrected copy?"),
+    # "the appointment" is the one the conversation booked
+    (("I booked a massage for Friday", "Lovely, see you then."),
+     ("I booked a facial for Friday", "Lovely, see you then."), "Can I move the appointment to 3pm?"),
+    # what the customer may claim rests on the facts stated
+    (("My flight on the 12th was delayed by 4 hours", "Sorry about that."),
+     ("My flight on the 12th was delayed by 2 hours", "Sorry about that."), "How much compensation can I claim?"),
+    # a statement of what happened is the topic, not only its order number
+    (("My order 44871 came with a broken lamp", "Sorry to hear that."),
+     ("My order 44871 came with a broken sofa", "Sorry to hear that."), "is there a fee for a replacement?"),
+    # a deposit of what? an attribute with one subject word is the conversation's thing's
+    (("I want to hire a van for Saturday", "We have vans available."),
+     ("I want to hire a bike for Saturday", "We have bikes available."), "Do I need to pay a deposit?"),
+    (("My washing machine is 11 months old and broke", "Sorry to hear that."),
+     ("My washing machine is 14 months old and broke", "Sorry to hear that."), "Am I covered for a free repair?"),
+])
+def test_a_message_with_a_subject_of_its_own_that_continues_the_conversation_resolves_apart(first, second, last):
+    a, b = last_question(*first, last), last_question(*second, last)
+    assert a != b and last not in (a, b)
+
+
+@pytest.mark.django_db
+def test_small_talk_and_a_side_question_leave_the_resolved_question_as_it_was():
+    plain = last_question("I want to cancel my gym membership", "I can help. There's a 30-day notice period.",
+                          "how long until it stops then?")
+    chatter = last_question("I want to cancel my gym membership", "I can help. There's a 30-day notice period.",
+                            "ugh, it's been a long day", "Sorry to hear that! How can I help?",
+                            "how long until it stops then?")
+    assert plain == chatter and "gym" in plain
+    side = last_question("I'm on the Basic plan and want to add a second user", "Basic allows one user.",
+                         "Do you sell gift cards?", "Yes, from £10 to £200.",
+                         "What's your phone number?", "0300 123 4567.", "how much is Standard then?")
+    no_side = last_question("I'm on the Basic plan and want to add a second user", "Basic allows one user.",
+                            "What's your phone number?", "0300 123 4567.", "how much is Standard then?")
+    assert side == no_side and "gift" not in side and "basic" in side.casefold()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("history, last", [
+    (("Do you sell gift cards?", "Yes, from £10 to £50."), "Do you offer gift wrapping?"),
+    (("What's your privacy policy?", "We never sell your data."), "What is your returns policy?"),
+    (("My discount code doesn't work", "It expired yesterday, sorry."), "How long does standard delivery take?"),
+    (("Can I bring my dog inside?", "Dogs are welcome on the terrace only."), "Is there parking nearby?"),
+    # a rule about things of a kind, not the customer's thing; a question of the policy, not of the case
+    (("My order 55120 arrived yesterday, all good", "Great to hear!"), "What is the returns policy on sale items?"),
+    (("I paid £45 for delivery last time", "Express delivery is £45 for large items."),
+     "How long do I have to return an item?"),
+])
+def test_a_standalone_question_sharing_a_word_but_not_a_subject_with_the_history_stays_itself(history, last):
+    assert last_question(*history, last) == last
+
+
 def test_a_pronoun_alone_points_at_its_own_words_and_in_a_conversation_may_point_back():
     message = "can I return it if I change my mind?"
     assert resolve(Conversation.single(message)).how == How.SINGLE  # nothing else to point at
