@@ -1,10 +1,18 @@
 """How the Ask path runs under the async server (ASGI: gunicorn with uvicorn workers, docs/serving.md).
 
-A request's blocking steps (the ORM, sync Redis, the embedding model) run in one bounded pool of
-threads a process (``blocking``, ``WEB_BLOCKING_THREADS``); what waits longest, the model's
-stream, is a coroutine (``GenerationBackend.astream``). An open stream therefore holds a few
-kilobytes and a socket, never a thread: a process holds thousands of them, while its pool threads
-serve the short steps of every request in turn.
+A request's blocking steps (the ORM, sync Redis, the embedding model) run in two bounded pools of
+threads a process; what waits longest, the model's stream, is a coroutine
+(``GenerationBackend.astream``). An open stream therefore holds a few kilobytes and a socket, never
+a thread: a process holds thousands of them, while the pool threads serve the short steps of every
+request in turn. The two pools are two lanes:
+
+* ``front`` (``WEB_FRONT_THREADS``): every ask's first hop, up to and including the lookups: the
+  whole of a cache hit. A hit never queues behind a fresh answer's slower steps.
+* ``blocking`` (``WEB_BLOCKING_THREADS``): a fresh answer's later steps (retrieval, the
+  answerability check, admission, its record).
+
+Each pool thread may hold one database connection, so a process holds at most the two sizes
+together, however many streams are open.
 
 ``stream_guard`` wraps every streamed response: a reader that does not accept an event within
 ``STREAM_WRITE_TIMEOUT_S`` is cut off (its connection closed), and the open streams are counted.
@@ -36,7 +44,7 @@ from supportbot import records
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
-_pool: tuple[ThreadPoolExecutor, int] | None = None  # (the pool, the pid that made it)
+_pools: dict[str, tuple[ThreadPoolExecutor, int]] = {}  # lane: (the pool, the pid that made it)
 
 
 def is_async(request) -> bool:
@@ -44,16 +52,16 @@ def is_async(request) -> bool:
     return isinstance(request, ASGIRequest)
 
 
-def executor() -> ThreadPoolExecutor:
-    """The process's pool for blocking steps (made on first use; again in a forked child)."""
-    global _pool
-    held = _pool
+def executor(lane: str = "blocking") -> ThreadPoolExecutor:
+    """The process's pool of a lane (made on first use; again in a forked child)."""
+    held = _pools.get(lane)
     if held is None or held[1] != os.getpid():
         with _lock:
-            if _pool is None or _pool[1] != os.getpid():
-                _pool = (ThreadPoolExecutor(max_workers=max(1, settings.WEB_BLOCKING_THREADS),
-                                            thread_name_prefix="ask-blocking"), os.getpid())
-            held = _pool
+            held = _pools.get(lane)
+            if held is None or held[1] != os.getpid():
+                size = settings.WEB_FRONT_THREADS if lane == "front" else settings.WEB_BLOCKING_THREADS
+                held = _pools[lane] = (ThreadPoolExecutor(max_workers=max(1, size), thread_name_prefix=f"ask-{lane}"),
+                                       os.getpid())
     return held[0]
 
 
@@ -70,10 +78,20 @@ def _run_in_request(fn: Callable, args, kwargs):
 
 
 async def blocking(fn: Callable, *args, **kwargs):
-    """``fn(*args, **kwargs)`` on the process's pool, in the caller's context (context variables)."""
+    """``fn(*args, **kwargs)`` on the process's pool for a fresh answer's steps, in the caller's
+    context (context variables)."""
+    return await _hop("blocking", fn, args, kwargs)
+
+
+async def front(fn: Callable, *args, **kwargs):
+    """``fn(*args, **kwargs)`` on the front lane: an ask's first hop (who asks, the lookups, a hit)."""
+    return await _hop("front", fn, args, kwargs)
+
+
+async def _hop(lane: str, fn: Callable, args, kwargs):
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
-    return await loop.run_in_executor(executor(), functools.partial(context.run, _run_in_request, fn, args, kwargs))
+    return await loop.run_in_executor(executor(lane), functools.partial(context.run, _run_in_request, fn, args, kwargs))
 
 
 class GuardedStream:

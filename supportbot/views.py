@@ -178,11 +178,11 @@ async def chat_stream(request, tenant: str, ask_id: str):
     answers 429 would only make the browser try again)."""
     if not serving.is_async(request):
         return await sync_to_async(_chat_stream_sync)(request, tenant, ask_id)
-    pending = await serving.blocking(callers.chat_pending_take, request, tenant, ask_id)
+    pending = await serving.front(callers.chat_pending_take, request, tenant, ask_id)
     if isinstance(pending, Refusal):
         raise Http404(pending.message)
     asker, question = pending
-    conversation = await serving.blocking(chat_thread.conversation_with, request, asker, question)
+    conversation = await serving.front(chat_thread.conversation_with, request, asker, question)
     return _sse_response(serving.stream_guard(_chat_events_async(request, asker, question, conversation)))
 
 
@@ -278,7 +278,7 @@ async def api_ask(request, tenant: str):
     if not serving.is_async(request):
         return await sync_to_async(_api_ask_sync)(request, tenant)
     try:
-        admitted, ahead, state = await serving.blocking(_api_ask_begin, request, tenant)
+        admitted, ahead, state = await serving.front(_api_ask_begin, request, tenant)
     except AskRejected as exc:
         return _api_error(exc.code, exc.message, exc.status)
     except InFlightRefused as exc:
