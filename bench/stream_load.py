@@ -44,7 +44,6 @@ import http.client
 import json
 import multiprocessing
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -80,13 +79,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
-
-
-def raise_fd_limit() -> int:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 # --------------------------------------------------------------------------- processes
@@ -343,7 +335,9 @@ def main(argv=None) -> int:
                         help="web worker processes of each server (WEB_WORKERS, as make run starts)")
     args = parser.parse_args(argv)
     ramp = [int(n) for n in args.ramp.split(",")]
-    fds = raise_fd_limit()
+    from supportbot.run import raise_open_files
+
+    fds = raise_open_files()  # this process's streams, and the servers it starts
     if fds < 4 * max(ramp) + 200:
         print(f"  open-file limit {fds} is low for {max(ramp)} streams (each holds about four descriptors)")
     ensure_schema()
