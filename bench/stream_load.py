@@ -29,8 +29,9 @@ each streamed answer, once written, cites nothing and ends handed off (``not_cov
 admitted, and every ask of the step is a fresh stream (a miss of the exact and semantic caches, a
 hit of the search cache) that streams all its words. Memory per stream is the
 growth of the web processes' resident memory (gunicorn's master and workers) from idle to the
-peak of the step, over the streams open; each step also prints the web processes' CPU time
-over the streams and the load average of the machine (shared with other work). Everything lives in a scratch tenant deleted at the end.
+peak of the step, over the streams open; each step also prints the web processes' CPU time a stream (the step's,
+less its exact hits at the floor's cost a hit) and the load average of the machine (shared with
+other work). Everything lives in a scratch tenant deleted at the end.
 Ends with one line:
 ``streams_held_async=… streams_held_threads=… exact_p99_ms_at_peak=… mb_per_stream=…``
 (the exact-hit p99 and the memory per stream of the async server's largest held step).
@@ -276,6 +277,8 @@ def run_step(port: int, url: str, hit_url: str, n: int, args, proc) -> dict:
     begin, cpu_before, load_before = time.time(), cpu_s(proc), os.getloadavg()[0]
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:  # the web server's loop, too
         step = runner.run(stream_step(port, url, n, args.ramp_in_s, deadline_s, proc, rss))
+    if not n:  # the floor: the exact hits alone, as long as a step's hits run
+        time.sleep(max(0.0, stop_at - time.time()))
     web_cpu_s = cpu_s(proc) - cpu_before
     samples = [s for pipe in pipes for s in pipe.recv()]
     for p in hitters:
@@ -289,17 +292,23 @@ def run_step(port: int, url: str, hit_url: str, n: int, args, proc) -> dict:
     open_at_peak = max((o for o, _ in rss), default=0)
     step.update(n=n, exact=percentiles(ms), exact_hits=len(ms), exact_errors=hit_errors, idle_mb=idle_mb,
                 peak_mb=peak_mb, mb_per_stream=(peak_mb - idle_mb) / open_at_peak if open_at_peak else float("nan"),
-                web_cpu_s=web_cpu_s, web_cpu_ms_per_stream=web_cpu_s * 1000 / n if n else float("nan"),
+                web_cpu_s=web_cpu_s,
                 load_avg=[load_before, os.getloadavg()[0]])
     step.setdefault("outcomes", {})
     ok = step["outcomes"].get("ok", 0)
+    if not n:
+        args.hit_cpu_ms = web_cpu_s * 1000 / max(1, len(samples))
+    # the web CPU of the streams: the step's, less what its exact hits cost at the floor
+    stream_cpu_s = max(0.0, web_cpu_s - len(samples) * getattr(args, "hit_cpu_ms", 0.0) / 1000)
+    step.update(hit_cpu_ms=getattr(args, "hit_cpu_ms", float("nan")),
+                web_cpu_ms_per_stream=stream_cpu_s * 1000 / n if n else float("nan"))
     step["errors"] = (n - ok) + hit_errors
     step["held"] = step["errors"] == 0 and step["exact"].get("p99", 1e9) <= args.p99_ms
     print(f"  {n:5d} streams: {ok} done ({step['outcomes']}), {step['peak_open']} open at once; exact hits "
           f"p50={step['exact'].get('p50', float('nan')):.1f} ms p99={step['exact'].get('p99', float('nan')):.1f} ms "
           f"({len(ms)} hits, {hit_errors} failed); web RSS {idle_mb:.0f} -> {peak_mb:.0f} MB "
           f"({step['mb_per_stream']:.3f} MB/stream); web CPU {web_cpu_s:.1f} s "
-          f"({step['web_cpu_ms_per_stream']:.1f} ms/stream); load average {load_before:.1f} -> "
+          f"({step['hit_cpu_ms']:.2f} ms an exact hit, {step['web_cpu_ms_per_stream']:.1f} ms a stream); load average {load_before:.1f} -> "
           f"{step['load_avg'][1]:.1f} -> {'held' if step['held'] else 'NOT held'}", flush=True)
     return step
 
