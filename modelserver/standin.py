@@ -140,7 +140,8 @@ class StandInModel:
                     "model": self.model}
             for i in range(max_tokens):
                 await asyncio.sleep(self.interval_s)  # a sleep, not a wait_for(gone): a thousand streams stay cheap
-                if gone.is_set():
+                if gone.is_set() or writer.transport.is_closing():  # closed before the watcher ran
+                    stream.client_gone = stream.client_gone or time.monotonic()
                     return False, b""  # the client left: no more tokens (vLLM aborts the request)
                 stream.token_times.append(time.monotonic())
                 word = "x" * self.token_bytes if self.token_bytes else self.words[i % len(self.words)] + " "

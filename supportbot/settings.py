@@ -434,7 +434,7 @@ RATELIMIT_TRUSTED_PROXY_HOPS = env.int("RATELIMIT_TRUSTED_PROXY_HOPS", default=0
 # Serving (docs/serving.md): "async" runs the web server under ASGI (gunicorn with uvicorn workers:
 # a waiting stream holds a coroutine, not a thread); "threads" runs the old gthread server (WSGI).
 WEB_SERVER = env.str("WEB_SERVER", default="async")
-# Threads per web process for the Ask path's blocking steps (ORM, Redis, embedding) under ASGI.
+# Threads per web process for a fresh answer's blocking steps (ORM, Redis, embedding) under ASGI.
 WEB_BLOCKING_THREADS = env.int("WEB_BLOCKING_THREADS", default=16)
 # Threads per web process for every ask's first hop under ASGI (who asks, the lookups, a whole cache hit).
 WEB_FRONT_THREADS = env.int("WEB_FRONT_THREADS", default=4)
