@@ -103,8 +103,11 @@ def asgi_application():
 
     from supportbot.warmup import warm_up
 
+    from supportbot.serving import asgi_application
+
     override_settings(ROOT_URLCONF=__name__).enable()
-    application = get_asgi_application()
+    get_asgi_application()  # django.setup(), as supportbot.asgi does
+    application = asgi_application()
     warm_up()
     return application
 

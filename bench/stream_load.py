@@ -1,18 +1,23 @@
 """Concurrent streaming asks on one machine: the async server (ASGI) against the gthread server.
 
     .venv/bin/python -m bench.stream_load [--ramp 16,32,100,300,1000,2000] [--servers async,threads]
-                                          [--interval-ms 100] [--tokens 100] [--hit-clients 4] [--workers N]
+                                          [--interval-ms 100] [--tokens 150] [--ramp-in-s 10] [--hit-clients 4]
+                                          [--workers N]
 
 A smoke run (seconds of streams): ``--ramp 2 --tokens 5 --interval-ms 50 --ramp-in-s 0.5 --hit-clients 1 --workers 1``.
 
 A stand-in model server (``modelserver.standin``: the OpenAI streaming protocol, a word every
-``--interval-ms`` for ``--tokens`` words, 10 s by default, as vLLM would stream) answers every fresh
+``--interval-ms`` for ``--tokens`` words, 15 s by default, as vLLM would stream) answers every fresh
 ask. Each server is started as ``make run`` starts it (``supportbot.run.web_command``: the same
 workers; rate limits and in-flight caps raised past the load sent), then for each step of the ramp
-that many streamed API asks are opened (within ``--ramp-in-s``) and read to their last event,
-while ``--hit-clients`` processes send exact-hit asks back to back on keep-alive connections and
-time them (a first step of no streams gives the machine's floor). A step is held when every stream
-reached its ``done`` event in time (the stream's length plus ``--slack-s``) with no HTTP error, and
+that many streamed API asks are opened, evenly over ``--ramp-in-s`` (10 s: N new asks in 10 s is
+the arrival rate that keeps N chats of 10-s answers open, 100 a second for 1,000), and read to
+their last event. The answers last longer than the ramp-in, so every stream of the step is open
+at once for the last 5 s. Meanwhile ``--hit-clients`` processes send exact-hit asks back to back on
+keep-alive connections and time them from the middle of the ramp-in (half the streams open, new
+asks still arriving) until the first stream ends (a first step of no streams gives the machine's
+floor). The streams are read by one process on uvloop, one read an event. A step is held when its streams were all
+open at once and every stream reached its ``done`` event in time (the stream's length plus ``--slack-s``) with no HTTP error, and
 the exact hits' p99 stayed within ``--p99-ms`` (50); a server's ramp stops at its first step with
 errors (a step that only misses the p99 goes on, so the figures show the shape on a busy machine).
 
@@ -24,7 +29,9 @@ each streamed answer, once written, cites nothing and ends handed off (``not_cov
 admitted, and every ask of the step is a fresh stream (a miss of the exact and semantic caches, a
 hit of the search cache) that streams all its words. Memory per stream is the
 growth of the web processes' resident memory (gunicorn's master and workers) from idle to the
-peak of the step, over the streams open. Everything lives in a scratch tenant deleted at the end.
+peak of the step, over the streams open; each step also prints the web processes' CPU time a stream (the step's,
+less its exact hits at the floor's cost a hit) and the load average of the machine (shared with
+other work). Everything lives in a scratch tenant deleted at the end.
 Ends with one line:
 ``streams_held_async=… streams_held_threads=… exact_p99_ms_at_peak=… mb_per_stream=…``
 (the exact-hit p99 and the memory per stream of the async server's largest held step).
@@ -38,7 +45,6 @@ import http.client
 import json
 import multiprocessing
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -57,6 +63,7 @@ os.environ.setdefault("VLLM_BASE_URL", "http://127.0.0.1:9")  # replaced by the 
 setup(private_redis=True)
 
 import psutil  # noqa: E402
+import uvloop  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 HOST = "127.0.0.1"
@@ -73,13 +80,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
-
-
-def raise_fd_limit() -> int:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 # --------------------------------------------------------------------------- processes
@@ -148,21 +148,22 @@ def wait_quiet(proc: subprocess.Popen, timeout_s: float = 240.0) -> None:
     """Wait until the web processes have finished starting (every worker loads the embedding model
     at start, seconds of CPU each): their CPU time grows by less than a tenth of a second a second."""
     deadline = time.monotonic() + timeout_s
-
-    def cpu() -> float:
-        try:
-            root = psutil.Process(proc.pid)
-            return sum(sum(p.cpu_times()[:2]) for p in [root, *root.children(recursive=True)])
-        except psutil.Error:
-            return 0.0
-
-    before = cpu()
+    before = cpu_s(proc)
     while time.monotonic() < deadline:
         time.sleep(1.0)
-        now = cpu()
+        now = cpu_s(proc)
         if now - before < 0.1:
             return
         before = now
+
+
+def cpu_s(proc: subprocess.Popen) -> float:
+    """CPU seconds (user and system) the web processes (gunicorn's master and workers) have used."""
+    try:
+        root = psutil.Process(proc.pid)
+        return sum(sum(p.cpu_times()[:2]) for p in [root, *root.children(recursive=True)])
+    except psutil.Error:
+        return 0.0
 
 
 def rss_mb(proc: subprocess.Popen) -> float:
@@ -199,7 +200,9 @@ def hit_client(port: int, url: str, stop_at: float, out) -> None:
 # --------------------------------------------------------------------------- streams (this process, asyncio)
 
 async def one_stream(port: int, url: str, deadline_s: float, started_at: float, live: list) -> str:
-    """One streamed ask read to its ``done`` event: "ok", or what went wrong."""
+    """One streamed ask read to its ``done`` event: "ok", or what went wrong. The body is read in
+    whatever pieces arrive and cut into events at their blank lines (the chunked encoding's size
+    lines fall between events): one read an event, so the reader costs the machine little."""
     body = json.dumps({"question": STREAM_QUESTION, "stream": True}).encode()
     writer = None
     try:
@@ -213,18 +216,21 @@ async def one_stream(port: int, url: str, deadline_s: float, started_at: float, 
                 return f"http {status[1].decode() if len(status) > 1 else '?'}"
             live[0] += 1
             live[1] = max(live[1], live[0])
-            deltas = 0
+            deltas, rest = 0, b""
             try:
                 while True:
-                    line = await reader.readline()
-                    if not line:
+                    piece = await reader.read(65536)
+                    if not piece:
                         return "closed before done"
-                    deltas += line.startswith(b"event: delta")
-                    if line.startswith(b"event: done"):
-                        done = json.loads((await reader.readline()).split(b"data: ", 1)[1])
-                        if done.get("status") in ("unavailable", "interrupted"):
-                            return f"answer {done['status']}"  # the model failed (a timeout, the breaker)
-                        return "ok" if deltas > 1 else "not streamed " + str(done.get("status"))
+                    *events, rest = (rest + piece).split(b"\n\n")
+                    for event in events:
+                        deltas += b"event: delta" in event
+                        at = event.find(b"event: done\ndata: ")
+                        if at >= 0:
+                            done = json.loads(event[at + len(b"event: done\ndata: "):].split(b"\n", 1)[0])
+                            if done.get("status") in ("unavailable", "interrupted"):
+                                return f"answer {done['status']}"  # the model failed (a timeout, the breaker)
+                            return "ok" if deltas > 1 else "not streamed " + str(done.get("status"))
             finally:
                 live[0] -= 1
     except TimeoutError:
@@ -268,27 +274,44 @@ def run_step(port: int, url: str, hit_url: str, n: int, args, proc) -> dict:
         hitters.append(p)
     rss: list = []
     idle_mb = rss_mb(proc)
-    begin = time.time()
-    step = asyncio.run(stream_step(port, url, n, args.ramp_in_s, deadline_s, proc, rss))
+    begin, cpu_before, load_before = time.time(), cpu_s(proc), os.getloadavg()[0]
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:  # the web server's loop, too
+        step = runner.run(stream_step(port, url, n, args.ramp_in_s, deadline_s, proc, rss))
+    if not n:  # the floor: the exact hits alone, as long as a step's hits run
+        time.sleep(max(0.0, stop_at - time.time()))
+    web_cpu_s = cpu_s(proc) - cpu_before
     samples = [s for pipe in pipes for s in pipe.recv()]
     for p in hitters:
         p.join(10)
-    # the hits sent while the step's streams were all open (after the ramp-in, before the first ends)
-    window = [s for s in samples if begin + 0.2 + args.ramp_in_s <= s[0] <= begin + 0.2 + stream_s]
+    # the hits sent from the middle of the ramp-in (half the streams open, new asks still arriving)
+    # until the first stream ends (all open)
+    window = [s for s in samples if begin + 0.2 + args.ramp_in_s / 2 <= s[0] <= begin + 0.2 + stream_s]
     ms = [s[1] for s in (window or samples) if s[2]]
     hit_errors = sum(1 for s in samples if not s[2])
     peak_mb = max((mb for _, mb in rss), default=idle_mb)
     open_at_peak = max((o for o, _ in rss), default=0)
     step.update(n=n, exact=percentiles(ms), exact_hits=len(ms), exact_errors=hit_errors, idle_mb=idle_mb,
-                peak_mb=peak_mb, mb_per_stream=(peak_mb - idle_mb) / open_at_peak if open_at_peak else float("nan"))
+                peak_mb=peak_mb, mb_per_stream=(peak_mb - idle_mb) / open_at_peak if open_at_peak else float("nan"),
+                web_cpu_s=web_cpu_s,
+                load_avg=[load_before, os.getloadavg()[0]])
     step.setdefault("outcomes", {})
     ok = step["outcomes"].get("ok", 0)
+    if not n:
+        args.hit_cpu_ms = web_cpu_s * 1000 / max(1, len(samples))
+    # the web CPU of the streams: the step's, less what its exact hits cost at the floor
+    stream_cpu_s = max(0.0, web_cpu_s - len(samples) * getattr(args, "hit_cpu_ms", 0.0) / 1000)
+    step.update(hit_cpu_ms=getattr(args, "hit_cpu_ms", float("nan")),
+                web_cpu_ms_per_stream=stream_cpu_s * 1000 / n if n else float("nan"))
     step["errors"] = (n - ok) + hit_errors
-    step["held"] = step["errors"] == 0 and step["exact"].get("p99", 1e9) <= args.p99_ms
+    # held: all n open at once (a server that queues streams behind busy threads finishes them
+    # one batch after another), none failed, and the exact hits within the p99
+    step["held"] = step["errors"] == 0 and step["peak_open"] >= n and step["exact"].get("p99", 1e9) <= args.p99_ms
     print(f"  {n:5d} streams: {ok} done ({step['outcomes']}), {step['peak_open']} open at once; exact hits "
           f"p50={step['exact'].get('p50', float('nan')):.1f} ms p99={step['exact'].get('p99', float('nan')):.1f} ms "
           f"({len(ms)} hits, {hit_errors} failed); web RSS {idle_mb:.0f} -> {peak_mb:.0f} MB "
-          f"({step['mb_per_stream']:.3f} MB/stream) -> {'held' if step['held'] else 'NOT held'}", flush=True)
+          f"({step['mb_per_stream']:.3f} MB/stream); web CPU {web_cpu_s:.1f} s "
+          f"({step['hit_cpu_ms']:.2f} ms an exact hit, {step['web_cpu_ms_per_stream']:.1f} ms a stream); load average {load_before:.1f} -> "
+          f"{step['load_avg'][1]:.1f} -> {'held' if step['held'] else 'NOT held'}", flush=True)
     return step
 
 
@@ -302,7 +325,7 @@ def warm_up(port: int, url: str, args) -> None:
     if layer != "exact":
         raise SystemExit(f"the warm-up hit was served by {layer!r}, not the exact cache")
     deadline_s = args.interval_ms * args.tokens / 1000 + args.slack_s
-    outcome = asyncio.run(one_stream(port, url, deadline_s, time.monotonic(), [0, 0]))
+    outcome = uvloop.run(one_stream(port, url, deadline_s, time.monotonic(), [0, 0]))
     if outcome != "ok":
         raise SystemExit(f"the warm-up stream of {STREAM_QUESTION!r} ended {outcome!r}, not streamed to its end")
 
@@ -312,8 +335,10 @@ def main(argv=None) -> int:
     parser.add_argument("--ramp", default="16,32,100,300,1000,2000", help="concurrent streams of each step")
     parser.add_argument("--servers", default="async,threads", help="which servers, in order")
     parser.add_argument("--interval-ms", type=float, default=100.0, help="the stand-in model's time between tokens")
-    parser.add_argument("--tokens", type=int, default=100, help="tokens a stand-in answer has")
-    parser.add_argument("--ramp-in-s", type=float, default=5.0, help="a step's streams open over this long")
+    parser.add_argument("--tokens", type=int, default=150, help="tokens a stand-in answer has")
+    parser.add_argument("--ramp-in-s", type=float, default=10.0,
+                        help="a step's streams open evenly over this long (10 s: N streams arrive at the rate "
+                             "that keeps N chats of 10 s open)")
     parser.add_argument("--slack-s", type=float, default=20.0, help="a stream's time allowed beyond its length")
     parser.add_argument("--hit-clients", type=int, default=4, help="processes sending exact hits beside the streams")
     parser.add_argument("--p99-ms", type=float, default=P99_TARGET_MS, help="the exact hits' p99 a held step stays within")
@@ -321,7 +346,9 @@ def main(argv=None) -> int:
                         help="web worker processes of each server (WEB_WORKERS, as make run starts)")
     args = parser.parse_args(argv)
     ramp = [int(n) for n in args.ramp.split(",")]
-    fds = raise_fd_limit()
+    from supportbot.run import raise_open_files
+
+    fds = raise_open_files()  # this process's streams, and the servers it starts
     if fds < 4 * max(ramp) + 200:
         print(f"  open-file limit {fds} is low for {max(ramp)} streams (each holds about four descriptors)")
     ensure_schema()

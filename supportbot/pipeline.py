@@ -202,11 +202,13 @@ def ask(asker: Asker, raw_question, *, prepared: AskState | None = None, prefetc
 # --------------------------------------------------------------------------- the async entry (ASGI)
 
 def ask_begin(asker: Asker, raw_question, *, streamed: bool = False, prepared: AskState | None = None,
-              prefetched: dict | None = None) -> AskState:
+              prefetched: dict | None = None, exact_only: bool = False) -> AskState:
     """The async server's blocking first part, in one hop to a pool thread: ``start`` (or the
     ``prepared`` state), the lookups, then for a hit the whole Ask (served and recorded:
     ``state.finished``), for a miss its in-flight slot (``InFlightRefused`` over a cap, nothing
-    recorded). ``ask_events_async(begun=state)`` goes on from here."""
+    recorded). ``ask_events_async(begun=state)`` goes on from here. ``exact_only``: stop after a
+    missed exact lookup (not finished, no slot yet); ``ask_begin_rest`` goes on, on another lane,
+    so the exact hits' lane never waits for a semantic lookup."""
     if (prepared is not None and prepared.asker.tenant is asker.tenant and prepared.asker.locale == asker.locale
             and prepared.streamed == streamed):
         state = prepared
@@ -214,11 +216,35 @@ def ask_begin(asker: Asker, raw_question, *, streamed: bool = False, prepared: A
     else:
         state = start(asker, raw_question, streamed)
     try:
-        served = None if state.resolution.clarify else lookup(state, prefetched)
+        if state.resolution.clarify:
+            served = None
+        elif exact_only:
+            if state.eligibility is None:
+                check_eligibility(state)
+            served = exact_lookup(state, prefetched)
+            if served is None:
+                return state
+        else:
+            served = lookup(state, prefetched)
     except BaseException:
         state.status, state.error = AskEvent.Status.INTERRUPTED, "aborted"
         record(state)
         raise
+    return _begun(state, served)
+
+
+def ask_begin_rest(state: AskState) -> AskState:
+    """``ask_begin`` after an ``exact_only`` one missed: the semantic lookup, then a hit or the slot."""
+    try:
+        served = semantic_lookup(state)
+    except BaseException:
+        state.status, state.error = AskEvent.Status.INTERRUPTED, "aborted"
+        record(state)
+        raise
+    return _begun(state, served)
+
+
+def _begun(state: AskState, served: CachedAnswer | None) -> AskState:
     if state.resolution.clarify:  # a message that needs context it did not come with: nothing looked up
         clarify(state)
         record(state)

@@ -8,6 +8,7 @@ reuse this process's services; when this process exits they are stopped."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -77,6 +78,16 @@ def web_command(settings, py: str = sys.executable) -> list[str]:
             "--worker-class", "supportbot.uvicorn_worker.UvicornWorker"]
 
 
+def raise_open_files() -> int:
+    """Raise this process's soft limit on open files to its hard limit (the children inherit it):
+    an open stream holds two descriptors in its web worker (the client's socket and the model
+    server's), and a worker holds thousands of streams. The limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
 def builds_banner(settings, answerer: str) -> str:
     """The banner's lines on what the app builds after it starts: the judge (its build queued here when
     it is missing) and the embedded model's llama-cpp wheel (bootstrap builds it when the model answers)."""
@@ -131,6 +142,9 @@ def main() -> int:
     call_command("migrate", interactive=False, verbosity=0)
     call_command("load_demo")
     py = sys.executable
+    open_files = raise_open_files()
+    if open_files < 4096:
+        print(f"run: open-file limit {open_files}: each open stream holds two; raise it (ulimit -n) for many", flush=True)
     env = dict(os.environ)  # DATABASE_URL and REDIS_URL are set by now
     env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir(env))
     procs: dict[str, subprocess.Popen] = {}

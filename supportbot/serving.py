@@ -1,13 +1,23 @@
 """How the Ask path runs under the async server (ASGI: gunicorn with uvicorn workers, docs/serving.md).
 
-A request's blocking steps (the ORM, sync Redis, the embedding model) run in one bounded pool of
-threads a process (``blocking``, ``WEB_BLOCKING_THREADS``); what waits longest, the model's
-stream, is a coroutine (``GenerationBackend.astream``). An open stream therefore holds a few
-kilobytes and a socket, never a thread: a process holds thousands of them, while its pool threads
-serve the short steps of every request in turn.
+A request's blocking steps (the ORM, sync Redis, the embedding model) run in two bounded pools of
+threads a process; what waits longest, the model's stream, is a coroutine
+(``GenerationBackend.astream``). An open stream therefore holds a few kilobytes and a socket, never
+a thread: a process holds thousands of them, while the pool threads serve the short steps of every
+request in turn. The two pools are two lanes:
+
+* ``front`` (``WEB_FRONT_THREADS``): every ask's first hop, up to and including the lookups: the
+  whole of a cache hit. A hit never queues behind a fresh answer's slower steps.
+* ``blocking`` (``WEB_BLOCKING_THREADS``): a fresh answer's later steps (retrieval, the
+  answerability check, admission, its record).
+
+Each pool thread may hold one database connection, so a process holds at most the two sizes
+together, however many streams are open.
 
 ``stream_guard`` wraps every streamed response: a reader that does not accept an event within
 ``STREAM_WRITE_TIMEOUT_S`` is cut off (its connection closed), and the open streams are counted.
+The writes waiting are swept by one timer a loop (``_WriteSweep``), not one timer an event: a
+thousand streams of ten events a second would otherwise set and cancel ten thousand timers a second.
 The maximum duration of a stream (``STREAM_MAX_DURATION_S``) is the pipeline's
 (``pipeline.ask_events_async``): it ends the answer with the hand-off text.
 
@@ -22,12 +32,16 @@ import contextvars
 import functools
 import logging
 import os
+import itertools
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from asgiref.sync import ThreadSensitiveContext, iscoroutinefunction
 from django.conf import settings
-from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.asgi import ASGIHandler, ASGIRequest
+from django.urls import Resolver404, get_resolver
 from django.db import close_old_connections
 
 from core import metrics
@@ -36,7 +50,7 @@ from supportbot import records
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
-_pool: tuple[ThreadPoolExecutor, int] | None = None  # (the pool, the pid that made it)
+_pools: dict[str, tuple[ThreadPoolExecutor, int]] = {}  # lane: (the pool, the pid that made it)
 
 
 def is_async(request) -> bool:
@@ -44,16 +58,16 @@ def is_async(request) -> bool:
     return isinstance(request, ASGIRequest)
 
 
-def executor() -> ThreadPoolExecutor:
-    """The process's pool for blocking steps (made on first use; again in a forked child)."""
-    global _pool
-    held = _pool
+def executor(lane: str = "blocking") -> ThreadPoolExecutor:
+    """The process's pool of a lane (made on first use; again in a forked child)."""
+    held = _pools.get(lane)
     if held is None or held[1] != os.getpid():
         with _lock:
-            if _pool is None or _pool[1] != os.getpid():
-                _pool = (ThreadPoolExecutor(max_workers=max(1, settings.WEB_BLOCKING_THREADS),
-                                            thread_name_prefix="ask-blocking"), os.getpid())
-            held = _pool
+            held = _pools.get(lane)
+            if held is None or held[1] != os.getpid():
+                size = settings.WEB_FRONT_THREADS if lane == "front" else settings.WEB_BLOCKING_THREADS
+                held = _pools[lane] = (ThreadPoolExecutor(max_workers=max(1, size), thread_name_prefix=f"ask-{lane}"),
+                                       os.getpid())
     return held[0]
 
 
@@ -70,10 +84,20 @@ def _run_in_request(fn: Callable, args, kwargs):
 
 
 async def blocking(fn: Callable, *args, **kwargs):
-    """``fn(*args, **kwargs)`` on the process's pool, in the caller's context (context variables)."""
+    """``fn(*args, **kwargs)`` on the process's pool for a fresh answer's steps, in the caller's
+    context (context variables)."""
+    return await _hop("blocking", fn, args, kwargs)
+
+
+async def front(fn: Callable, *args, **kwargs):
+    """``fn(*args, **kwargs)`` on the front lane: an ask's first hop (who asks, the lookups, a hit)."""
+    return await _hop("front", fn, args, kwargs)
+
+
+async def _hop(lane: str, fn: Callable, args, kwargs):
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
-    return await loop.run_in_executor(executor(), functools.partial(context.run, _run_in_request, fn, args, kwargs))
+    return await loop.run_in_executor(executor(lane), functools.partial(context.run, _run_in_request, fn, args, kwargs))
 
 
 class GuardedStream:
@@ -103,15 +127,59 @@ class GuardedStream:
 def stream_guard(chunks: AsyncIterator[str]) -> GuardedStream:
     """Forward ``chunks`` to the server, cutting the connection of a reader that has not taken one
     within ``STREAM_WRITE_TIMEOUT_S``. Django resumes the generator only once the server has
-    written the previous chunk, so a timer from each yield to the next resume measures the write;
-    when it fires, the response's task is cancelled inside the server's write, the server closes
+    written the previous chunk, so the time from each yield to the next resume measures the write;
+    when the sweep finds it too long, the response's task is cancelled inside the server's write, the server closes
     the connection, and closing ``chunks`` marks the Ask interrupted and frees its slot."""
     return GuardedStream(chunks)
 
 
+class _WriteSweep:
+    """The streams of one event loop whose last event is being written, swept every quarter of
+    ``STREAM_WRITE_TIMEOUT_S`` (at most a second): a write pending longer than the timeout has its
+    stream cut. A stream costs a dictionary entry set and dropped an event."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.writing: dict[asyncio.Task, tuple[float, Callable[[], None]]] = {}
+        self.sweeper: asyncio.Task | None = None
+
+    def start(self, task: asyncio.Task, too_slow: Callable[[], None]) -> None:
+        self.writing[task] = (self.loop.time(), too_slow)
+        if self.sweeper is None:
+            self.sweeper = self.loop.create_task(self._sweep())
+
+    def done(self, task: asyncio.Task) -> None:
+        self.writing.pop(task, None)
+
+    async def _sweep(self) -> None:
+        try:
+            while self.writing:
+                timeout = settings.STREAM_WRITE_TIMEOUT_S
+                await asyncio.sleep(max(0.05, min(1.0, timeout / 4)))
+                now = self.loop.time()
+                for task, (since, too_slow) in list(self.writing.items()):
+                    if now - since >= timeout:
+                        self.writing.pop(task, None)
+                        too_slow()
+        finally:
+            self.sweeper = None
+
+
+_sweeps: dict[asyncio.AbstractEventLoop, _WriteSweep] = {}
+
+
+def _write_sweep(loop: asyncio.AbstractEventLoop) -> _WriteSweep:
+    sweep = _sweeps.get(loop)
+    if sweep is None:
+        for old in [other for other in _sweeps if other.is_closed()]:  # a test's loop, gone
+            del _sweeps[old]
+        sweep = _sweeps[loop] = _WriteSweep(loop)
+    return sweep
+
+
 async def _guarded(chunks: AsyncIterator[str]) -> AsyncIterator[str]:
     task = asyncio.current_task()
-    loop = asyncio.get_running_loop()
+    sweep = _write_sweep(asyncio.get_running_loop())
     cut: list[str] = []
 
     def too_slow():
@@ -125,13 +193,60 @@ async def _guarded(chunks: AsyncIterator[str]) -> AsyncIterator[str]:
     try:
         async with contextlib.aclosing(chunks) as events:
             async for chunk in events:
-                timer = loop.call_later(settings.STREAM_WRITE_TIMEOUT_S, too_slow)
+                sweep.start(task, too_slow)
                 try:
                     yield chunk
                 finally:
-                    timer.cancel()
+                    sweep.done(task)
         completed = True
     finally:
         metrics.STREAMS_OPEN.dec()
         if not completed and not cut:
             metrics.STREAMS_CUT.labels("disconnect").inc()
+
+
+# --------------------------------------------------------------------------- the ASGI application
+
+ASYNC_VIEW_CONTEXTS = 4  # shared executors of the async views' thread-sensitive calls (each runs microseconds of work)
+
+
+class AskASGIHandler(ASGIHandler):
+    """Django's ASGI handler, with the async views' requests in shared thread-sensitive contexts.
+
+    Django gives every request a thread-sensitive context of its own: the first ``sync_to_async``
+    of the request (the ``request_started`` signal's receivers, at the start of every request)
+    starts a thread for it, and the end of the request starts a second one to join the first.
+    Starting a thread blocks the event loop until the new thread runs, which on a busy machine is
+    milliseconds, while every open stream and every cache hit of the process waits. The Ask path's
+    async views (the API ask, the chat stream) do their real blocking work in this module's pools;
+    what Django still runs thread-sensitively for them (the request signals, closing the response)
+    takes microseconds, so their requests share a few long-lived single-thread executors
+    (``ASYNC_VIEW_CONTEXTS``). Every other request (the staff pages, the chat page, the admin:
+    sync views that may hold a thread for a while) keeps Django's own context, a thread of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self._shared = itertools.cycle([ThreadPoolExecutor(max_workers=1, thread_name_prefix="asgi-context")
+                                        for _ in range(ASYNC_VIEW_CONTEXTS)])
+
+    def _async_view(self, path: str) -> bool:
+        try:
+            match = get_resolver().resolve(path)
+        except Resolver404:
+            return False
+        return iscoroutinefunction(match.func)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not self._async_view(scope.get("path", "")):
+            return await super().__call__(scope, receive, send)
+        async with ThreadSensitiveContext(executor=next(self._shared)):
+            await self.handle(scope, receive, send)
+
+
+def asgi_application() -> AskASGIHandler:
+    """The project's ASGI application (``supportbot.asgi``, the tests' live server, the benches):
+    call once Django is set up. It shortens the process's GIL switch interval
+    (``WEB_GIL_SWITCH_MS``): under load the event loop rarely waits on I/O, and a pool thread
+    finishing a cache hit would otherwise wait up to 5 ms for each of its turns."""
+    sys.setswitchinterval(max(0.0001, settings.WEB_GIL_SWITCH_MS / 1000))
+    return AskASGIHandler()

@@ -434,8 +434,12 @@ RATELIMIT_TRUSTED_PROXY_HOPS = env.int("RATELIMIT_TRUSTED_PROXY_HOPS", default=0
 # Serving (docs/serving.md): "async" runs the web server under ASGI (gunicorn with uvicorn workers:
 # a waiting stream holds a coroutine, not a thread); "threads" runs the old gthread server (WSGI).
 WEB_SERVER = env.str("WEB_SERVER", default="async")
-# Threads per web process for the Ask path's blocking steps (ORM, Redis, embedding) under ASGI.
+# Threads per web process for a fresh answer's blocking steps (ORM, Redis, embedding) under ASGI.
 WEB_BLOCKING_THREADS = env.int("WEB_BLOCKING_THREADS", default=16)
+# Threads per web process for every ask's first hop under ASGI (who asks, the lookups, a whole cache hit).
+WEB_FRONT_THREADS = env.int("WEB_FRONT_THREADS", default=4)
+# The web worker's GIL switch interval (ms): a pool thread waits at most this long for the event loop's turn.
+WEB_GIL_SWITCH_MS = env.float("WEB_GIL_SWITCH_MS", default=1.0)
 # Seconds an open stream may take to finish once shutdown starts (gunicorn's graceful timeout).
 WEB_DRAIN_GRACE_S = env.int("WEB_DRAIN_GRACE_S", default=30)
 # Seconds the server keeps an idle keep-alive connection open (behind a proxy: above the proxy's own).

@@ -178,11 +178,11 @@ async def chat_stream(request, tenant: str, ask_id: str):
     answers 429 would only make the browser try again)."""
     if not serving.is_async(request):
         return await sync_to_async(_chat_stream_sync)(request, tenant, ask_id)
-    pending = await serving.blocking(callers.chat_pending_take, request, tenant, ask_id)
+    pending = await serving.front(callers.chat_pending_take, request, tenant, ask_id)
     if isinstance(pending, Refusal):
         raise Http404(pending.message)
     asker, question = pending
-    conversation = await serving.blocking(chat_thread.conversation_with, request, asker, question)
+    conversation = await serving.front(chat_thread.conversation_with, request, asker, question)
     return _sse_response(serving.stream_guard(_chat_events_async(request, asker, question, conversation)))
 
 
@@ -272,13 +272,16 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
 @csrf_exempt
 @require_http_methods(["POST"])
 async def api_ask(request, tenant: str):
-    """The Ask API. Under the async server, one hop to the pool does everything up to the lookups
-    (and the whole of a cache hit); a fresh answer then streams from the event loop. Under WSGI,
-    the sync pipeline in the request's thread (``_api_ask_sync``)."""
+    """The Ask API. Under the async server, one hop to the front lane does everything up to the
+    exact lookup (and the whole of an exact hit); a miss goes on to the semantic lookup on the
+    fresh answers' lane, and a fresh answer then streams from the event loop. Under WSGI, the sync
+    pipeline in the request's thread (``_api_ask_sync``)."""
     if not serving.is_async(request):
         return await sync_to_async(_api_ask_sync)(request, tenant)
     try:
-        admitted, ahead, state = await serving.blocking(_api_ask_begin, request, tenant)
+        admitted, ahead, state = await serving.front(_api_ask_begin, request, tenant)
+        if state is not None and not state.finished:  # the exact cache missed: the rest on the fresh lane
+            state = await serving.blocking(pipeline.ask_begin_rest, state)
     except AskRejected as exc:
         return _api_error(exc.code, exc.message, exc.status)
     except InFlightRefused as exc:
@@ -317,7 +320,8 @@ def _api_admit(request, tenant: str):
 
 
 def _api_ask_begin(request, tenant: str):
-    """The async view's blocking part: (admitted, ahead, the begun Ask), or (refusal, ahead, None)."""
+    """The async view's first hop: (admitted, ahead, the Ask begun up to its exact lookup), or
+    (refusal, ahead, None)."""
     admitted, ahead = _api_admit(request, tenant)
     if isinstance(admitted, Refusal):
         return admitted, ahead, None
@@ -325,7 +329,7 @@ def _api_ask_begin(request, tenant: str):
     prepared = ahead.get("state") if prefetched is not None else None
     body = ahead["body"]
     return admitted, ahead, pipeline.ask_begin(admitted.asker, body["conversation"], streamed=bool(body.get("stream")),
-                                               prepared=prepared, prefetched=prefetched)
+                                               prepared=prepared, prefetched=prefetched, exact_only=True)
 
 
 def _api_ask_sync(request, tenant: str):

@@ -182,10 +182,13 @@ def asgi_live_server(transactional_db):
     import uvicorn
     from django.core.asgi import get_asgi_application
 
+    from supportbot import serving
+
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(get_asgi_application(), log_level="warning", lifespan="off",
+    get_asgi_application()  # django.setup(), as supportbot.asgi does
+    server = uvicorn.Server(uvicorn.Config(serving.asgi_application(), log_level="warning", lifespan="off",
                                            timeout_graceful_shutdown=2))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import re
 import socket
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -103,6 +105,33 @@ def test_the_chat_page_and_the_api_work_under_the_async_server(asgi_server, acme
         assert feedback.status_code == 200 and feedback.json()["recorded"] is True
         assert client.post("/api/t/acme/ask", json={"question": ""}).status_code == 400
         assert client.get("/admin/login/").status_code == 200
+
+
+def test_the_api_starts_no_thread_a_request_and_hits_take_the_front_lane(asgi_server, acme, settings, monkeypatch):
+    """Django's ASGI handler starts two threads a request (a thread-sensitive context's executor,
+    then a thread to join it), blocking the loop each time; the async views share long-lived ones
+    (``serving.AskASGIHandler``), and an exact hit's one hop is on the front lane."""
+    settings.VLLM_BASE_URL, settings.ASK_ANSWERER = "", "extractive"
+    question = {"question": "What is your return policy?"}
+    with httpx.Client(base_url=asgi_server, timeout=60) as client:
+        for _ in range(3):  # a fresh answer, then hits: every pool and writer this path uses is started
+            assert client.post("/api/t/acme/ask", json=question).status_code == 200
+        started, lanes, start, submit = [], [], threading.Thread.start, ThreadPoolExecutor.submit
+
+        def counting_start(thread):
+            started.append(thread.name)
+            return start(thread)
+
+        def noting_submit(pool, fn, *args, **kwargs):
+            lanes.append(pool._thread_name_prefix)
+            return submit(pool, fn, *args, **kwargs)
+
+        monkeypatch.setattr(threading.Thread, "start", counting_start)
+        monkeypatch.setattr(ThreadPoolExecutor, "submit", noting_submit)
+        hits = [client.post("/api/t/acme/ask", json=question) for _ in range(20)]
+    assert all(hit.json()["cache"]["layer"] == "exact" for hit in hits)
+    assert [name for name in started if not name.startswith(("ask-front", "asgi-context"))] == []
+    assert lanes.count("ask-front") == 20 and "ask-blocking" not in lanes
 
 
 # --------------------------------------------------------------------------- in-flight caps
