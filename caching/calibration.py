@@ -31,7 +31,7 @@ from caching.models import LabeledPair, ThresholdSetting
 from caching.pairs import read_pairs
 from caching.rollups import tenant_lookup
 from caching.stats import wilson
-from caching.thresholds import current_thresholds, invalidate_thresholds
+from caching.thresholds import base_values, current_thresholds, invalidate_thresholds, model_in_force
 from retrieval.embeddings import SHARED, embed_texts, get_embedder
 
 NO_THRESHOLD = {intent: -1.0 for intent in guards.INTENT_CLASSES}
@@ -172,26 +172,32 @@ def _recommend(c: Curve, target: float) -> None:
 # --------------------------------------------------------------------------- applying
 
 def threshold_history(intent: str) -> list[ThresholdSetting]:
+    """Every version of the intent's threshold, on every embedding model (each row names its own)."""
     return list(ThresholdSetting.objects.filter(intent=intent).select_related("created_by").order_by("-version"))
 
 
 def base_threshold(intent: str) -> float:
-    """The value in force without any staff version: code default, overridden by settings."""
-    return float(settings.SEMANTIC_THRESHOLDS.get(intent, guards.DEFAULT_THRESHOLDS.get(intent, 1.0)))
+    """The value in force without any staff version, for the embedding model in force: code default
+    where measured on it, overridden by settings."""
+    return float(base_values(model_in_force()[0])[0].get(intent, 1.0))
 
 
 @transaction.atomic
 def threshold_apply(intent: str, value: float, user, note: str = "") -> ThresholdSetting:
-    """A new version of the intent's threshold, in force at once (and in other processes within
-    the thresholds cache TTL). Reverting applies an older value as a newer version."""
+    """A new version of the intent's threshold, measured on the embedding model in force (and used
+    only with it), in force at once (and in other processes within the thresholds cache TTL).
+    Reverting applies an older value as a newer version."""
     if intent not in guards.INTENT_CLASSES:
         raise ValueError(f"unknown intent class {intent!r}")
     if not 0.0 <= value <= 1.0:
         raise ValueError("a cosine threshold is between 0 and 1")
+    model, model_version = model_in_force()
     version = (ThresholdSetting.objects.filter(intent=intent).aggregate(v=Max("version"))["v"] or 0) + 1
-    previous = current_thresholds(refresh=True).get(intent)
+    previous = current_thresholds(refresh=True, model=(model, model_version)).get(intent)
     row = ThresholdSetting.objects.create(intent=intent, value=round(value, 4), version=version, note=note[:300],
+                                          embedding_model=model, embedding_version=model_version,
                                           created_by=user if getattr(user, "pk", None) else None)
-    audit(user, "threshold_apply", row, intent=intent, value=row.value, previous=previous, version=version, note=note)
+    audit(user, "threshold_apply", row, intent=intent, value=row.value, previous=previous, version=version, note=note,
+          embedding_model=model, embedding_version=model_version)
     transaction.on_commit(invalidate_thresholds)
     return row

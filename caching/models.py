@@ -197,6 +197,9 @@ class ThresholdSetting(models.Model):
     intent = models.CharField(max_length=40)
     value = models.FloatField()
     version = models.PositiveIntegerField()
+    # the embedding model the value was measured on: on another model it is not used (``caching.thresholds``)
+    embedding_model = models.CharField(max_length=200, default="")
+    embedding_version = models.CharField(max_length=64, default="")
     note = models.CharField(max_length=300, blank=True)
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -206,7 +209,7 @@ class ThresholdSetting(models.Model):
         ordering = ["intent", "-version"]
 
     def __str__(self):
-        return f"{self.intent} v{self.version} = {self.value}"
+        return f"{self.intent} v{self.version} = {self.value} ({self.embedding_model} {self.embedding_version})"
 
 
 class PurgeRecord(models.Model):
@@ -546,6 +549,9 @@ class JudgeThreshold(models.Model):
 
     tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+")
     judge_version = models.CharField(max_length=64)
+    # the judge reads the embedding cosine: a value measured on another embedding model is not used
+    embedding_model = models.CharField(max_length=200, default="")
+    embedding_version = models.CharField(max_length=64, default="")
     value = models.FloatField()
     version = models.PositiveIntegerField()
     target = models.FloatField(help_text="the precision it was chosen for")

@@ -265,6 +265,8 @@ EXACT_CACHE_TTL_S = env.int("EXACT_CACHE_TTL_S", default=86400)
 SEMANTIC_CACHE_TTL_S = env.int("SEMANTIC_CACHE_TTL_S", default=7 * 86400)
 # Per-intent cosine thresholds overriding the calibrated defaults, e.g. '{"policy": 0.85}'.
 SEMANTIC_THRESHOLDS = env.json("SEMANTIC_THRESHOLDS", default={})
+# The embedding model SEMANTIC_THRESHOLDS were measured on; with another model they are not used.
+SEMANTIC_THRESHOLDS_MODEL = env.str("SEMANTIC_THRESHOLDS_MODEL", default="all-MiniLM-L6-v2")
 # In assist mode, a near hit at least this similar is given to the model as context.
 SEMANTIC_ASSIST_MIN_SIMILARITY = env.float("SEMANTIC_ASSIST_MIN_SIMILARITY", default=0.6)
 # Whether the learned judge alone may serve a semantic hit (vetoes passed, probability at its operating

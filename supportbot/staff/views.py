@@ -28,7 +28,7 @@ from caching.models import Label, ReasonCode, ReviewItem, SampledHit
 from supportbot.review import REASON_KEYS, ReviewError, label_sample, next_sample, review_confirm_wrong, \
     review_correct, review_dismiss
 from caching.rollups import floor_hour
-from caching.thresholds import judge_threshold
+from caching.thresholds import judge_threshold, threshold_state
 from core.models import Tenant
 from modelbuild import judge_calibration
 from modelbuild.services import builds_status
@@ -186,6 +186,7 @@ def dashboard(request):
         "prefix_probe": prefix_cache_probe_latest(),
         "mode_changes": modes.recent_changes(tenant.pk if tenant else scope.ids),
         "fell_back": [s for s in modes.fell_back_tenants() if any(t.slug == s for t in tenants)],
+        "thresholds_notice": threshold_state().notice(),
     }, "Cache dashboard")
 
 
@@ -362,12 +363,13 @@ def calibration_page(request):
     curves = calibration.calibrate(pairs, target=target)
     sections = [{"curve": c, "chart": _curve_chart(c), "history": calibration.threshold_history(c.intent),
                  "base": calibration.base_threshold(c.intent)} for c in curves.values()]
-    in_force = calibration.current_thresholds(refresh=True)
+    state = threshold_state(refresh=True)
     return _page(request, "admin/ask/calibration.html", {
         **_judge_section(request, target),
         "sections": sections, "pairs": len(pairs), "target": target, "notes": notes,
         "can_apply": request.user.has_perm("caching.change_thresholdsetting") and scope.all,
-        "in_force": [(i, in_force.get(i), calibration.threshold_history(i)[:1]) for i in guards.INTENT_CLASSES],
+        "thresholds": state,
+        "in_force": [(i, state.values.get(i), state.sources.get(i)) for i in guards.INTENT_CLASSES],
     }, "Threshold calibration", status=413 if too_large else 200)
 
 
