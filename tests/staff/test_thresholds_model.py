@@ -125,3 +125,23 @@ def test_after_a_model_switch_hits_are_held_in_shadow_until_staff_recalibrate(
     assert served is not None and decision(state, "semantic").threshold == pytest.approx(0.5)
     page = client.get("/admin/ask/calibration/").content.decode()
     assert f'data-intent="{intent}" data-source="staff v{row.version}"' in page
+
+
+def test_the_migration_gives_earlier_rows_the_model_in_force(acme):
+    """Rows made before thresholds named their model were measured on the model in force when it runs."""
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("caching.migrations.0013_thresholds_embedding_model")
+    earlier = ThresholdSetting.objects.create(intent="howto", value=0.7, version=1)
+    judged = JudgeThreshold.objects.create(tenant=acme, judge_version="judge-x", value=0.9, version=1, target=0.99)
+    named = ThresholdSetting.objects.create(intent="policy", value=0.6, version=1, embedding_model=OTHER[0],
+                                            embedding_version=OTHER[1])
+    migration.measured_on_model_in_force(apps, None)
+    generation = IndexGeneration.objects.get(status=IndexGeneration.Status.ACTIVE)
+    for row in (earlier, judged):
+        row.refresh_from_db()
+        assert (row.embedding_model, row.embedding_version) == (generation.model_name, generation.model_version)
+    named.refresh_from_db()
+    assert (named.embedding_model, named.embedding_version) == OTHER  # rows that name theirs are left alone
