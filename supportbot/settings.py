@@ -313,6 +313,7 @@ CELERY_TASK_ROUTES = {
     "retrieval.tasks.*": {"queue": "embedding"},
     "caching.tasks.purge_article": {"queue": "purge"},
     "caching.tasks.purge_retrieving": {"queue": "embedding"},  # one search per cached answer: CPU work
+    "caching.tasks.calibration_upload_run": {"queue": "embedding"},  # embeds a staff pair file
     "modelbuild.tasks.judge_build": {"queue": "modelbuild"},  # minutes of CPU: a worker of its own at scale
 }
 # Tasks are idempotent: ack after the work, so a worker that dies mid-task has it redelivered.
