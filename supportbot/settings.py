@@ -369,7 +369,7 @@ PRICE_LOOKUP_PER_MS = env.float("PRICE_LOOKUP_PER_MS", default=0.0000002)
 WRONG_ANSWER_COST = env.json("WRONG_ANSWER_COST", default={"default": 2.0, "policy": 10.0, "pricing": 10.0})
 # Threshold calibration: the precision a recommended threshold must reach, and the grid it searches.
 CALIBRATION_TARGET_PRECISION = env.float("CALIBRATION_TARGET_PRECISION", default=0.99)
-# A pair file uploaded on the calibration page is refused past this size (its pairs are embedded in the web process).
+# A pair file uploaded on the calibration page is refused past this size (a worker embeds its pairs, minutes of CPU).
 CALIBRATION_UPLOAD_MAX_BYTES = env.int("CALIBRATION_UPLOAD_MAX_BYTES", default=1024 * 1024)
 CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
                             default=[round(0.40 + 0.01 * i, 2) for i in range(60)])
