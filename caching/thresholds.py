@@ -19,7 +19,8 @@ from django.db.models import Count
 from caching.guards import DEFAULT_THRESHOLDS, INTENT_CLASSES
 from caching.models import JudgeThreshold, ThresholdSetting
 from core.localcache import LocalCache
-from retrieval.generations import query_embedder
+from retrieval.embeddings import get_embedder
+from retrieval.services import active_generation_cached
 
 TTL_S = 10.0
 # Staff change thresholds through calibration, which forgets them in its own process after the
@@ -64,8 +65,12 @@ class ThresholdState:
 
 
 def model_in_force() -> tuple[str, str]:
-    """(name, version) of the embedding model queries are embedded with."""
-    embedder = query_embedder(cached=True)
+    """(name, version) of the embedding model queries are embedded with: the active index
+    generation's (even in a process that cannot embed with it yet), else the configured one."""
+    generation = active_generation_cached()
+    if generation is not None:
+        return generation.model_name, generation.model_version
+    embedder = get_embedder()
     return embedder.name, embedder.version
 
 
