@@ -179,3 +179,19 @@ def test_an_upload_past_the_cap_is_refused_413_unread(client, cache_admin, tmp_p
         page = client.post("/admin/ask/calibration/", {"pairs": fh, "target": "0.99"})
     assert page.status_code == 413 and "CALIBRATION_UPLOAD_MAX_BYTES" in page.content.decode()
     assert not CalibrationUpload.objects.exists()
+
+
+def test_retention_deletes_old_calibration_uploads_with_their_pairs(db):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from supportbot.retention import records_purge_older_than
+
+    old = CalibrationUpload.objects.create(file_name="old.jsonl", pairs=[["a", "b", True]], target=0.99,
+                                           status="failed")
+    recent = CalibrationUpload.objects.create(file_name="new.jsonl", pairs=[["c", "d", True]], target=0.99)
+    CalibrationUpload.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=400))
+    counts = records_purge_older_than(days=30)
+    assert counts["calibration_uploads"] == 1
+    assert list(CalibrationUpload.objects.values_list("pk", flat=True)) == [recent.pk]
