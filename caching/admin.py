@@ -131,9 +131,9 @@ class PairVerificationAdmin(TenantScopedAdmin, ReadOnlyAdmin):
 class JudgeThresholdAdmin(TenantScopedAdmin, ReadOnlyAdmin):
     """Per-tenant judge thresholds recalibrated from staff labels (the staff calibration page makes them)."""
 
-    list_display = ("tenant", "version", "judge_version", "value", "precision", "precision_low", "coverage",
-                    "positives", "negatives", "created_by", "created_at")
-    list_filter = ("tenant", "judge_version")
+    list_display = ("tenant", "version", "judge_version", "embedding_model", "embedding_version", "value", "precision",
+                    "precision_low", "coverage", "positives", "negatives", "created_by", "created_at")
+    list_filter = ("tenant", "judge_version", "embedding_model")
 
 
 from caching.models import SemanticModeChange  # noqa: E402

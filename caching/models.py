@@ -197,6 +197,9 @@ class ThresholdSetting(models.Model):
     intent = models.CharField(max_length=40)
     value = models.FloatField()
     version = models.PositiveIntegerField()
+    # the embedding model the value was measured on: on another model it is not used (``caching.thresholds``)
+    embedding_model = models.CharField(max_length=200, default="")
+    embedding_version = models.CharField(max_length=64, default="")
     note = models.CharField(max_length=300, blank=True)
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -206,7 +209,7 @@ class ThresholdSetting(models.Model):
         ordering = ["intent", "-version"]
 
     def __str__(self):
-        return f"{self.intent} v{self.version} = {self.value}"
+        return f"{self.intent} v{self.version} = {self.value} ({self.embedding_model} {self.embedding_version})"
 
 
 class PurgeRecord(models.Model):
@@ -540,12 +543,49 @@ class PairVerification(models.Model):
         return f"{self.verdict}: entry {self.entry_id} / check {self.pk}"  # no question: the admin log keeps this
 
 
+class CalibrationUpload(models.Model):
+    """A pair file staff uploaded on the calibration page: checked and stored by the web request,
+    embedded and calibrated by a worker (``caching.calibration.calibration_upload_run``), whose job
+    run it names. The file's pairs are dropped once calibrated; the curves stay."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    file_name = models.CharField(max_length=200)
+    pairs = models.JSONField(default=list, blank=True, help_text="[cached, new, should_hit] of the file, until calibrated")
+    file_pairs = models.PositiveIntegerField(default=0, help_text="pairs of the file within one tenant and locale")
+    crossed = models.PositiveIntegerField(default=0, help_text="pairs across tenants or locales, left out")
+    include_db = models.BooleanField(default=False, help_text="with the staff's labelled pairs")
+    tenant_ids = models.JSONField(null=True, blank=True, help_text="the labelled pairs of these tenants (null: all)")
+    target = models.FloatField()
+    calibrated_pairs = models.PositiveIntegerField(default=0)
+    curves = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    job_run = models.ForeignKey("core.JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"calibration upload {self.pk} ({self.status})"
+
+
 class JudgeThreshold(models.Model):
     """A tenant's judge-probability threshold recalibrated from its staff labels (versioned; the
     newest row of the tenant for the judge version that scored a candidate is in force)."""
 
     tenant = models.ForeignKey("core.Tenant", on_delete=models.CASCADE, related_name="+")
     judge_version = models.CharField(max_length=64)
+    # the judge reads the embedding cosine: a value measured on another embedding model is not used
+    embedding_model = models.CharField(max_length=200, default="")
+    embedding_version = models.CharField(max_length=64, default="")
     value = models.FloatField()
     version = models.PositiveIntegerField()
     target = models.FloatField(help_text="the precision it was chosen for")

@@ -217,3 +217,17 @@ def recent_changes(tenant_ids, limit: int = 10):
     if tenant_ids is not None:
         qs = qs.filter(tenant_id__in=list(tenant_ids) if not isinstance(tenant_ids, int) else [tenant_ids])
     return list(qs[:limit])
+
+
+# --------------------------------------------------------------------------- thresholds of another model
+
+def hold_uncalibrated(result, state) -> bool:
+    """A semantic hit (``LayerResult``) whose intent has no threshold measured on the embedding model
+    in force (``caching.thresholds.ThresholdState``) is held as a shadow hit: recorded and sampled
+    for labels, not served, until staff recalibrate. Returns whether it was held."""
+    if result.disposition != "hit" or state.serves(result.intent):
+        return False
+    result.disposition, result.value, result.saved_tokens, result.saved_ms = "shadow_hit", None, 0, 0.0
+    result.reason = (f"shadow: no {result.intent or 'intent'} threshold measured on embedding model {state.model} "
+                     f"({state.version}), recalibrate; would serve ({result.reason})")[:300]
+    return True

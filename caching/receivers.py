@@ -22,6 +22,7 @@ import logging
 from caching import tasks
 from caching.models import AskEvent, CacheDecision, Feedback, Label, PurgeRecord
 from caching.purge import purge_citing, semantic_retire_other_models
+from caching.thresholds import threshold_state
 from core.signals import after_commit
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,9 @@ def index_refreshed_purge(sender, *, article_pks: list[int], trigger: str, **kwa
 
 def generation_switched_retire(sender, *, model: str, model_version: str, **kwargs) -> int:
     """Returns how many entries were retired (the upgrade's job run records it)."""
+    notice = threshold_state(model=(model, model_version)).notice()
+    if notice:  # thresholds belong to the model they were measured on (``caching.thresholds``)
+        log.warning("%s", notice)
     return semantic_retire_other_models(model, model_version)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from caching import modes, purge, rollups, verification
+from caching import calibration, modes, purge, rollups, verification
 from core.locks import LockHeld
 from core.retry import RETRY_POLICY
 
@@ -21,6 +21,13 @@ def semantic_fallback_check(tenant_id: int | None = None) -> int:
     if tenant_id is None:
         return len(modes.fallback_check_all())
     return int(modes.fallback_check(tenant_id) is not None)
+
+
+@shared_task(name="caching.tasks.calibration_upload_run", bind=True, ignore_result=True, **RETRY_POLICY)
+def calibration_upload_run(self, upload_id: int) -> int:
+    """Queue ``embedding``: embed and calibrate a pair file staff uploaded (``caching.calibration``)."""
+    return calibration.calibration_upload_run(upload_id, task_id=self.request.id or "",
+                                              attempt=self.request.retries + 1).calibrated_pairs
 
 
 @shared_task(name="caching.tasks.pair_verify", ignore_result=True, **RETRY_POLICY)

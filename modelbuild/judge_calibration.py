@@ -26,7 +26,7 @@ from caching.calibration import Curve, Point
 from caching.models import JudgeThreshold, LabeledPair
 from caching.rollups import tenant_lookup
 from caching.stats import wilson
-from caching.thresholds import invalidate_judge_thresholds
+from caching.thresholds import invalidate_judge_thresholds, model_in_force
 from core.models import Tenant
 
 
@@ -94,13 +94,16 @@ def judge_recalibrate(tenant: Tenant, user=None, *, target: float | None = None,
         return curve, None
     if curve.recommended is None:
         return curve, None
+    model, model_version = model_in_force()
     latest = JudgeThreshold.objects.filter(tenant=tenant).order_by("-version").first()
     if (latest is not None and latest.judge_version == version and latest.value == curve.recommended
+            and (latest.embedding_model, latest.embedding_version) == (model, model_version)
             and latest.positives + latest.negatives == len(pairs)):
         return curve, None  # nothing new
     point = curve.at_recommended
     row = JudgeThreshold.objects.create(
-        tenant=tenant, judge_version=version, value=curve.recommended, target=target,
+        tenant=tenant, judge_version=version, embedding_model=model, embedding_version=model_version,
+        value=curve.recommended, target=target,
         version=(JudgeThreshold.objects.filter(tenant=tenant).aggregate(v=Max("version"))["v"] or 0) + 1,
         positives=curve.positives, negatives=curve.negatives, served=point.served, precision=point.precision,
         precision_low=point.precision_low, coverage=point.coverage, note=curve.note[:300],

@@ -34,7 +34,8 @@ from caching.layers.exact import exact_key
 from caching.layers.search import search_key
 from caching.layers.semantic import SemanticScope
 from caching.models import AskEvent, CacheDecision
-from caching.thresholds import judge_threshold
+from caching.modes import hold_uncalibrated
+from caching.thresholds import judge_threshold, threshold_state
 from core import metrics
 from core.cachelayer import LayerResult
 from core.localcache import MISSING, LocalCache
@@ -441,6 +442,7 @@ def semantic_lookup(state: AskState) -> CachedAnswer | None:
         result.reason = f"{result.reason}; read only: {state.eligibility.reason}"[:300]
     after = time.perf_counter()
     judge_after(state, scope, result, reads)
+    hold_uncalibrated(result, threshold_state(model=(scope.embedding_model, scope.embedding_version)))
     result.lookup_ms += (time.perf_counter() - after) * 1000  # an alias or second stage is part of the lookup
     state.layers.append(result)
     state.lap("semantic", t)

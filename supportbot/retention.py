@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from caching.keys import digest
 from caching.layers import embedding_layer, exact_layer, search_layer
-from caching.models import AskEvent, CacheDecision, LabeledPair, PairVerification, SemanticEntry
+from caching.models import AskEvent, CacheDecision, CalibrationUpload, LabeledPair, PairVerification, SemanticEntry
 from core import budgets
 from core.cachelayer import CacheScope
 from core.models import Tenant
@@ -75,7 +75,10 @@ def records_purge_older_than(days: int | None = None, *, batch_size: int | None 
     # The verifier's training labels hang off no decision (both questions are customers' words): by age.
     verifier_labels = LabeledPair.objects.filter(source=LabeledPair.Source.VERIFIER, decision__isnull=True,
                                                  created_at__lt=cutoff).delete()[0]
-    for label, n in (("verifier_labels", verifier_labels), ("admin_log_scrubbed", admin_log_scrub())):
+    # A calibration upload keeps its file's pairs until a worker calibrates them (one that failed keeps them): by age.
+    uploads = CalibrationUpload.objects.filter(created_at__lt=cutoff).delete()[0]
+    for label, n in (("verifier_labels", verifier_labels), ("calibration_uploads", uploads),
+                     ("admin_log_scrubbed", admin_log_scrub())):
         if n:
             counts[label] = n
     # Decisions first (an old decision of a recent Ask cannot exist, but a decision can outlive a

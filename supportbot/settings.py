@@ -265,6 +265,8 @@ EXACT_CACHE_TTL_S = env.int("EXACT_CACHE_TTL_S", default=86400)
 SEMANTIC_CACHE_TTL_S = env.int("SEMANTIC_CACHE_TTL_S", default=7 * 86400)
 # Per-intent cosine thresholds overriding the calibrated defaults, e.g. '{"policy": 0.85}'.
 SEMANTIC_THRESHOLDS = env.json("SEMANTIC_THRESHOLDS", default={})
+# The embedding model SEMANTIC_THRESHOLDS were measured on; with another model they are not used.
+SEMANTIC_THRESHOLDS_MODEL = env.str("SEMANTIC_THRESHOLDS_MODEL", default="all-MiniLM-L6-v2")
 # In assist mode, a near hit at least this similar is given to the model as context.
 SEMANTIC_ASSIST_MIN_SIMILARITY = env.float("SEMANTIC_ASSIST_MIN_SIMILARITY", default=0.6)
 # Whether the learned judge alone may serve a semantic hit (vetoes passed, probability at its operating
@@ -311,6 +313,7 @@ CELERY_TASK_ROUTES = {
     "retrieval.tasks.*": {"queue": "embedding"},
     "caching.tasks.purge_article": {"queue": "purge"},
     "caching.tasks.purge_retrieving": {"queue": "embedding"},  # one search per cached answer: CPU work
+    "caching.tasks.calibration_upload_run": {"queue": "embedding"},  # embeds a staff pair file
     "modelbuild.tasks.judge_build": {"queue": "modelbuild"},  # minutes of CPU: a worker of its own at scale
 }
 # Tasks are idempotent: ack after the work, so a worker that dies mid-task has it redelivered.
@@ -366,7 +369,7 @@ PRICE_LOOKUP_PER_MS = env.float("PRICE_LOOKUP_PER_MS", default=0.0000002)
 WRONG_ANSWER_COST = env.json("WRONG_ANSWER_COST", default={"default": 2.0, "policy": 10.0, "pricing": 10.0})
 # Threshold calibration: the precision a recommended threshold must reach, and the grid it searches.
 CALIBRATION_TARGET_PRECISION = env.float("CALIBRATION_TARGET_PRECISION", default=0.99)
-# A pair file uploaded on the calibration page is refused past this size (its pairs are embedded in the web process).
+# A pair file uploaded on the calibration page is refused past this size (a worker embeds its pairs, minutes of CPU).
 CALIBRATION_UPLOAD_MAX_BYTES = env.int("CALIBRATION_UPLOAD_MAX_BYTES", default=1024 * 1024)
 CALIBRATION_GRID = env.list("CALIBRATION_GRID", cast=float,
                             default=[round(0.40 + 0.01 * i, 2) for i in range(60)])

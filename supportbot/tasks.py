@@ -40,15 +40,15 @@ def second_opinion(sample_id: int) -> None:
     review.second_opinion(SampledHit.objects.select_related("decision__ask__tenant").get(pk=sample_id))
 
 
-@shared_task(name="supportbot.tasks.cache_warmup", ignore_result=True, **RETRY_POLICY)
-def cache_warmup(tenant_ids: list[int] | None = None) -> int | None:
+@shared_task(name="supportbot.tasks.cache_warmup", bind=True, ignore_result=True, **RETRY_POLICY)
+def cache_warmup(self, tenant_ids: list[int] | None = None) -> int | None:
     """Beat (every five minutes): tenants whose model, prompt or policy version changed get their
     most-asked questions answered again, rate-limited (``supportbot.cache_warmup``); one job run."""
     due = tenant_ids if tenant_ids is not None else cache_warmup_service.warmup_due()
     if not due:
         return 0
     try:
-        return cache_warmup_service.warmup_run(due).pk
+        return cache_warmup_service.warmup_run(due, task_id=self.request.id or "", attempt=self.request.retries + 1).pk
     except LockHeld:
         return None
 

@@ -65,7 +65,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         "requests", "errors", "cross_scope_serves", "lost", "failover_s", "exact_before", "victim_exact_lost",
         "other_exact_lost"]),
     "warmup": (["--questions", "4", "--asks", "12", "--top", "4", "--per-second", "0"],
-               ["hit_rate_before", "hit_rate_after_bump", "hit_rate_after_warmup", "warmup_s", "admitted"]),
+               ["hit_rate_before", "hit_rate_after_bump", "hit_rate_after_warmup", "warmup_s", "job_s", "admitted"]),
     "stream_load": (["--ramp", "2", "--tokens", "5", "--interval-ms", "50", "--ramp-in-s", "0.5", "--hit-clients", "1",
                      "--workers", "1"], ["streams_held_async", "streams_held_threads", "exact_p99_ms_at_peak", "mb_per_stream"]),
     "cache_latency": (["--requests", "20", "--seconds", "0.5", "--rounds", "1", "--threads", "2", "--workers", "1",

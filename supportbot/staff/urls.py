@@ -12,6 +12,7 @@ urlpatterns = [
     path("label/<int:pk>", views.label_submit, name="label-submit"),
     path("calibration/", views.calibration_page, name="calibration"),
     path("calibration/apply", views.threshold_apply, name="threshold-apply"),
+    path("calibration/uploads/<int:pk>", views.calibration_upload_status, name="calibration-upload"),
     path("calibration/judge/<slug:tenant>", views.judge_recalibrate, name="judge-recalibrate"),
     path("gaps/", views.content_gaps_page, name="gaps"),
 ]

@@ -14,8 +14,8 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpResponseBadRequest
-from django.shortcuts import redirect, render
+from django.http import HttpResponseBadRequest, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -24,16 +24,17 @@ from django.views.decorators.http import require_POST
 
 from caching import calibration, guards, modes, stats
 from caching.pairs import PairFileError
-from caching.models import Label, ReasonCode, ReviewItem, SampledHit
+from caching.models import CalibrationUpload, Label, ReasonCode, ReviewItem, SampledHit
 from supportbot.review import REASON_KEYS, ReviewError, label_sample, next_sample, review_confirm_wrong, \
     review_correct, review_dismiss
 from caching.rollups import floor_hour
-from caching.thresholds import judge_threshold
+from caching.thresholds import judge_threshold, threshold_state
 from core.models import Tenant
 from modelbuild import judge_calibration
 from modelbuild.services import builds_status
 from supportbot.staff import charts, gaps, selectors
 from supportbot.prefix_probe import prefix_cache_probe_latest
+from supportbot.staff import services as staff_services
 from supportbot.staff.services import semantic_mode_set
 from core.tenancy import scoped_object_or_404, tenant_scope
 
@@ -186,6 +187,7 @@ def dashboard(request):
         "prefix_probe": prefix_cache_probe_latest(),
         "mode_changes": modes.recent_changes(tenant.pk if tenant else scope.ids),
         "fell_back": [s for s in modes.fell_back_tenants() if any(t.slug == s for t in tenants)],
+        "thresholds_notice": threshold_state().notice(),
     }, "Cache dashboard")
 
 
@@ -331,44 +333,77 @@ def _curve_chart(curve: calibration.Curve):
 
 @staff_view("caching.view_thresholdsetting")
 def calibration_page(request):
-    pairs, notes = [], []
+    """Curves of the labelled pairs (GET), or of an upload a worker calibrated (``?upload=<id>``). A
+    POSTed pair file is checked and stored, then embedded and calibrated by a worker: 202 and the
+    upload's status, 400 for a file that does not fit (nothing stored), 413 past the cap (unread)."""
+    pairs, notes, status = [], [], 200
     scope = tenant_scope(request.user)
-    use_db = request.method == "GET" or request.POST.get("include_db")
-    if use_db:
-        pairs += calibration.pairs_from_db(scope.ids)
+    try:
+        target = float(request.POST.get("target") or request.GET.get("target")
+                       or settings.CALIBRATION_TARGET_PRECISION)
+    except ValueError:
+        target = settings.CALIBRATION_TARGET_PRECISION
     upload = request.FILES.get("pairs") if request.method == "POST" else None
-    too_large = upload is not None and upload.size > settings.CALIBRATION_UPLOAD_MAX_BYTES
-    if too_large:  # every pair is embedded under the process's encoder lock: refused before any is read
+    shown = _upload_shown(request)
+    if upload is not None and upload.size > settings.CALIBRATION_UPLOAD_MAX_BYTES:
+        # every pair is embedded under the worker's encoder lock: refused before any is read
         notes.append(f"{upload.name}: larger than {settings.CALIBRATION_UPLOAD_MAX_BYTES} bytes "
                      "(CALIBRATION_UPLOAD_MAX_BYTES), not read; calibrate a large set with manage.py calibrate")
-        upload = None
+        upload, status = None, 413
     if upload is not None:
         with tempfile.NamedTemporaryFile(suffix=".jsonl") as fh:
             for chunk in upload.chunks():
                 fh.write(chunk)
             fh.flush()
             try:
-                file_pairs, crossed = calibration.pairs_from_file(fh.name)
-                pairs += file_pairs
-                notes.append(f"{upload.name}: {len(file_pairs)} pairs"
-                             + (f" ({crossed} across tenants or locales left out)" if crossed else ""))
-            except PairFileError as exc:
-                notes.append(f"{upload.name}: {exc}".replace(fh.name, upload.name))
-    try:
-        target = float(request.POST.get("target") or request.GET.get("target")
-                       or settings.CALIBRATION_TARGET_PRECISION)
-    except ValueError:
-        target = settings.CALIBRATION_TARGET_PRECISION
-    curves = calibration.calibrate(pairs, target=target)
+                shown = staff_services.calibration_upload_queue(
+                    fh.name, upload.name, request.user, target=target, include_db=bool(request.POST.get("include_db")),
+                    tenant_ids=scope.ids)
+                status = 202
+            except (PairFileError, ValueError) as exc:
+                notes.append(f"Not calibrated, nothing stored: {exc}")
+                status = 400
+    if shown is not None and shown.status == CalibrationUpload.Status.SUCCEEDED:
+        curves = calibration.upload_curves(shown)
+        pairs_count = shown.calibrated_pairs
+    elif shown is not None:
+        curves, pairs_count = {}, 0
+    else:
+        if request.method == "GET" or request.POST.get("include_db"):
+            pairs += calibration.pairs_from_db(scope.ids)
+        curves, pairs_count = calibration.calibrate(pairs, target=target), len(pairs)
     sections = [{"curve": c, "chart": _curve_chart(c), "history": calibration.threshold_history(c.intent),
                  "base": calibration.base_threshold(c.intent)} for c in curves.values()]
-    in_force = calibration.current_thresholds(refresh=True)
+    state = threshold_state(refresh=True)
     return _page(request, "admin/ask/calibration.html", {
         **_judge_section(request, target),
-        "sections": sections, "pairs": len(pairs), "target": target, "notes": notes,
-        "can_apply": request.user.has_perm("caching.change_thresholdsetting") and scope.all,
-        "in_force": [(i, in_force.get(i), calibration.threshold_history(i)[:1]) for i in guards.INTENT_CLASSES],
-    }, "Threshold calibration", status=413 if too_large else 200)
+        "sections": sections, "pairs": pairs_count, "target": shown.target if shown else target, "notes": notes,
+        "upload": shown, "can_apply": request.user.has_perm("caching.change_thresholdsetting") and scope.all,
+        "thresholds": state,
+        "in_force": [(i, state.values.get(i), state.sources.get(i)) for i in guards.INTENT_CLASSES],
+    }, "Threshold calibration", status=status)
+
+
+def _upload_shown(request) -> CalibrationUpload | None:
+    """The upload named by ``?upload=``: the user's own, or any for staff who see every tenant."""
+    pk = request.GET.get("upload")
+    if not pk:
+        return None
+    uploads = CalibrationUpload.objects.all() if tenant_scope(request.user).all \
+        else CalibrationUpload.objects.filter(created_by=request.user)
+    return get_object_or_404(uploads, pk=pk) if pk.isdigit() else None
+
+
+@staff_view("caching.view_thresholdsetting")
+def calibration_upload_status(request, pk: int):
+    """An upload's status as JSON (the page polls it while a worker calibrates)."""
+    uploads = CalibrationUpload.objects.all() if tenant_scope(request.user).all \
+        else CalibrationUpload.objects.filter(created_by=request.user)
+    upload = get_object_or_404(uploads, pk=pk)
+    return JsonResponse({"id": upload.pk, "status": upload.status, "file": upload.file_name,
+                         "file_pairs": upload.file_pairs, "crossed": upload.crossed,
+                         "calibrated_pairs": upload.calibrated_pairs, "error": upload.error,
+                         "job_run": upload.job_run_id, "url": reverse("staff:calibration") + f"?upload={upload.pk}"})
 
 
 def _judge_section(request, target: float) -> dict:

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from caching import learning
 from caching.models import JudgeThreshold, PairVerification, SemanticEntry
-from caching.thresholds import invalidate_judge_thresholds
+from caching.thresholds import invalidate_judge_thresholds, model_in_force
 from core.cachelayer import LayerResult
 from core.models import Tenant
 from generation.verifier import VERIFIER_SYSTEM
@@ -30,6 +30,12 @@ POLICY = "What is your return policy?"
 REFUND = "What is your refund policy?"
 RETURN_Q = "How do I return an item?"
 PARAPHRASE = "What's the process for sending back a product?"  # the guards serve it
+
+
+def measured_on() -> dict:
+    """A judge recalibration names the embedding model it was measured on (the one in force)."""
+    name, version = model_in_force()
+    return {"embedding_model": name, "embedding_version": version}
 
 
 @pytest.fixture
@@ -84,7 +90,7 @@ def test_a_tenants_recalibrated_threshold_tightens_the_judge(acme, judge_scores)
     state, served = cached_lookup(asker, PARAPHRASE)
     assert served is not None and semantic(state).judge_version == JUDGE
 
-    JudgeThreshold.objects.create(tenant=acme, judge_version=JUDGE, value=0.97, version=1, target=0.99)
+    JudgeThreshold.objects.create(tenant=acme, judge_version=JUDGE, value=0.97, version=1, target=0.99, **measured_on())
     invalidate_judge_thresholds()
     state, served = cached_lookup(asker, PARAPHRASE)
     assert served is None
@@ -94,7 +100,7 @@ def test_a_tenants_recalibrated_threshold_tightens_the_judge(acme, judge_scores)
     assert (recorded.judge_version, recorded.judge_probability) == (JUDGE, 0.95)
 
     # another judge version's threshold does not apply; a lower one does not loosen anything
-    JudgeThreshold.objects.create(tenant=acme, judge_version=JUDGE, value=0.5, version=2, target=0.99)
+    JudgeThreshold.objects.create(tenant=acme, judge_version=JUDGE, value=0.5, version=2, target=0.99, **measured_on())
     invalidate_judge_thresholds()
     judge_scores[REFUND] = 0.6
     offer(asker, POLICY)

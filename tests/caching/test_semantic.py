@@ -14,7 +14,7 @@ from caching.guards import classify
 from caching.layers.base import CachedAnswer
 from caching.layers.semantic import SemanticLayer
 from caching.models import AskEvent, SemanticEntry, ThresholdSetting
-from caching.thresholds import invalidate_thresholds
+from caching.thresholds import invalidate_thresholds, model_in_force
 from core.models import Tenant
 from ingestion.models import Article
 from ingestion.services import article_edit
@@ -342,8 +342,10 @@ def test_the_threshold_of_the_intent_comes_from_the_newest_staff_setting(acme):
     question, paraphrase = "What is your return policy?", "return policy details"
     intent = classify(paraphrase).intent
     offer(asker(acme), question)
-    ThresholdSetting.objects.create(intent=intent, value=0.99, version=1)
-    ThresholdSetting.objects.create(intent=intent, value=0.995, version=2)
+    name, version = model_in_force()  # a staff threshold names the embedding model it was measured on
+    ThresholdSetting.objects.create(intent=intent, value=0.99, version=1, embedding_model=name, embedding_version=version)
+    ThresholdSetting.objects.create(intent=intent, value=0.995, version=2, embedding_model=name,
+                                    embedding_version=version)
     invalidate_thresholds()
 
     state, served = cached_lookup(asker(acme), paraphrase)

@@ -7,7 +7,8 @@ from django.core.management import call_command
 
 from caching import calibration
 from caching.calibration import Pair
-from caching.models import LabeledPair, ThresholdSetting
+from caching.models import CalibrationUpload, LabeledPair, ThresholdSetting
+from core.models import JobRun
 from retrieval.embeddings import get_embedder
 
 RETURN = ("How do I return an item?", "How can I return an item?")
@@ -98,18 +99,71 @@ def test_calibrate_command_reads_pair_files_and_applies(tmp_path, db, django_cap
     assert ThresholdSetting.objects.get(intent="howto").value == pytest.approx(0.40)
 
 
-def test_calibration_page_shows_curves_and_takes_an_upload(client, cache_admin, tmp_path):
+def test_calibration_page_shows_curves_and_takes_an_upload(client, cache_admin, tmp_path, monkeypatch):
+    """Issue 29: the web request checks and stores the file (202) and embeds nothing; the worker's
+    service calibrates it (the wiring with a real worker: tests/jobs/test_calibration_upload_worker.py)."""
     client.force_login(cache_admin)
     LabeledPair.objects.create(cached_question=RESET[0], new_question=RESET[1], should_hit=False, source="review",
                                reason="other")
     page = client.get("/admin/ask/calibration/")
     assert page.status_code == 200 and b'data-intent="howto"' in page.content and b"<svg" in page.content
-    with open(_write_pairs(tmp_path), "rb") as fh:
-        page = client.post("/admin/ask/calibration/", {"pairs": fh, "target": "0.99"})
+
+    def no_embedding(*args, **kwargs):
+        raise AssertionError("the web request embedded")
+
+    with monkeypatch.context() as m:
+        m.setattr(calibration, "embed_texts", no_embedding)
+        with open(_write_pairs(tmp_path), "rb") as fh:
+            page = client.post("/admin/ask/calibration/", {"pairs": fh, "target": "0.99"})
+    assert page.status_code == 202
+    upload = CalibrationUpload.objects.get()
+    assert (upload.status, upload.file_pairs, upload.crossed, upload.include_db) == ("queued", 4, 1, False)
     html = page.content.decode()
+    assert f'data-upload="{upload.pk}" data-status="queued"' in html and "a worker embeds and calibrates it" in html
+    status = client.get(f"/admin/ask/calibration/uploads/{upload.pk}").json()
+    assert (status["status"], status["file_pairs"]) == ("queued", 4)
+
+    calibration.calibration_upload_run(upload.pk)  # what the worker runs
+    upload.refresh_from_db()
+    assert upload.status == "succeeded" and upload.calibrated_pairs == 4 and upload.pairs == []  # texts dropped
+    assert JobRun.objects.get(pk=upload.job_run_id).job == "calibration_upload"
+    html = client.get(f"/admin/ask/calibration/?upload={upload.pk}").content.decode()
     assert "pairs.jsonl: 4 pairs (1 across tenants or locales left out)" in html
     assert "4 labelled pairs" in html  # the database pair is left out when the box is unticked
-    assert "apply-threshold" in html
+    assert 'data-intent="howto"' in html and "apply-threshold" in html
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"not json at all\n", "pairs.jsonl:1: not JSON"),
+    (b'{"id": "p1", "cached": "a"}\n', "pairs.jsonl:1: missing"),
+    (b"\n\n", "pairs.jsonl: no pairs"),
+])
+def test_a_bad_pair_file_is_a_400_that_stores_nothing(client, cache_admin, tmp_path, content, why):
+    client.force_login(cache_admin)
+    path = tmp_path / "pairs.jsonl"
+    path.write_bytes(content)
+    with open(path, "rb") as fh:
+        page = client.post("/admin/ask/calibration/", {"pairs": fh, "target": "0.99"})
+    assert page.status_code == 400 and why in page.content.decode() and "nothing stored" in page.content.decode()
+    assert not CalibrationUpload.objects.exists() and not JobRun.objects.filter(job="calibration_upload").exists()
+
+
+def test_a_target_out_of_range_is_a_400(client, cache_admin, tmp_path):
+    client.force_login(cache_admin)
+    with open(_write_pairs(tmp_path), "rb") as fh:
+        page = client.post("/admin/ask/calibration/", {"pairs": fh, "target": "0.2"})
+    assert page.status_code == 400 and "between 0.5 and 1" in page.content.decode()
+    assert not CalibrationUpload.objects.exists()
+
+
+def test_an_upload_is_seen_by_its_uploader_and_platform_staff_only(client, cache_admin, agent, tmp_path):
+    client.force_login(cache_admin)
+    with open(_write_pairs(tmp_path), "rb") as fh:
+        assert client.post("/admin/ask/calibration/", {"pairs": fh, "target": "0.99"}).status_code == 202
+    upload = CalibrationUpload.objects.get()
+    client.force_login(agent)  # a support agent of some tenants, not the uploader
+    assert client.get(f"/admin/ask/calibration/uploads/{upload.pk}").status_code == 404
+    assert client.get(f"/admin/ask/calibration/?upload={upload.pk}").status_code == 404
 
 
 def test_an_upload_past_the_cap_is_refused_413_unread(client, cache_admin, tmp_path, settings, monkeypatch):
@@ -120,7 +174,24 @@ def test_an_upload_past_the_cap_is_refused_413_unread(client, cache_admin, tmp_p
     def unread(*args, **kwargs):
         raise AssertionError("the pair file was read")
 
-    monkeypatch.setattr(calibration, "pairs_from_file", unread)
+    monkeypatch.setattr(calibration, "read_pairs", unread)
     with open(_write_pairs(tmp_path), "rb") as fh:
         page = client.post("/admin/ask/calibration/", {"pairs": fh, "target": "0.99"})
     assert page.status_code == 413 and "CALIBRATION_UPLOAD_MAX_BYTES" in page.content.decode()
+    assert not CalibrationUpload.objects.exists()
+
+
+def test_retention_deletes_old_calibration_uploads_with_their_pairs(db):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from supportbot.retention import records_purge_older_than
+
+    old = CalibrationUpload.objects.create(file_name="old.jsonl", pairs=[["a", "b", True]], target=0.99,
+                                           status="failed")
+    recent = CalibrationUpload.objects.create(file_name="new.jsonl", pairs=[["c", "d", True]], target=0.99)
+    CalibrationUpload.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=400))
+    counts = records_purge_older_than(days=30)
+    assert counts["calibration_uploads"] == 1
+    assert list(CalibrationUpload.objects.values_list("pk", flat=True)) == [recent.pk]
