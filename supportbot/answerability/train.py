@@ -211,9 +211,9 @@ def calibrate(asked: list[Asked], scores: list[np.ndarray]) -> tuple[dict[str, f
             allowed = int(np.floor((target + TARGET_NOUNS_EXTRA) * len(pos)))
             candidates = sorted({float(p) for s, _ in pos for p in s if p > t})
             for c in candidates:  # the refused count only grows with the threshold
-                if sum(_refused(pos, t, c + 1e-9)) > allowed:
+                if sum(_refused(pos, t, c + 1e-6)) > allowed:
                     break
-                high = c + 1e-9
+                high = c + 1e-6
             thresholds[f"{locale}:nouns"] = round(float(high), 6)
         report[locale] = {"answerable": len(pos), "unanswerable": len(neg),
                           "answerable_refused": round(sum(_refused(pos, t, high)) / len(pos), 4),
