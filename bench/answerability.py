@@ -12,8 +12,9 @@ answerer's own "not covered" is left out, so the figures are the check's alone.
 The held-out data (``supportbot.answerability.data``), never trained or calibrated on:
 
 - ``unanswerable``: the ``holdout`` classes of ``kb/unanswerable.jsonl`` and ``kb/unanswerable_de.jsonl``
-  (service, platform, specification, company) and the retrieval set's off-topic ``test`` questions;
-- ``answerable``: the German holdout files, issue 27's fact holdout (``kb/questions_facts_holdout.jsonl``),
+  (service, platform, specification, company), all of ``kb/unanswerable_holdout2.jsonl`` and the retrieval
+  set's off-topic ``test`` questions;
+- ``answerable``: the German holdout files (``kb/questions_de_holdout*.jsonl``), issue 27's fact holdout (``kb/questions_facts_holdout.jsonl``),
   the retrieval set's ``test`` split and the questions of ``kb/questions.jsonl`` whose article is in the
   held-out fold;
 - ``oos``: CLINC150's ``oos_test`` queries (the first ``--oos`` of them; 1,000 at most) asked of each

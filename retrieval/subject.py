@@ -13,6 +13,7 @@ answers the question.
 from __future__ import annotations
 
 import functools
+import re
 import math
 from dataclasses import dataclass, field
 
@@ -176,3 +177,128 @@ def subject_of(generation: IndexGeneration, tenant_id: int, locale: str, questio
                                                if row.get(f"e{i}", row[f"t{i}"]))
     return Subject(terms=terms, weights=weights, df=df, passages=passages, present=present,
                    partial=frozenset(partial), present_exact=exact)
+
+
+# --- The asked-about nouns (German) ----------------------------------------------------------------
+# German writes every noun with a capital letter, so the things a German question asks about (the group,
+# the product, the service, the place, the platform) can be read off it: "Gibt es Rabatt für
+# Schwerbehinderte?" asks about "Schwerbehinderte", and an article about a discount does not answer it.
+# The embedding model is English and cannot tell; the article's own words can.
+_WORD = re.compile(r"[^\W\d_][\w]*", re.U)
+# How German glues the parts of a compound ("Samstag-s-zustellung", "Student-en-rabatt").
+LINKERS = ("", "s", "es", "n", "en", "e", "er", "ens")
+MIN_PART = 3
+
+
+def noun_words(question: str, tenant_name: str = "") -> list[str]:
+    """The question's capitalised words after its first (hyphenated parts apart, "Acme-App" -> "App"; a
+    name capitalised inside, "iPad", too) of three letters or more ("ID" of "Umsatzsteuer-ID" says
+    little), less the tenant's name: in German, its nouns and names."""
+    name = {w.casefold() for w in _WORD.findall(tenant_name)}
+    words = _WORD.findall(question)
+    first = words[0] if words else ""
+    out = []
+    for match in re.finditer(r"[^\W\d_][\w-]*", question):
+        if match.start() == question.find(first) and match.group(0).split("-")[0] == first:
+            continue  # the question's first word is capitalised as a sentence's first word is
+        for part in match.group(0).split("-"):
+            if (part[:1].isupper() or (part[:1].isalpha() and not part.islower())) and len(part) > 2 \
+                    and part.casefold() not in name:
+                out.append(part)
+    return list(dict.fromkeys(out))
+
+
+def _stems(config: str, words: list[str]) -> dict[str, str]:
+    """Word -> its stem as the configuration stems it (words it drops as stop words are left out)."""
+    if not words:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT w, tsvector_to_array(to_tsvector(%s::regconfig, w)) FROM unnest(%s::text[]) AS w",
+                       [config, words])
+        return {w: lexemes[0] for w, lexemes in cursor.fetchall() if lexemes}
+
+
+def compound_of(stem: str, lexemes: frozenset[str] | set[str]) -> bool:
+    """Whether ``stem`` is made of two or more parts the text has, glued as German glues them
+    ("samstagszustell" = "samstag" + s + "zustell"). A part is a lexeme of the text or, of
+    ``MIN_COMPOUND_NOUN`` letters or more, the start or end of one ("versand" of "versandkost")."""
+    n = len(stem)
+    reach = [False] * (n + 1)
+    reach[0] = True
+    for i in range(n):
+        if not reach[i]:
+            continue
+        for j in range(i + MIN_PART, n + 1):
+            if (i, j) != (0, n) and _has_part(stem[i:j], lexemes):
+                for link in LINKERS:
+                    k = j + len(link)
+                    if k <= n and stem[j:k] == link:
+                        reach[k] = True
+    return reach[n]
+
+
+def _has_part(part: str, lexemes: frozenset[str] | set[str]) -> bool:
+    if part in lexemes:
+        return True
+    return len(part) >= MIN_COMPOUND_NOUN and any(x.startswith(part) or x.endswith(part) for x in lexemes)
+
+
+def states(stem: str, lexemes: frozenset[str] | set[str]) -> bool:
+    """Whether a text whose lexemes are ``lexemes`` states the noun ``stem``: as it is, inside a compound of
+    its own ("versand" in "versandkost", "zustell" in "samstagszustell"), or all of the noun's parts
+    ("lieferzeit" = "liefer" + "zeit"). Sharing only the compound's head does not state it
+    ("studentenrabatt" is not stated by "rabatt")."""
+    if stem in lexemes:
+        return True
+    if len(stem) >= MIN_COMPOUND_NOUN and any(stem in lexeme for lexeme in lexemes if len(lexeme) > len(stem)):
+        return True
+    return compound_of(stem, lexemes)
+
+
+MIN_COMPOUND_NOUN = 4
+
+
+def article_lexemes(generation: IndexGeneration, tenant_id: int, locale: str, chunk_ids: list[int]) -> dict[int, frozenset[str]]:
+    """Chunk id -> the lexemes of every chunk of its article (headings and text) in the generation."""
+    if not chunk_ids:
+        return {}
+    scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
+    owner = dict(scope.filter(chunk_id__in=chunk_ids).values_list("chunk_id", "article_id"))
+    meta, q = ChunkEmbedding._meta, connection.ops.quote_name
+    chunk = meta.get_field("chunk").related_model._meta
+    sql = (f"SELECT ce.{q(meta.get_field('article').column)}, array_agg(DISTINCT w.lexeme) FROM {q(meta.db_table)} ce "
+           f"JOIN {q(chunk.db_table)} c ON c.{q(chunk.pk.column)} = ce.{q(meta.get_field('chunk').column)} "
+           f"CROSS JOIN LATERAL unnest(tsvector_to_array(c.{q(chunk.get_field('search_vector').column)})) AS w(lexeme) "
+           f"WHERE ce.{q(meta.get_field('generation').column)} = %s AND ce.{q(meta.get_field('tenant').column)} = %s "
+           f"AND ce.{q(meta.get_field('locale').column)} = %s AND ce.{q(meta.get_field('article').column)} = ANY(%s) "
+           f"GROUP BY 1")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [generation.pk, tenant_id, locale, list(set(owner.values()))])
+        by_article = {article: frozenset(lexemes) for article, lexemes in cursor.fetchall()}
+    return {c: by_article.get(a, frozenset()) for c, a in owner.items()}
+
+
+@dataclass(frozen=True)
+class Nouns:
+    """The question's asked-about nouns and, per retrieved chunk, those its article does not state."""
+
+    stems: dict[str, str]  # noun -> stem
+    unstated: dict[int, tuple[str, ...]]  # chunk id -> the nouns its article does not state
+
+    def stated(self, chunk_id: int) -> bool:
+        return not self.unstated.get(chunk_id, tuple(self.stems))
+
+
+def nouns_of(generation: IndexGeneration, tenant_id: int, locale: str, question: str, chunk_ids: list[int]) -> Nouns | None:
+    """For a locale whose nouns are capitalised (``settings.NOUN_SUBJECT_LOCALES``), the question's nouns
+    and which of them each chunk's article does not state; None for other locales."""
+    if locale.split("-")[0].split("_")[0].lower() not in settings.NOUN_SUBJECT_LOCALES:
+        return None
+    config = text_search_config(locale)
+    tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+    skip = _not_subject_stems(config)
+    stems = {w: s for w, s in _stems(config, noun_words(question, tenant_name)).items() if s not in skip}
+    lexemes = article_lexemes(generation, tenant_id, locale, chunk_ids)
+    unstated = {c: tuple(w for w, s in stems.items() if not states(s, lexemes.get(c, frozenset())))
+                for c in chunk_ids}
+    return Nouns(stems=stems, unstated=unstated)

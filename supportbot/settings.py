@@ -243,6 +243,9 @@ ANSWERABILITY_CHECK = env.bool("ANSWERABILITY_CHECK", default=True)
 # The answerability model's artefact (logistic regression and per-locale thresholds), rebuilt by
 # `manage.py train_answerability`; re-read when the file changes.
 ANSWERABILITY_MODEL = env.path("ANSWERABILITY_MODEL", default=BASE_DIR / "supportbot" / "answerability" / "model.json")
+# Answerability: languages that capitalise their nouns (German); there, a passage whose article does not state every
+# noun the question asks about must reach the artefact's higher "<locale>:nouns" threshold. Empty turns it off.
+NOUN_SUBJECT_LOCALES = env.list("NOUN_SUBJECT_LOCALES", default=["de"])
 # Content gaps staff page: handed-off questions at least this similar (embedding cosine) are one group.
 CONTENT_GAP_SIMILARITY = env.float("CONTENT_GAP_SIMILARITY", default=0.75)
 # Content gaps staff page: at most this many of the latest handed-off Asks of a tenant and locale are read.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.models import IndexGeneration
-from retrieval.subject import subject_of
+from retrieval.subject import nouns_of, subject_of
 from supportbot.answerability.features import pair_features, unit_similarities
 from supportbot.answerability.model import ModelUnavailable, current_model
 
@@ -39,18 +39,26 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         log.warning("answerability not checked: %s", exc)
         return Verdict(True, 1.0, 0.0, passages[0].chunk_id, f"not checked: {exc}"[:300],
                        passing=frozenset(p.chunk_id for p in passages))
-    subject = subject_of(generation, tenant_id, locale, question, [p.chunk_id for p in passages])
+    chunk_ids = [p.chunk_id for p in passages]
+    subject = subject_of(generation, tenant_id, locale, question, chunk_ids)
+    nouns = nouns_of(generation, tenant_id, locale, question, chunk_ids)
     rows = pair_features(passages, subject, unit_similarities(passages, vector, embed), locale, question)
     probabilities = model.probabilities(rows)
-    best = int(np.argmax(probabilities))
-    p, threshold = float(probabilities[best]), model.threshold(locale)
+    stated = [nouns is None or nouns.stated(c) for c in chunk_ids]
+    ok = model.passing(probabilities, stated, locale)
+    passing = frozenset(c for c, good in zip(chunk_ids, ok) if good)
+    # the best passage: the likeliest of those that answer, else the likeliest of all
+    best = max(range(len(passages)), key=lambda i: (ok[i], probabilities[i]))
+    p = float(probabilities[best])
+    threshold = model.threshold(locale) if stated[best] else model.nouns_threshold(locale)
     unseen = tuple(subject.unseen())
     chunk_id = passages[best].chunk_id
-    passing = frozenset(q.chunk_id for q, pq in zip(passages, probabilities) if pq >= threshold)
-    if p >= threshold:
+    if ok[best]:
         return Verdict(True, p, threshold, chunk_id, f"answerable: P={p:.3f} >= {threshold:.3f} "
                        f"({passages[best].article_id})", model.version, unseen, passing)
     detail = f"; the help centre never states {', '.join(unseen[:4])}" if unseen else ""
+    if not stated[best] and nouns is not None:
+        detail += f"; its article does not state {', '.join(nouns.unstated[chunk_id][:4])}"
     return Verdict(False, p, threshold, chunk_id, f"not answerable: P={p:.3f} < {threshold:.3f}{detail}"[:300],
                    model.version, unseen)
 

@@ -24,7 +24,9 @@ class AnswerabilityModel:
     intercept: float
     mean: np.ndarray
     scale: np.ndarray
-    thresholds: dict[str, float]  # locale -> least P(answers) of an answerable question; "default" too
+    # locale -> least P(answers) of an answerable question; "default" too; "<locale>:nouns" -> the least P of a
+    # passage whose article does not state every noun of the question (``retrieval.subject.nouns_of``)
+    thresholds: dict[str, float]
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
         if not len(rows):
@@ -34,6 +36,17 @@ class AnswerabilityModel:
 
     def threshold(self, locale: str) -> float:
         return float(self.thresholds.get(locale, self.thresholds["default"]))
+
+    def nouns_threshold(self, locale: str) -> float:
+        """The threshold for a passage whose article leaves a noun of the question unstated (never below
+        the locale's own)."""
+        return max(self.threshold(locale), float(self.thresholds.get(f"{locale}:nouns", 0.0)))
+
+    def passing(self, probabilities: np.ndarray, stated: list[bool], locale: str) -> list[bool]:
+        """Per passage, whether it answers: it reaches the locale's threshold and, when its article leaves a
+        noun of the question unstated, the higher nouns threshold."""
+        low, high = self.threshold(locale), self.nouns_threshold(locale)
+        return [bool(p >= (low if ok else high)) for p, ok in zip(probabilities, stated)]
 
     @classmethod
     def from_dict(cls, data: dict) -> "AnswerabilityModel":

@@ -41,7 +41,7 @@ from ingestion.services import ingest_directory
 from retrieval.embeddings import embed_texts
 from retrieval.generations import query_embedder
 from retrieval.services import active_generation_cached, index_sync
-from retrieval.subject import subject_of
+from retrieval.subject import nouns_of, subject_of
 from supportbot import pipeline
 from supportbot.answerability import data
 from supportbot.answerability.features import NAMES, pair_features, unit_similarities
@@ -52,6 +52,9 @@ TARGET_ANSWERABLE_REFUSED = 0.025
 # held-out German questions were handed off (the embedding model is English, so German rests on subject
 # terms, and unseen synonyms look like unseen subjects). German is calibrated with that margin.
 TARGET_BY_LOCALE = {"de": 0.01}
+# The further share of a locale's answerable training questions that the nouns threshold may hand off (a
+# synonym the articles do not use, "Kennwort" for "Passwort", leaves a noun unstated as an unknown subject does).
+TARGET_NOUNS_EXTRA = 0.01
 FOLDS = 5
 SEED = 7
 # Subjects no demo article mentions, and none of unanswerable.jsonl's held-out classes asks about.
@@ -73,6 +76,7 @@ class Asked:
     subject: object  # retrieval.subject.Subject
     units: list[float]  # per passage, the best unit's cosine to the question
     group: str  # examples of one group share a fold (an article, or the question)
+    nouns: object = None  # retrieval.subject.Nouns, or None where the locale's nouns are not read
 
     @property
     def articles(self) -> list[str]:
@@ -81,6 +85,11 @@ class Asked:
     @functools.cached_property
     def rows(self) -> np.ndarray:
         return pair_features(self.passages, self.subject, self.units, self.question.locale, self.question.question)
+
+    @property
+    def stated(self) -> list[bool]:
+        """Per passage, whether its article states every noun of the question."""
+        return [self.nouns is None or self.nouns.stated(p.chunk_id) for p in self.passages]
 
 
 def swap_subject(question: str, locale: str, rng: random.Random) -> str | None:
@@ -122,10 +131,12 @@ def ask(tenant, question: data.Question) -> Asked:
     embedder = query_embedder(cached=True)
     subject = subject_of(active_generation_cached(), tenant.pk, question.locale, question.question,
                          [p.chunk_id for p in passages])
+    nouns = nouns_of(active_generation_cached(), tenant.pk, question.locale, question.question,
+                     [p.chunk_id for p in passages])
     units = unit_similarities(passages, state.vector, lambda texts: embed_texts(texts, embedder=embedder)) if passages else []
     group = (f"{question.tenant}/{question.locale}/{question.articles[0]}" if question.answerable
              else f"q/{zlib.crc32(question.question.encode())}")
-    return Asked(question, list(passages), subject, units, group)
+    return Asked(question, list(passages), subject, units, group, nouns)
 
 
 def examples(asked: list[Asked]) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -159,37 +170,55 @@ def probabilities(coef, intercept, mean, scale, rows: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-(((rows - mean) / scale) @ coef + intercept)))
 
 
-def out_of_fold(asked: list[Asked]) -> list[float]:
-    """Each question's best-passage probability from a model that never saw its group."""
+def out_of_fold(asked: list[Asked]) -> list[np.ndarray]:
+    """Each question's passage probabilities from a model that never saw its group."""
     groups = sorted({a.group for a in asked})
     fold_of = {g: zlib.crc32(g.encode()) % FOLDS for g in groups}
-    scores = [0.0] * len(asked)
+    scores = [np.zeros(0)] * len(asked)
     for fold in range(FOLDS):
         train = [a for a in asked if fold_of[a.group] != fold]
         X, y, _ = examples(train)
         coef, intercept, mean, scale = fit_rows(X, y)
         for i, a in enumerate(asked):
             if fold_of[a.group] == fold and len(a.rows):
-                scores[i] = float(probabilities(coef, intercept, mean, scale, a.rows).max())
+                scores[i] = probabilities(coef, intercept, mean, scale, a.rows)
     return scores
 
 
-def calibrate(asked: list[Asked], scores: list[float]) -> tuple[dict[str, float], dict]:
+def _refused(scored: list[tuple[np.ndarray, list[bool]]], low: float, high: float) -> list[bool]:
+    """Per question, whether no passage answers it under thresholds ``low`` and ``high`` (``model.passing``)."""
+    return [not any(p >= (low if ok else high) for p, ok in zip(ps, stated)) for ps, stated in scored]
+
+
+def calibrate(asked: list[Asked], scores: list[np.ndarray]) -> tuple[dict[str, float], dict]:
     """Per locale, the threshold under which at most the locale's target share of the answerable
-    training questions fall (out of fold), and what it does to the unanswerable ones there."""
+    training questions fall (out of fold); where the locale's nouns are read, the highest nouns threshold
+    that hands off at most ``TARGET_NOUNS_EXTRA`` more of them; and what both do to the unanswerable ones."""
     thresholds, report = {}, {}
     for locale in sorted({a.question.locale for a in asked}):
-        pos = sorted(s for a, s in zip(asked, scores) if a.question.locale == locale and a.question.answerable)
-        neg = [s for a, s in zip(asked, scores) if a.question.locale == locale and not a.question.answerable]
+        mine = [(a, s) for a, s in zip(asked, scores) if a.question.locale == locale]
+        pos = [(s, a.stated) for a, s in mine if a.question.answerable]
+        neg = [(s, a.stated) for a, s in mine if not a.question.answerable]
         if not pos:
             continue
-        k = int(np.floor(TARGET_BY_LOCALE.get(locale, TARGET_ANSWERABLE_REFUSED) * len(pos)))
-        t = pos[k] - 1e-6 if k < len(pos) else pos[-1]
+        target = TARGET_BY_LOCALE.get(locale, TARGET_ANSWERABLE_REFUSED)
+        best = sorted(float(s.max()) if len(s) else 0.0 for s, _ in pos)
+        k = int(np.floor(target * len(pos)))
+        t = best[k] - 1e-6 if k < len(best) else best[-1]
         thresholds[locale] = round(float(t), 6)
+        high = t
+        if any(a.nouns is not None for a, _ in mine):
+            allowed = int(np.floor((target + TARGET_NOUNS_EXTRA) * len(pos)))
+            candidates = sorted({float(p) for s, _ in pos for p in s if p > t})
+            for c in candidates:  # the refused count only grows with the threshold
+                if sum(_refused(pos, t, c + 1e-6)) > allowed:
+                    break
+                high = c + 1e-6
+            thresholds[f"{locale}:nouns"] = round(float(high), 6)
         report[locale] = {"answerable": len(pos), "unanswerable": len(neg),
-                          "answerable_refused": round(sum(s < t for s in pos) / len(pos), 4),
-                          "unanswerable_refused": round(sum(s < t for s in neg) / max(1, len(neg)), 4)}
-    thresholds["default"] = min(thresholds.values())
+                          "answerable_refused": round(sum(_refused(pos, t, high)) / len(pos), 4),
+                          "unanswerable_refused": round(sum(_refused(neg, t, high)) / max(1, len(neg)), 4)}
+    thresholds["default"] = min(v for k, v in thresholds.items() if ":" not in k)
     return thresholds, report
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval.search import query_terms
-from retrieval.subject import subject_terms
+from retrieval.subject import noun_words, states, subject_terms
 
 pytestmark = pytest.mark.django_db
 
@@ -28,3 +28,24 @@ def test_the_tenants_own_name_is_never_the_subject():
     assert set(subject_terms("english", "Who owns Acme Outfitters?", "Acme Outfitters")) == {"own"}
     assert set(subject_terms("english", "Does Initech Home ship to Canada?", "Initech Home")) == {"ship", "canada"}
     assert set(subject_terms("german", "Wem gehört Acme Outfitters?", "Acme Outfitters")) == {"gehort"}
+
+
+def test_german_nouns_are_the_capitalised_words_after_the_first_less_the_tenants_name():
+    assert noun_words("Gibt es eine eigene Acme-App für das iPad?", "Acme Outfitters") == ["App", "iPad"]
+    assert noun_words("Rabatt für Lehrer?") == ["Lehrer"]  # the first word is capitalised as any first word is
+    assert noun_words("Was bedeutet die Referenz RF-208311?") == ["Referenz"]  # no number, no two-letter code
+    assert noun_words("Haben Polizisten und Feuerwehrleute Vorteile?") == ["Polizisten", "Feuerwehrleute", "Vorteile"]
+
+
+@pytest.mark.parametrize("stem, lexemes, stated", [
+    ("rabatt", {"rabatt", "code"}, True),  # as it is
+    ("zustell", {"samstagszustell"}, True),  # inside a compound of the article's
+    ("samstagszustell", {"samstag", "zustell"}, True),  # all of its parts, glued with an "s"
+    ("lieferzeit", {"liefer", "zeit"}, True),
+    ("studentenrabatt", {"rabatt", "code"}, False),  # only the head: a student discount is not a discount
+    ("familienzelt", {"zelt", "famili"}, True),  # both parts, glued with "en"
+    ("skiservic", {"servic", "kundenservic"}, False),
+    ("schwerbehindert", {"rabatt"}, False),
+])
+def test_an_article_states_a_noun_as_it_is_in_a_compound_or_by_all_its_parts(stem, lexemes, stated):
+    assert states(stem, frozenset(lexemes)) is stated

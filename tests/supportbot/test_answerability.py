@@ -154,3 +154,44 @@ def test_an_irregular_verb_form_is_the_subject_the_article_states(acme):
     """'wore' is the return policy's 'worn': the question is answered, not handed off."""
     result = pipeline.ask(pipeline.Asker(acme, "en"), "Can I return a jacket I wore once?")
     assert result.status == "answered", result.reason
+
+
+def artefact_with(tmp_path, **thresholds):
+    """The committed answerability artefact with some thresholds changed, as a file of its own."""
+    from django.conf import settings
+
+    body = json.loads(open(settings.ANSWERABILITY_MODEL).read())
+    body["thresholds"].update(thresholds)
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(body))
+    return path
+
+
+def test_a_german_passage_whose_article_does_not_state_the_asked_noun_needs_the_nouns_threshold(acme, tmp_path):
+    """The warehouse in Leipzig is stated, Dresden is not: the passage about the warehouses must reach the
+    nouns threshold, not only German's own. A question whose nouns the article states is not affected."""
+    question = "Haben Sie ein Lager in Dresden?"
+    with override_settings(ANSWERABILITY_MODEL=artefact_with(tmp_path, **{"de:nouns": 0.999})):
+        outcome = ask(acme, question, "de")
+        assert_handed_off(outcome, acme, "de")
+        assert "its article does not state Dresden" in outcome.reason, outcome.reason
+        stated = ask(acme, "Wie lange dauert der Expressversand nach Deutschland?", "de")
+        assert stated.status == AskEvent.Status.ANSWERED, stated.reason
+    (tmp_path / "plain").mkdir()
+    with override_settings(ANSWERABILITY_MODEL=artefact_with(tmp_path / "plain", **{"de:nouns": 0.0})):
+        state = pipeline.prepare(pipeline.Asker(acme, "de"), question)
+        pipeline.retrieve(state)
+        if state.vector is None:
+            state.vector = pipeline.embed_question(state)
+        pipeline.check_answerable(state)
+        verdict = state.answerability  # without a nouns threshold, German's own decides
+        own = json.loads((tmp_path / "plain" / "model.json").read_text())["thresholds"]["de"]
+        assert verdict.threshold == pytest.approx(own)
+        assert verdict.answerable == (verdict.probability >= verdict.threshold)
+
+
+def test_a_german_question_whose_nouns_the_article_states_is_answered(demo):
+    """Every noun stated, one through the parts of a compound ("Expressversand" = "Express" + "Versand")."""
+    outcome = ask(demo["acme"], "Wie lange dauert der Expressversand nach Deutschland?", "de")
+    assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
+    assert "shipping-times-and-costs" in [c["article_id"] for c in outcome.citations]
