@@ -366,7 +366,11 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
     return ""
 
 
-def _points_back_de(words: list[str], original: list[str]) -> str:
+_RELATIVE_DE = re.compile(r"\b[A-ZÄÖÜ]\w*\s*,\s*(?:das|die|der|dem|den)\b")  # "ein Lager, das ich …"
+
+
+def _points_back_de(words: list[str], original: list[str], text: str = "") -> str:
+    relative = bool(_RELATIVE_DE.search(text))
     for i, w in enumerate(words):
         after_orig = original[i + 1] if i + 1 < len(original) else ""
         before = words[i - 1] if i else ""
@@ -377,6 +381,8 @@ def _points_back_de(words: list[str], original: list[str]) -> str:
                 continue
             return w
         if w in ("das", "dies") and (not after_orig or not after_orig[:1].isupper()):
+            if w == "das" and relative and i and original[i - 1][:1].isupper():
+                continue  # "ein Lager in Dresden, das ich besuchen kann": a relative pronoun after its noun
             return w  # "Wie lange dauert das?": a pronoun (a German noun after an article is capitalised)
         if w == "es" and before not in ("gibt",) and not (i + 1 < len(words) and words[i + 1] == "gibt"):
             return w
@@ -407,7 +413,7 @@ def dependence(message: str, locale: str = "en", *, alone: bool = False) -> Depe
         return Dependence("ellipsis", words[0] if words else "")
     if _REPLY_START.match(message.strip()):
         return Dependence("reply", words[0])
-    word = _points_back_de(words, _words(message)) if german else _points_back_en(words, message, alone)
+    word = _points_back_de(words, _words(message), message) if german else _points_back_en(words, message, alone)
     if word:
         return Dependence("anaphora", word)
     stop = _STOP_DE if german else _STOP_EN

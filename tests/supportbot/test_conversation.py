@@ -74,6 +74,9 @@ def test_dependence_in_english(message, kind):
     ("Wie lange dauert das?", "anaphora"), ("Ist das kostenlos?", "anaphora"), ("Und für Österreich?", "ellipsis"),
     ("Gilt das auch für Plus?", "ellipsis"), ("Gibt es eine Gebühr?", ""),
     ("Wie lange dauert der Versand nach Kanada?", ""), ("Kann ich das Paket zurückschicken?", ""),
+    # a relative "das" after its noun is not a reference to the conversation (found by the answerability work)
+    ("Gibt es ein Lager in Dresden, das ich besuchen kann?", ""),
+    ("Kann ich das Paket, das ich bekommen habe, zurückschicken?", ""), ("Was kostet das?", "anaphora"),
 ])
 def test_dependence_in_german(message, kind):
     assert dependence(message, "de").kind == kind
