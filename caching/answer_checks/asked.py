@@ -81,6 +81,15 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
         "business": (r"\bbusiness partner\b", r"\bbusiness account\b"),
         "replacement": (r"\breplacement items?\b", r"\badvance replacement\b", r"\bersatzartikel\b",
                         r"\bvorab-austausch\b"),
+      },
+    # Places within a country that have rules of their own: a figure for them is not the country's
+    # ("Deliveries to Yukon ... take 3-5 business days longer" is no answer to shipping to Canada).
+    "region": {
+        "Alaska and Hawaii": (r"\balaska\b", r"\bhawaii\b"),
+        "Canadian territories": (r"\byukon\b", r"\bnunavut\b", r"\bnorthwest territories\b", r"\bnordwest-?territorien\b"),
+        "US territories": (r"\bpuerto rico\b", r"\bguam\b", r"\bvirgin islands\b"),
+        "British islands": (r"\bchannel islands\b", r"\bisle of man\b", r"\bkanalinseln\b"),
+        "islands": (r"\bnorth sea\b", r"\bbaltic islands\b", r"\bnordsee", r"\bostsee"),
     },
 }
 _CASED = frozenset({r"\bUSA?\b", r"\bUK\b", r"\bU\.S\.", r"\bin den USA\b"})
@@ -185,11 +194,19 @@ def labels_of(text: str, section: str = "", title: str = "", *, with_currency: b
     return labels
 
 
+# A length of time stated as a difference from another ("take 3-5 business days longer", "2 Tage später")
+# is not the length asked for: the customer still does not know how long it takes.
+_RELATIVE_DURATION = re.compile(
+    r"\b\d+(?:[.,]\d+)?(?:\s*[–-]\s*\d+(?:[.,]\d+)?)?\s*(?:business |working )?(?:minutes?|hours?|days?|weeks?|months?|"
+    r"years?|minuten|stunden|werktagen?|tagen?|wochen|monaten?|jahren?)\s+(?:longer|later|more|länger|später|mehr)\b", re.I)
+
+
 def kinds_in(text: str) -> set[str]:
     """The kinds of fact a text states: "amount", "duration", "count", "clock", "contact"."""
     numbers, measures, amounts = quantities(text)
     found = set()
-    if any(unit != "percent" for _, unit in measures) or _DURATION_WORDS.search(text):
+    _, absolute, _ = quantities(_RELATIVE_DURATION.sub(" ", text)) if _RELATIVE_DURATION.search(text) else (0, measures, 0)
+    if any(unit != "percent" for _, unit in absolute) or _DURATION_WORDS.search(text):
         found.add("duration")
     if amounts or any(unit == "percent" for _, unit in measures) or _FREE_WORDS.search(text):
         found.add("amount")
@@ -259,7 +276,7 @@ _PLAN_SUBJECT = re.compile(r"^[\s•*-]*(?:Acme[\s-]+)?(Plus|Pro|Premier|Free(?=
 # Special cases a sentence can be about that a question must name to be asked about: "A replacement
 # item keeps ... 6 months" is not the warranty on products, "Items bought ... during a sale can be
 # returned within 14 days" is not the return window.
-SPECIAL_FAMILIES = ("product",)
+SPECIAL_FAMILIES = ("product", "region")
 
 
 def plan_subject(text: str) -> str | None:
@@ -270,6 +287,12 @@ def plan_subject(text: str) -> str | None:
     return "Free plan" if m.group(1) == "Free" else m.group(1)
 
 
+# Clauses of a unit, for finding the one that states a figure: a stop or semicolon before a capital ends
+# one, even after a figure ("$24.95. Not available to Alaska or Hawaii"), which ends no sentence for
+# ``split_sentences`` ("am 3. Mai").
+_CLAUSE = re.compile(r"(?<=[.;])\s+(?=[A-ZÄÖÜ])")
+
+
 def special_fit(wanted: Asked, text: str) -> int:
     """-1 when a unit states the figure of a plan, or of a special case (a product line), that the
     question does not ask about ("Premier: $19 per month" for the Pro plan's price, "Items bought on
@@ -277,8 +300,13 @@ def special_fit(wanted: Asked, text: str) -> int:
     plan = plan_subject(text)
     if plan:
         return 1 if wanted.cases.get("plan") == plan else -1
+    # the sentences that state the asked kind say whose figure it is: "Overnight: $24.95. Not available to
+    # Alaska or Hawaii." states the US figure; "Canada: all provinces. Deliveries to Yukon take 3-5 days longer."
+    # states only Yukon's
+    clauses = _CLAUSE.split(text) or [text]
+    stating = [s for s in clauses if wanted.kind in FACT_KINDS and wanted.kind in kinds_in(s)] or [text]
     for family in SPECIAL_FAMILIES:
-        if family not in wanted.cases and all_cases_in(text).get(family):
+        if family not in wanted.cases and all(all_cases_in(s).get(family) for s in stating):
             return -1
     return 1
 
@@ -412,4 +440,5 @@ def _free_duration(sentence: str) -> bool:
 
 
 VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
-                          sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern]
+                          sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
+                          _RELATIVE_DURATION.pattern, _CLAUSE.pattern]

@@ -96,3 +96,17 @@ def test_a_yes_or_no_question_is_answered_with_the_asked_cases_rule(demo, tenant
         else outcome.answer
     assert any(w in first for w in case_words), outcome.answer
     assert not outcome.answer.lower().startswith(("yes", "no,", "no.")), outcome.answer
+
+
+@pytest.mark.parametrize("question, fact, special", [
+    # was: "Where exactly we deliver: • Canada: all provinces and territories. Deliveries to Yukon, the Northwest
+    # Territories and Nunavut take 3–5 business days longer." (admitted and served again), though the Canada
+    # section of "Shipping times and costs" was among the passages
+    ("How long does shipping to Canada take?", "5–8 business days", "Yukon"),
+])
+def test_the_general_case_leads_unless_the_asker_names_the_special_one(acme, question, fact, special):
+    """A figure for a place with rules of its own within the asked country (remote territories, Alaska and
+    Hawaii) is not the country's: the country's own figure leads, and the special one is not quoted."""
+    outcome = ask(acme, question)
+    assert fact in outcome.answer and special not in outcome.answer, outcome.answer
+    assert admission(outcome)["disposition"] == "stored"
