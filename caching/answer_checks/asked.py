@@ -422,12 +422,63 @@ def duration_things(text: str) -> list[set[str]]:
             for m in _THING_DURATION.finditer(plain)]
 
 
+# Leaving the warehouse is not arriving: "Orders placed later ... are dispatched on the next business day"
+# says when an order leaves, not how long shipping (to the customer) takes.
+_DISPATCH = re.compile(r"\bdispatch\w*|\bleaves? (?:our |the )?(?:warehouse|[A-Z]\w+)\b|\bpacked\b|\bverlässt\b|"
+                       r"\bverpackt\b|\bverlassen\b")
+
+
+# A length said as what something takes: "The tracking number can take up to 48 hours", "A carrier
+# investigation takes up to 5 business days", "Die Prüfung dauert 3 Werktage": the subject is whose length it is.
+_TAKES = re.compile(
+    r"(?P<subject>(?:[A-Za-zÄÖÜäöüß-]+\s+){1,3}?)(?:can |may |usually |normally |will |often |typically )?"
+    r"(?:takes?|dauert|dauern)\s+(?:up to |about |around |roughly |at least |bis zu |etwa |ungefähr |mindestens )?\d", re.I)
+_PRONOUNS = frozenset({"it", "this", "that", "es", "das", "dies"})
+
+
+def _taken_by_another(event: set[str], sentence: str) -> bool:
+    """Whether the sentence's length is what a named subject other than the asked event takes, and
+    it states no other length."""
+    m = _TAKES.search(sentence)
+    if not m:
+        return False
+    words = m.group("subject").split()
+    if not words or words[-1].lower() in _PRONOUNS:
+        return False
+    subject = terms(m.group("subject")) - GENERIC_TERMS
+    rest = sentence[:m.start()] + " " + sentence[m.end():]
+    return bool(subject) and not same_event(subject, event) and not _free_duration(_TAKES_TAIL.sub(" ", rest))
+
+
+# Words for one event: "How long does delivery take?" is answered by "Shipping takes ...".
+_EVENT_SYNONYMS = {t: group for group, words in (
+    ("ship", "ship shipping deliver delivery deliveries send parcel versand versendet lieferung liefern zustellung "
+             "arrive arrives"),
+    ("refund", "refund refunds erstattung erstattungen rückerstattung money geld"),
+    ("repair", "repair repairs fix reparatur reparaturen")) for t in terms(words)}
+
+
+def same_event(a: set[str], b: set[str]) -> bool:
+    """Whether two sets of words share a word, or words for the same event (shipping, delivery)."""
+    return bool({_EVENT_SYNONYMS.get(t, t) for t in a} & {_EVENT_SYNONYMS.get(t, t) for t in b})
+
+
+_TAKES_TAIL = re.compile(r"^[\d.,]*(?:\s*[–-]\s*\d+)?\s*(?:business |working )?\w+", re.I)
+
+
 def duration_of_another_thing(question: str, sentence: str) -> bool:
     """Whether every duration a sentence states is the length of a thing (the warranty) that is not the
-    event the question asks about ("How long does it take to repair ...": "a 2-year limited warranty")."""
+    event the question asks about ("How long does it take to repair ...": "a 2-year limited warranty"),
+    or the time an order leaves the warehouse when the question asks how long another event takes."""
     event = asked_event(question)
+    if not event:
+        return False
+    if _DISPATCH.search(sentence) and not _DISPATCH.search(question) and not event & terms(sentence):
+        return True
+    if _taken_by_another(event, sentence.replace("*", "")):
+        return True
     things = duration_things(sentence)
-    if not event or not things:
+    if not things:
         return False
     return all(not thing & event for thing in things) and not _free_duration(sentence)
 
@@ -441,4 +492,4 @@ def _free_duration(sentence: str) -> bool:
 
 VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
                           sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
-                          _RELATIVE_DURATION.pattern, _CLAUSE.pattern]
+                          _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items())]

@@ -228,7 +228,8 @@ class ExtractiveAnswerer(Answerer):
         labels = asking.labels_of(f"{lead_in(passage, unit)}\n{unit.text}", section_of(passage), passage.title,
                                   with_currency=wanted.kind == "amount")
         fit = asking.case_fit(wanted.cases, labels)
-        states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text)
+        states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text) and not (
+            wanted.kind == "duration" and another_things_duration(question, unit.text))
         if states and fit >= 0:
             fit = min(fit, asking.special_fit(wanted, unit.text), context_fit(wanted, passage, unit))
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit
@@ -238,9 +239,9 @@ class ExtractiveAnswerer(Answerer):
             score += INTRO_WEIGHT * (" — " not in passage.heading)
         if wanted.wants_fact:
             score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
-        if wanted.kind is not None:
-            score -= STEP_WEIGHT * is_step(unit)
-        on_about = not about or bool(about & terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
+        if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
+            score -= STEP_WEIGHT * (is_step(unit) and not (states and asking.asked_event(question) & terms(unit.text)))
+        on_about = not about or asking.same_event(about, terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
         foreign_title = asking.foreign_plan(wanted, question, passage.title, company)
         return Candidate(passage, unit, score, fit, states, on_about, foreign_title)
 
@@ -312,6 +313,13 @@ LEAD_TIERS = (lambda c: c.fit > 0 and c.about and not c.foreign_title,
               lambda c: c.about and not c.foreign_title,
               lambda c: c.about,
               lambda c: True)
+
+
+def another_things_duration(question: str, text: str) -> bool:
+    """Whether every duration a unit states is another thing's (a warranty's length) or another event's
+    (leaving the warehouse), not the asked event's: admission's completeness check reads it so too."""
+    stating = [s for s in words.sentences_of(text) if "duration" in asking.kinds_in(s)]
+    return bool(question and stating) and all(asking.duration_of_another_thing(question, s) for s in stating)
 
 
 def follows(lead: Candidate, c: Candidate) -> bool:
@@ -430,4 +438,4 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "lead tiers", "v3"])[:16]
+                        "section: unit", "lead tiers", "another thing's duration", "v4"])[:16]

@@ -107,6 +107,14 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
     ("How long does shipping in the US take?",
      "United States:\n• Alaska and Hawaii: Standard only, 6–9 business days, $9.95 (free over $75) [1]", SHIPPING,
      "incomplete"),
+    # the time an order leaves the warehouse, for how long shipping takes
+    ("How long does shipping take in the US?",
+     "Orders placed later, or on weekends and US holidays, are dispatched on the next business day. Delivery times "
+     "are counted in business days from dispatch. [1]", "initech/en/shipping-times-and-costs.md", "incomplete"),
+    # another event's length: what the tracking number takes, for how long shipping takes
+    ("How long does shipping take in the US?",
+     "The tracking number can take up to 48 hours after the order is marked Shipped to show any scans. [1]",
+     "initech/en/track-your-order.md", "incomplete"),
 ])
 def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question, answer, path, code):
     refusal = CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en"))
@@ -141,6 +149,10 @@ def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question
     # the special place's figure, when the asker names it
     ("How long does shipping to Hawaii take?",
      "United States:\n• Alaska and Hawaii: Standard only, 6–9 business days, $9.95 (free over $75) [1]", SHIPPING),
+    # the asked event's length in another word for it: delivery is what shipping takes
+    ("How long does delivery take in Mexico?",
+     "Mexico:\n• Standard (7–12 business days): MX$149, free on orders over MX$2,400 [1]",
+     "initech/en/shipping-times-and-costs.md"),
 ])
 def test_an_answer_stating_the_asked_fact_for_the_asked_case_passes(question, answer, path):
     assert CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en")) is None
