@@ -30,6 +30,7 @@ from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from generation.base import GenerationResult, Passage
 from supportbot.answerers.base import Answer, AnswerRequest, Answerer, AnswererSpec
+from supportbot.conversation import TOPIC_MARK
 
 MARGIN = 0.15  # a unit this much less similar than the best one still answers the question
 MAX_UNITS = 6
@@ -194,7 +195,7 @@ class ExtractiveAnswerer(Answerer):
                                                            [f"{section_of(p)} {u.text}" for p, u in candidates])
         if float(scores.max()) < settings.ASK_EXTRACT_MIN_SIMILARITY:
             return []
-        wanted = asking.asked(request.question)
+        wanted = asked_of(request)
         if wanted.wants_fact and SECTION_SHARE < 1.0:  # the fact is in the unit, not in its section's name
             alone = embed([u.text for _, u in candidates]) @ np.asarray(question, dtype=np.float32)
             scores = scores - (1.0 - SECTION_SHARE) * (vectors @ np.asarray(question, dtype=np.float32) - alone)
@@ -313,6 +314,20 @@ LEAD_TIERS = (lambda c: c.fit > 0 and c.about and not c.foreign_title,
               lambda c: c.about and not c.foreign_title,
               lambda c: c.about,
               lambda c: True)
+
+
+def asked_of(request: AnswerRequest) -> asking.Asked:
+    """What a question asks for; for a rewritten follow-up ("How long does that take? (about: ...)"), the
+    kind its own message asks for and the case the customer named: its own, else the one case of a family
+    the customer's earlier turns name. The rewrite also carries the assistant's words, which may list every
+    country ("... delivers to the United States, Canada, ..."): they are not the asker's case."""
+    if TOPIC_MARK not in request.question:
+        return asking.asked(request.question)
+    message = request.question.split(TOPIC_MARK)[0]
+    cases = asking.cases_in(message)
+    said = asking.cases_in("\n".join(content for role, content in request.history if role == "user"))
+    return asking.Asked(kind=asking.kind_of(message) or asking.kind_of(request.question),
+                        cases={**said, **cases})
 
 
 def another_things_duration(question: str, text: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from supportbot import pipeline
+from supportbot.conversation import Conversation, Turn
 
 
 @pytest.fixture(autouse=True)
@@ -110,3 +111,18 @@ def test_the_general_case_leads_unless_the_asker_names_the_special_one(acme, que
     outcome = ask(acme, question)
     assert fact in outcome.answer and special not in outcome.answer, outcome.answer
     assert admission(outcome)["disposition"] == "stored"
+
+
+def test_a_follow_up_is_answered_for_the_case_the_customer_named(acme):
+    """"Do you ship to Canada?" then "How long does that take?": the rewrite carries the assistant's words too,
+    which list every country; the customer's case is Canada, and Canada's delivery time leads (was: the
+    territories' "Deliveries to Yukon ... take 3–5 business days longer")."""
+    conversation = Conversation((
+        Turn("user", "Do you ship to Canada?"),
+        Turn("assistant", "Acme Outfitters delivers to five countries: the United States, Canada, the United Kingdom, "
+                          "Germany and Austria. [1]"),
+        Turn("user", "How long does that take?")))
+    outcome = pipeline.ask(pipeline.Asker(acme, "en"), conversation)
+    assert outcome.status == "answered", outcome.status
+    assert "5–8 business days" in outcome.answer and "Yukon" not in outcome.answer, outcome.answer
+    assert "3–5 business days" not in outcome.answer, outcome.answer  # the US Standard time
