@@ -269,7 +269,10 @@ class ExtractiveAnswerer(Answerer):
         best = ranked[0].score
         near = [c for c in ranked if c.score >= best - LEAD_MARGIN]
         if wanted.wants_fact:  # else the best unit of no other case: admission finds it incomplete
+            # else the best unit of no other case, and of no special case the question does not name ("Deliveries
+            # to Yukon ... take 3–5 business days longer" for Canada): admission then finds it incomplete
             lead = next((c for tier in LEAD_TIERS for c in near if c.states and c.fit >= 0 and tier(c)), None) or next(
+                (c for c in ranked if c.fit >= 0 and asking.special_fit(wanted, c.unit.text) >= 0), None) or next(
                 (c for c in ranked if c.fit >= 0), ranked[0])
         else:  # yes/no: the best unit, another case's rule too ("Klarna ... in the UK, Germany and Austria")
             lead = ranked[0]
@@ -453,4 +456,4 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "lead tiers", "another thing's duration", "v4"])[:16]
+                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", "v5"])[:16]
