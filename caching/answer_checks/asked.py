@@ -395,7 +395,7 @@ def specific_terms(words: set[str]) -> set[str]:
 _EVENT = re.compile(
     r"\bhow long (?:does|will|did) it (?:usually |normally )?take (?:for (?:\w+ ){1,3})?to (?P<verb>\w+)|"
     r"\bhow long (?:does|do|will) (?:(?:a|an|the|my|your) )?(?P<subject>\w+(?: \w+)?)(?: (?:to|in|for|of|from) (?:\w+ ){0,3}?\w+)? (?:usually |normally )?take\b(?: to (?P<verb2>\w+))?|"
-    r"\bwie lange dauert (?:es,? bis (?:(?:der|die|das|mein|meine|ich) )?)?(?:(?:der|die|das|ein|eine|mein|meine) )?"
+    r"\bwie lange (?:dauert|braucht|brauchen) (?:es,? bis (?:(?:der|die|das|mein|meine|ich) )?)?(?:(?:der|die|das|ein|eine|mein|meine) )?"
     r"(?P<noun>\w+)", re.I)
 # A duration stated as the length of a thing, not of an event: "a 2-year limited warranty", "a
 # 12-month warranty", "eine Garantie von 2 Jahren", "nach Ablauf der 2-jährigen Garantie".
@@ -466,6 +466,12 @@ def same_event(a: set[str], b: set[str]) -> bool:
 _TAKES_TAIL = re.compile(r"^[\d.,]*(?:\s*[–-]\s*\d+)?\s*(?:business |working )?\w+", re.I)
 
 
+# An instruction to wait is the customer's waiting time, not how long the asked event takes.
+_WAIT = re.compile(r"\bwait (?:for |up to |at least |another )?\d+(?:\s*[–-]\s*\d+)?\s*(?:business |working )?\w+|"
+                   r"\bwarten sie (?:daher |bitte |noch |dann )?(?:bis zu |mindestens )?\d+(?:\s*[–-]\s*\d+)?\s*\w+", re.I)
+_WAIT_ASKED = re.compile(r"\bwait|\bwarten", re.I)
+
+
 def duration_of_another_thing(question: str, sentence: str) -> bool:
     """Whether every duration a sentence states is the length of a thing (the warranty) that is not the
     event the question asks about ("How long does it take to repair ...": "a 2-year limited warranty"),
@@ -477,6 +483,8 @@ def duration_of_another_thing(question: str, sentence: str) -> bool:
         return True
     if _taken_by_another(event, sentence.replace("*", "")):
         return True
+    if _WAIT.search(sentence) and not _WAIT_ASKED.search(question) and not _free_duration(_WAIT.sub(" ", sentence)):
+        return True  # "... so wait 48 hours", "warten Sie daher 48 Stunden": how long to wait, not how long it takes
     things = duration_things(sentence)
     if not things:
         return False
@@ -492,4 +500,4 @@ def _free_duration(sentence: str) -> bool:
 
 VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
                           sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
-                          _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items())]
+                          _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern]

@@ -115,6 +115,11 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
     ("How long does shipping take in the US?",
      "The tracking number can take up to 48 hours after the order is marked Shipped to show any scans. [1]",
      "initech/en/track-your-order.md", "incomplete"),
+    # how long to wait before reporting a parcel, for how long a parcel takes
+    ("Wie lange braucht ein Paket nach Kanada?",
+     "Wenn etwas nicht stimmt:\n• Als zugestellt markiert, aber nicht angekommen: Fragen Sie bei Nachbarn nach. "
+     "Versanddienstleister scannen Pakete manchmal zu früh, warten Sie daher 48 Stunden. [1]",
+     "acme/de/order-tracking.md", "incomplete"),
 ])
 def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question, answer, path, code):
     refusal = CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en"))
