@@ -287,10 +287,10 @@ def plan_subject(text: str) -> str | None:
     return "Free plan" if m.group(1) == "Free" else m.group(1)
 
 
-# Clauses of a unit, for finding the one that states a figure: a stop or semicolon before a capital ends
-# one, even after a figure ("$24.95. Not available to Alaska or Hawaii"), which ends no sentence for
-# ``split_sentences`` ("am 3. Mai").
-_CLAUSE = re.compile(r"(?<=[.;])\s+(?=[A-ZÄÖÜ])")
+# Clauses of a unit, for finding the one that states a figure: a stop before a capital ends one, even
+# after a figure ("$24.95. Not available to Alaska or Hawaii"), which ends no sentence for
+# ``split_sentences`` ("am 3. Mai"); so does a semicolon ("24,95 $; nicht an ... Alaska oder Hawaii").
+_CLAUSE = re.compile(r"(?<=[.;])\s+(?=[A-ZÄÖÜ])|;\s+")
 
 
 def special_fit(wanted: Asked, text: str) -> int:

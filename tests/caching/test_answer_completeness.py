@@ -151,6 +151,9 @@ def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question
     ("How much does overnight shipping cost in the US?",
      "United States:\n• Overnight (next business day): $24.95. Not available to PO boxes, APO/FPO/DPO addresses, "
      "Alaska or Hawaii. [1]", SHIPPING),
+    ("Was kostet der Overnight-Versand in den USA?",
+     "USA und Kanada:\n• USA Overnight (nächster Werktag): 24,95 $; nicht an Postfächer, APO/FPO/DPO-Adressen, "
+     "Alaska oder Hawaii [1]", "acme/de/shipping-times-and-costs.md"),
     # the special place's figure, when the asker names it
     ("How long does shipping to Hawaii take?",
      "United States:\n• Alaska and Hawaii: Standard only, 6–9 business days, $9.95 (free over $75) [1]", SHIPPING),
