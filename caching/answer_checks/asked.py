@@ -81,6 +81,15 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
         "business": (r"\bbusiness partner\b", r"\bbusiness account\b"),
         "replacement": (r"\breplacement items?\b", r"\badvance replacement\b", r"\bersatzartikel\b",
                         r"\bvorab-austausch\b"),
+      },
+    # Places within a country that have rules of their own: a figure for them is not the country's
+    # ("Deliveries to Yukon ... take 3-5 business days longer" is no answer to shipping to Canada).
+    "region": {
+        "Alaska and Hawaii": (r"\balaska\b", r"\bhawaii\b"),
+        "Canadian territories": (r"\byukon\b", r"\bnunavut\b", r"\bnorthwest territories\b", r"\bnordwest-?territorien\b"),
+        "US territories": (r"\bpuerto rico\b", r"\bguam\b", r"\bvirgin islands\b"),
+        "British islands": (r"\bchannel islands\b", r"\bisle of man\b", r"\bkanalinseln\b"),
+        "islands": (r"\bnorth sea\b", r"\bbaltic islands\b", r"\bnordsee", r"\bostsee"),
     },
 }
 _CASED = frozenset({r"\bUSA?\b", r"\bUK\b", r"\bU\.S\.", r"\bin den USA\b"})
@@ -185,11 +194,19 @@ def labels_of(text: str, section: str = "", title: str = "", *, with_currency: b
     return labels
 
 
+# A length of time stated as a difference from another ("take 3-5 business days longer", "2 Tage später")
+# is not the length asked for: the customer still does not know how long it takes.
+_RELATIVE_DURATION = re.compile(
+    r"\b\d+(?:[.,]\d+)?(?:\s*[–-]\s*\d+(?:[.,]\d+)?)?\s*(?:business |working )?(?:minutes?|hours?|days?|weeks?|months?|"
+    r"years?|minuten|stunden|werktagen?|tagen?|wochen|monaten?|jahren?)\s+(?:longer|later|more|länger|später|mehr)\b", re.I)
+
+
 def kinds_in(text: str) -> set[str]:
     """The kinds of fact a text states: "amount", "duration", "count", "clock", "contact"."""
     numbers, measures, amounts = quantities(text)
     found = set()
-    if any(unit != "percent" for _, unit in measures) or _DURATION_WORDS.search(text):
+    _, absolute, _ = quantities(_RELATIVE_DURATION.sub(" ", text)) if _RELATIVE_DURATION.search(text) else (0, measures, 0)
+    if any(unit != "percent" for _, unit in absolute) or _DURATION_WORDS.search(text):
         found.add("duration")
     if amounts or any(unit == "percent" for _, unit in measures) or _FREE_WORDS.search(text):
         found.add("amount")
@@ -259,7 +276,7 @@ _PLAN_SUBJECT = re.compile(r"^[\s•*-]*(?:Acme[\s-]+)?(Plus|Pro|Premier|Free(?=
 # Special cases a sentence can be about that a question must name to be asked about: "A replacement
 # item keeps ... 6 months" is not the warranty on products, "Items bought ... during a sale can be
 # returned within 14 days" is not the return window.
-SPECIAL_FAMILIES = ("product",)
+SPECIAL_FAMILIES = ("product", "region")
 
 
 def plan_subject(text: str) -> str | None:
@@ -270,6 +287,12 @@ def plan_subject(text: str) -> str | None:
     return "Free plan" if m.group(1) == "Free" else m.group(1)
 
 
+# Clauses of a unit, for finding the one that states a figure: a stop before a capital ends one, even
+# after a figure ("$24.95. Not available to Alaska or Hawaii"), which ends no sentence for
+# ``split_sentences`` ("am 3. Mai"); so does a semicolon ("24,95 $; nicht an ... Alaska oder Hawaii").
+_CLAUSE = re.compile(r"(?<=[.;])\s+(?=[A-ZÄÖÜ])|;\s+")
+
+
 def special_fit(wanted: Asked, text: str) -> int:
     """-1 when a unit states the figure of a plan, or of a special case (a product line), that the
     question does not ask about ("Premier: $19 per month" for the Pro plan's price, "Items bought on
@@ -277,8 +300,13 @@ def special_fit(wanted: Asked, text: str) -> int:
     plan = plan_subject(text)
     if plan:
         return 1 if wanted.cases.get("plan") == plan else -1
+    # the sentences that state the asked kind say whose figure it is: "Overnight: $24.95. Not available to
+    # Alaska or Hawaii." states the US figure; "Canada: all provinces. Deliveries to Yukon take 3-5 days longer."
+    # states only Yukon's
+    clauses = _CLAUSE.split(text) or [text]
+    stating = [s for s in clauses if wanted.kind in FACT_KINDS and wanted.kind in kinds_in(s)] or [text]
     for family in SPECIAL_FAMILIES:
-        if family not in wanted.cases and all_cases_in(text).get(family):
+        if family not in wanted.cases and all(all_cases_in(s).get(family) for s in stating):
             return -1
     return 1
 
@@ -367,7 +395,7 @@ def specific_terms(words: set[str]) -> set[str]:
 _EVENT = re.compile(
     r"\bhow long (?:does|will|did) it (?:usually |normally )?take (?:for (?:\w+ ){1,3})?to (?P<verb>\w+)|"
     r"\bhow long (?:does|do|will) (?:(?:a|an|the|my|your) )?(?P<subject>\w+(?: \w+)?)(?: (?:to|in|for|of|from) (?:\w+ ){0,3}?\w+)? (?:usually |normally )?take\b(?: to (?P<verb2>\w+))?|"
-    r"\bwie lange dauert (?:es,? bis (?:(?:der|die|das|mein|meine|ich) )?)?(?:(?:der|die|das|ein|eine|mein|meine) )?"
+    r"\bwie lange (?:dauert|braucht|brauchen) (?:es,? bis (?:(?:der|die|das|mein|meine|ich) )?)?(?:(?:der|die|das|ein|eine|mein|meine) )?"
     r"(?P<noun>\w+)", re.I)
 # A duration stated as the length of a thing, not of an event: "a 2-year limited warranty", "a
 # 12-month warranty", "eine Garantie von 2 Jahren", "nach Ablauf der 2-jährigen Garantie".
@@ -394,12 +422,71 @@ def duration_things(text: str) -> list[set[str]]:
             for m in _THING_DURATION.finditer(plain)]
 
 
+# Leaving the warehouse is not arriving: "Orders placed later ... are dispatched on the next business day"
+# says when an order leaves, not how long shipping (to the customer) takes.
+_DISPATCH = re.compile(r"\bdispatch\w*|\bleaves? (?:our |the )?(?:warehouse|[A-Z]\w+)\b|\bpacked\b|\bverlässt\b|"
+                       r"\bverpackt\b|\bverlassen\b")
+
+
+# A length said as what something takes: "The tracking number can take up to 48 hours", "A carrier
+# investigation takes up to 5 business days", "Die Prüfung dauert 3 Werktage": the subject is whose length it is.
+_TAKES = re.compile(
+    r"(?P<subject>(?:[A-Za-zÄÖÜäöüß-]+\s+){1,3}?)(?:can |may |usually |normally |will |often |typically )?"
+    r"(?:takes?|dauert|dauern)\s+(?:up to |about |around |roughly |at least |bis zu |etwa |ungefähr |mindestens )?\d", re.I)
+_PRONOUNS = frozenset({"it", "this", "that", "es", "das", "dies"})
+
+
+def _taken_by_another(event: set[str], sentence: str) -> bool:
+    """Whether the sentence's length is what a named subject other than the asked event takes, and
+    it states no other length."""
+    m = _TAKES.search(sentence)
+    if not m:
+        return False
+    words = m.group("subject").split()
+    if not words or words[-1].lower() in _PRONOUNS:
+        return False
+    subject = terms(m.group("subject")) - GENERIC_TERMS
+    rest = sentence[:m.start()] + " " + sentence[m.end():]
+    return bool(subject) and not same_event(subject, event) and not _free_duration(_TAKES_TAIL.sub(" ", rest))
+
+
+# Words for one event: "How long does delivery take?" is answered by "Shipping takes ...".
+_EVENT_SYNONYMS = {t: group for group, words in (
+    ("ship", "ship shipping deliver delivery deliveries send parcel versand versendet lieferung liefern zustellung "
+             "arrive arrives"),
+    ("refund", "refund refunds erstattung erstattungen rückerstattung money geld"),
+    ("repair", "repair repairs fix reparatur reparaturen")) for t in terms(words)}
+
+
+def same_event(a: set[str], b: set[str]) -> bool:
+    """Whether two sets of words share a word, or words for the same event (shipping, delivery)."""
+    return bool({_EVENT_SYNONYMS.get(t, t) for t in a} & {_EVENT_SYNONYMS.get(t, t) for t in b})
+
+
+_TAKES_TAIL = re.compile(r"^[\d.,]*(?:\s*[–-]\s*\d+)?\s*(?:business |working )?\w+", re.I)
+
+
+# An instruction to wait is the customer's waiting time, not how long the asked event takes.
+_WAIT = re.compile(r"\bwait (?:for |up to |at least |another )?\d+(?:\s*[–-]\s*\d+)?\s*(?:business |working )?\w+|"
+                   r"\bwarten sie (?:daher |bitte |noch |dann )?(?:bis zu |mindestens )?\d+(?:\s*[–-]\s*\d+)?\s*\w+", re.I)
+_WAIT_ASKED = re.compile(r"\bwait|\bwarten", re.I)
+
+
 def duration_of_another_thing(question: str, sentence: str) -> bool:
     """Whether every duration a sentence states is the length of a thing (the warranty) that is not the
-    event the question asks about ("How long does it take to repair ...": "a 2-year limited warranty")."""
+    event the question asks about ("How long does it take to repair ...": "a 2-year limited warranty"),
+    or the time an order leaves the warehouse when the question asks how long another event takes."""
     event = asked_event(question)
+    if not event:
+        return False
+    if _DISPATCH.search(sentence) and not _DISPATCH.search(question) and not event & terms(sentence):
+        return True
+    if _taken_by_another(event, sentence.replace("*", "")):
+        return True
+    if _WAIT.search(sentence) and not _WAIT_ASKED.search(question) and not _free_duration(_WAIT.sub(" ", sentence)):
+        return True  # "... so wait 48 hours", "warten Sie daher 48 Stunden": how long to wait, not how long it takes
     things = duration_things(sentence)
-    if not event or not things:
+    if not things:
         return False
     return all(not thing & event for thing in things) and not _free_duration(sentence)
 
@@ -412,4 +499,5 @@ def _free_duration(sentence: str) -> bool:
 
 
 VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
-                          sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern]
+                          sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
+                          _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern]

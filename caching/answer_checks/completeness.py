@@ -27,7 +27,7 @@ import re
 
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit,
                                          duration_of_another_thing, focus_terms, foreign_plan, instruction_verb,
-                                         kinds_in, special_fit, specific_terms)
+                                         kinds_in, same_event, special_fit, specific_terms)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
 from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, number
@@ -130,8 +130,8 @@ class CompletenessCheck(AnswerCheck):
         about = specific_terms(focus_terms(evidence.question, cases=False) - terms(evidence.known_names))
         # the cited sections' headings; without them (evidence from bare passages), the passages' own headings
         bare = "" if evidence.sections else "\n".join(_MD_HEADING.findall(evidence.passages_text))
-        if about and not any(about & terms(f"{h}\n{t}\n{source_heading(t, evidence.sections) if evidence.sections else bare}")
-                             for h, t in stating):
+        if about and not any(same_event(about, terms(f"{h}\n{t}\n{source_heading(t, evidence.sections) if evidence.sections else bare}"))
+                             for h, t in stating):  # in its words or others for the same event (delivery, shipping)
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states one, but not of "
                                       f"{', '.join(sorted(about))}")
         if not cases:

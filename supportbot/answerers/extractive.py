@@ -30,6 +30,7 @@ from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from generation.base import GenerationResult, Passage
 from supportbot.answerers.base import Answer, AnswerRequest, Answerer, AnswererSpec
+from supportbot.conversation import TOPIC_MARK
 
 MARGIN = 0.15  # a unit this much less similar than the best one still answers the question
 MAX_UNITS = 6
@@ -194,7 +195,7 @@ class ExtractiveAnswerer(Answerer):
                                                            [f"{section_of(p)} {u.text}" for p, u in candidates])
         if float(scores.max()) < settings.ASK_EXTRACT_MIN_SIMILARITY:
             return []
-        wanted = asking.asked(request.question)
+        wanted = asked_of(request)
         if wanted.wants_fact and SECTION_SHARE < 1.0:  # the fact is in the unit, not in its section's name
             alone = embed([u.text for _, u in candidates]) @ np.asarray(question, dtype=np.float32)
             scores = scores - (1.0 - SECTION_SHARE) * (vectors @ np.asarray(question, dtype=np.float32) - alone)
@@ -228,7 +229,8 @@ class ExtractiveAnswerer(Answerer):
         labels = asking.labels_of(f"{lead_in(passage, unit)}\n{unit.text}", section_of(passage), passage.title,
                                   with_currency=wanted.kind == "amount")
         fit = asking.case_fit(wanted.cases, labels)
-        states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text)
+        states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text) and not (
+            wanted.kind == "duration" and another_things_duration(question, unit.text))
         if states and fit >= 0:
             fit = min(fit, asking.special_fit(wanted, unit.text), context_fit(wanted, passage, unit))
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit
@@ -238,9 +240,9 @@ class ExtractiveAnswerer(Answerer):
             score += INTRO_WEIGHT * (" — " not in passage.heading)
         if wanted.wants_fact:
             score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
-        if wanted.kind is not None:
-            score -= STEP_WEIGHT * is_step(unit)
-        on_about = not about or bool(about & terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
+        if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
+            score -= STEP_WEIGHT * (is_step(unit) and not (states and asking.asked_event(question) & terms(unit.text)))
+        on_about = not about or asking.same_event(about, terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
         foreign_title = asking.foreign_plan(wanted, question, passage.title, company)
         return Candidate(passage, unit, score, fit, states, on_about, foreign_title)
 
@@ -267,7 +269,10 @@ class ExtractiveAnswerer(Answerer):
         best = ranked[0].score
         near = [c for c in ranked if c.score >= best - LEAD_MARGIN]
         if wanted.wants_fact:  # else the best unit of no other case: admission finds it incomplete
+            # else the best unit of no other case, and of no special case the question does not name ("Deliveries
+            # to Yukon ... take 3–5 business days longer" for Canada): admission then finds it incomplete
             lead = next((c for tier in LEAD_TIERS for c in near if c.states and c.fit >= 0 and tier(c)), None) or next(
+                (c for c in ranked if c.fit >= 0 and asking.special_fit(wanted, c.unit.text) >= 0), None) or next(
                 (c for c in ranked if c.fit >= 0), ranked[0])
         else:  # yes/no: the best unit, another case's rule too ("Klarna ... in the UK, Germany and Austria")
             lead = ranked[0]
@@ -312,6 +317,27 @@ LEAD_TIERS = (lambda c: c.fit > 0 and c.about and not c.foreign_title,
               lambda c: c.about and not c.foreign_title,
               lambda c: c.about,
               lambda c: True)
+
+
+def asked_of(request: AnswerRequest) -> asking.Asked:
+    """What a question asks for; for a rewritten follow-up ("How long does that take? (about: ...)"), the
+    kind its own message asks for and the case the customer named: its own, else the one case of a family
+    the customer's earlier turns name. The rewrite also carries the assistant's words, which may list every
+    country ("... delivers to the United States, Canada, ..."): they are not the asker's case."""
+    if TOPIC_MARK not in request.question:
+        return asking.asked(request.question)
+    message = request.question.split(TOPIC_MARK)[0]
+    cases = asking.cases_in(message)
+    said = asking.cases_in("\n".join(content for role, content in request.history if role == "user"))
+    return asking.Asked(kind=asking.kind_of(message) or asking.kind_of(request.question),
+                        cases={**said, **cases})
+
+
+def another_things_duration(question: str, text: str) -> bool:
+    """Whether every duration a unit states is another thing's (a warranty's length) or another event's
+    (leaving the warehouse), not the asked event's: admission's completeness check reads it so too."""
+    stating = [s for s in words.sentences_of(text) if "duration" in asking.kinds_in(s)]
+    return bool(question and stating) and all(asking.duration_of_another_thing(question, s) for s in stating)
 
 
 def follows(lead: Candidate, c: Candidate) -> bool:
@@ -430,4 +456,4 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "lead tiers", "v3"])[:16]
+                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", "v5"])[:16]

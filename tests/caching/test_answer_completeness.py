@@ -99,6 +99,27 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
     ("How long does Acme take to fix a broken zip under warranty?",  # the event is the verb, not the shop
      "Acme-brand jackets, backpacks and tents get free repairs to zips, buckles and straps, even after the 2-year "
      "warranty has ended. [1]", "acme/en/warranty-and-repairs.md", "incomplete"),
+    # a place with rules of its own within the asked country, that the asker did not name: its figure is not
+    # the country's (and "3–5 business days longer" is a difference, not how long delivery takes)
+    ("How long does shipping to Canada take?",
+     "Where exactly we deliver:\n• Canada: all provinces and territories. Deliveries to Yukon, the Northwest "
+     "Territories and Nunavut take 3–5 business days longer. [1]", "acme/en/shipping-countries.md", "incomplete"),
+    ("How long does shipping in the US take?",
+     "United States:\n• Alaska and Hawaii: Standard only, 6–9 business days, $9.95 (free over $75) [1]", SHIPPING,
+     "incomplete"),
+    # the time an order leaves the warehouse, for how long shipping takes
+    ("How long does shipping take in the US?",
+     "Orders placed later, or on weekends and US holidays, are dispatched on the next business day. Delivery times "
+     "are counted in business days from dispatch. [1]", "initech/en/shipping-times-and-costs.md", "incomplete"),
+    # another event's length: what the tracking number takes, for how long shipping takes
+    ("How long does shipping take in the US?",
+     "The tracking number can take up to 48 hours after the order is marked Shipped to show any scans. [1]",
+     "initech/en/track-your-order.md", "incomplete"),
+    # how long to wait before reporting a parcel, for how long a parcel takes
+    ("Wie lange braucht ein Paket nach Kanada?",
+     "Wenn etwas nicht stimmt:\n• Als zugestellt markiert, aber nicht angekommen: Fragen Sie bei Nachbarn nach. "
+     "Versanddienstleister scannen Pakete manchmal zu früh, warten Sie daher 48 Stunden. [1]",
+     "acme/de/order-tracking.md", "incomplete"),
 ])
 def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question, answer, path, code):
     refusal = CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en"))
@@ -126,6 +147,20 @@ def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question
     ("Wie lange gilt die Garantie?",
      "Für jedes Produkt, das Sie bei Acme Outfitters kaufen, ob Eigenmarke oder Fremdmarke, gilt eine "
      "**eingeschränkte Garantie von 2 Jahren** ab dem Zustelldatum. [1]", "acme/de/warranty-and-repairs.md"),
+    # the general case's figure: a place excluded in its next clause does not make it that place's
+    ("How much does overnight shipping cost in the US?",
+     "United States:\n• Overnight (next business day): $24.95. Not available to PO boxes, APO/FPO/DPO addresses, "
+     "Alaska or Hawaii. [1]", SHIPPING),
+    ("Was kostet der Overnight-Versand in den USA?",
+     "USA und Kanada:\n• USA Overnight (nächster Werktag): 24,95 $; nicht an Postfächer, APO/FPO/DPO-Adressen, "
+     "Alaska oder Hawaii [1]", "acme/de/shipping-times-and-costs.md"),
+    # the special place's figure, when the asker names it
+    ("How long does shipping to Hawaii take?",
+     "United States:\n• Alaska and Hawaii: Standard only, 6–9 business days, $9.95 (free over $75) [1]", SHIPPING),
+    # the asked event's length in another word for it: delivery is what shipping takes
+    ("How long does delivery take in Mexico?",
+     "Mexico:\n• Standard (7–12 business days): MX$149, free on orders over MX$2,400 [1]",
+     "initech/en/shipping-times-and-costs.md"),
 ])
 def test_an_answer_stating_the_asked_fact_for_the_asked_case_passes(question, answer, path):
     assert CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en")) is None
