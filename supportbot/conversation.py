@@ -810,6 +810,24 @@ def _content_sequence(text: str) -> list[str]:
             if len(w) > 2 and w not in _STOP_EN and w not in _GENERIC_NOUNS and not w.isdigit()]
 
 
+def _without_repeats(message: str, history: tuple[Turn, ...]) -> tuple[Turn, ...]:
+    """The history without earlier askings of the same question (same content words) and the answers
+    to them: a customer who asks again ("how do I return an item?" twice) is not talking about what
+    an earlier turn did; the turns around them still count."""
+    words = _content_sequence(message)
+    kept, skip_answer = [], False
+    for turn in history:
+        if turn.role == "user":
+            skip_answer = bool(words) and _content_sequence(turn.content) == words
+            if skip_answer:
+                continue
+        elif skip_answer:
+            skip_answer = False
+            continue
+        kept.append(turn)
+    return tuple(kept)
+
+
 def _shared_subject(message: str, history: tuple[Turn, ...]) -> str:
     """A content word of the message that an earlier turn used in the same sense: with the same
     neighbour where the message gives it one ("delivery slot" after "the delivery slot you booked"),
@@ -817,7 +835,7 @@ def _shared_subject(message: str, history: tuple[Turn, ...]) -> str:
     wrapping" after "gift cards", or "returns policy" after "privacy policy", is another subject."""
     words = _content_sequence(message)
     seen, pairs = set(), set()
-    for turn in history:
+    for turn in _without_repeats(message, history):
         seq = _content_sequence(turn.content)
         seen.update(seq)
         pairs.update(frozenset(p) for p in zip(seq, seq[1:]))

@@ -442,3 +442,17 @@ def test_a_long_resolved_question_is_recorded_with_its_decisions(client, acme):
     events = AskEvent.objects.order_by("created_at")
     assert events.count() == 2 and len(events[0].question) > 150
     assert CacheDecision.objects.filter(ask=events[1]).exists()
+
+
+@pytest.mark.django_db
+def test_asking_the_same_question_again_is_the_same_standalone_question():
+    """A customer who asks again is not continuing the conversation: the repeat is looked up and cached like
+    the first asking (found by the hostile-input test of the chat page, whose thread holds the first asking)."""
+    question = "How do I return an item?"
+    first = (Turn("user", question), Turn("assistant", "Returns are easy: start a return from your orders page [1]."))
+    again = resolve(Conversation(first + (Turn("user", question),)))
+    assert (again.how, again.question) == ("standalone", question)
+    # the turns around the repeat still count: a delivery slot talked about before is still the conversation's
+    slot = (Turn("user", "I booked the delivery slot for Friday morning."), Turn("assistant", "Noted."),
+            Turn("user", "Can I change the delivery slot?"), Turn("assistant", "Yes, from your orders page [1]."))
+    assert resolve(Conversation(slot + (Turn("user", "Can I change the delivery slot?"),))).how != "standalone"
