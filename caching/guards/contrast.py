@@ -189,7 +189,10 @@ def _common_words() -> frozenset[str]:
 # A verb with the asker as its recipient is the opposite verb from the asker's side.
 _TO_ME = {"send": "receive", "lend": "borrow", "sell": "buy", "pay": "receive"}
 # Past participles that do not end in -ed.
-_PARTICIPLES = frozenset("sent frozen broken stolen lost paid bought sold given taken shown hidden begun done won shut made".split())
+_PARTICIPLES = frozenset("""
+sent frozen broken stolen lost paid bought sold given taken shown hidden begun done won shut made forbidden
+written chosen forgotten eaten driven known withdrawn overdrawn drawn
+""".split())
 
 
 def _participle(word: str) -> bool:
