@@ -339,13 +339,19 @@ def _entity_swaps(a: _Reading, b: _Reading) -> tuple[list[str], list[str]]:
         if only_a and only_b:
             out_a |= only_a
             out_b |= only_b
-    lemmas_a, lemmas_b = {_lemma(w) for w in a.words}, {_lemma(w) for w in b.words}
-    only_a = {n for n in a.names - b.names if _lemma(n) not in lemmas_b}  # "Manchu" / "the Manchus" is one name
-    only_b = {n for n in b.names - a.names if _lemma(n) not in lemmas_a}
+    keys_a, keys_b = {_name_key(w) for w in a.words}, {_name_key(w) for w in b.words}
+    only_a = {n for n in a.names - b.names if _name_key(n) not in keys_b}  # "Manchu" / "the Manchus" is one name
+    only_b = {n for n in b.names - a.names if _name_key(n) not in keys_a}
     if only_a and only_b:
         out_a |= only_a
         out_b |= only_b
     return sorted(out_a), sorted(out_b)
+
+
+def _name_key(word: str) -> str:
+    """A word without its plural or possessive ending, to compare names ("Manchus", "Manchu")."""
+    word = _lemma(word)
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
 
 def _quantity_swaps(a: _Reading, b: _Reading) -> tuple[list[str], list[str]]:
