@@ -9,6 +9,9 @@ from near misses. The guards, one module a job:
 * ``signature``: the answer-changing details of a question and the *vetoes*, the differences
   reliable enough to refuse a hit on their own (numbers, ids, money, dates, places, tiers,
   audiences, conditions, negation scope, comparatives next to a quantity, answer type);
+* ``contrast``: at serve time, in English, the one-word swaps that flip an answer (an opposite word,
+  an opposite relation to the same thing, a different named thing of one kind, a different quantity
+  word), refused after the vetoes; not vetoes, so the judge's training pairs stay as they are;
 * ``eligibility``: personal, action and time-dependent questions bypass every shared cache (rules, hard
   or soft; a question only soft rules refuse may still read the semantic cache, ``soft_only``);
 * ``judge``: the serve/no-serve decision: eligibility, a cosine floor, the vetoes, then the learned
@@ -19,6 +22,7 @@ Everything but the learned judge is pure Python on strings (results memoised per
 from caching.guards.eligibility import (
     CATEGORIES, INTENT_CLASSES, INTENT_FAMILIES, RULES, Eligibility, classify, classify_rules, soft_only,
 )
+from caching.guards.contrast import CONTRAST_KINDS, contrasts
 from caching.guards.judge import (
     CANDIDATES, DEFAULT_THRESHOLDS, JUDGE_LOCALES, JUDGE_REASON, Judgement, LearnedJudge, contender, judge, judge_version, learned_judge, least_cosine,
     prefetch, same_question, score_pair,
@@ -30,7 +34,7 @@ from caching.guards.signature import (
 )
 
 __all__ = [
-    "CANDIDATES", "CATEGORIES", "DEFAULT_THRESHOLDS", "RULES", "classify_rules", "GUARDS_VERSION", "INTENT_CLASSES", "INTENT_FAMILIES", "JUDGE_LOCALES", "JUDGE_REASON",
+    "CANDIDATES", "CATEGORIES", "CONTRAST_KINDS", "contrasts", "DEFAULT_THRESHOLDS", "RULES", "classify_rules", "GUARDS_VERSION", "INTENT_CLASSES", "INTENT_FAMILIES", "JUDGE_LOCALES", "JUDGE_REASON",
     "SIGNATURE_FIELDS", "VETO_FIELDS", "Eligibility", "Judgement", "LearnedJudge", "_OPERATIONS", "classify", "concept",
     "contender", "judge", "judge_version", "learned_judge", "least_cosine", "prefetch", "same_question", "score_pair", "set_learned_judge", "signature", "soft_only", "signature_difference", "veto", "vetoes",
 ]

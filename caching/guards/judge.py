@@ -5,7 +5,11 @@ In order, the first that refuses decides:
 1. eligibility: both questions must be shareable (``eligibility.classify``);
 2. a cosine floor: candidates the embedding puts far apart are not worth the judge's time;
 3. vetoes (``signature.vetoes``): a number, id, amount, date, place, tier, audience, condition,
-   negation or answer-type difference refuses, whatever the judge says;
+   negation or answer-type difference refuses, whatever the judge says; then, in English, the
+   contrasts (``contrast.contrasts``): an opposite word, an opposite relation to the same thing, a
+   different named thing of one kind, a different quantity word ("within" / "after a month",
+   "enable" / "disable", "Android" / "iOS"). The contrasts apply at serve time only: the vetoes
+   alone choose the judge's training pairs;
 4. a strict match (every signature field, content term and word link equal) serves without the judge;
 5. the learned judge (``LearnedJudge``: gradient-boosted trees over ``pair_features``, the MiniLM
    cosine and the guards' soft evidence, stacked with a fine-tuned MiniLM cross-encoder,
@@ -33,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from caching.guards import judge_recipe
+from caching.guards.contrast import contrasts
 from caching.guards.cross_encoder import CrossEncoderScorer
 from caching.guards.eligibility import INTENT_FAMILIES, _analyse, classify, soft_only
 from caching.guards.lexicon import OPPOSITE_OF, concept
@@ -398,6 +403,10 @@ def _gate(new_a, cached_a, new_sig: dict, cached_sig: dict, similarity: float, f
     veto = vetoes(cached_sig, new_sig, (cached_e.intent, new_e.intent), products=language in JUDGE_LOCALES)
     if veto:
         return "veto: " + _describe(veto)
+    # at serve time only, not in ``vetoes``: those choose the judge's training pairs (``veto``)
+    contrast = contrasts(cached_a.question, new_a.question) if language in JUDGE_LOCALES else None
+    if contrast:
+        return "contrast: " + _describe(contrast)
     if not any(new_sig.get(f) for f in _CONTENT_FIELDS):
         return "no content words: too vague to share an answer"
     return None
