@@ -14,6 +14,8 @@ import json
 import math
 import os
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -261,3 +263,39 @@ class TraceSink:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def start_celery_worker(name: str, queue: str, *, concurrency: int = 1, env: dict | None = None,
+                        timeout_s: float = 120.0) -> tuple[subprocess.Popen, str]:
+    """A real Celery worker of this checkout on ``queue`` (threads pool, no gossip), started as a
+    subprocess with ``env`` (default: this process's), once it answers a ping: ``(process, nodename)``."""
+    from django.conf import settings
+
+    from supportbot.celery import app
+
+    nodename = f"bench-{name}-{uuid.uuid4().hex[:8]}@localhost"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "supportbot", "worker", "--loglevel", "WARNING", "-Q", queue,
+         "--pool", "threads", "--concurrency", str(concurrency), "--hostname", nodename, "--without-gossip",
+         "--without-mingle", "--without-heartbeat"],
+        env=dict(os.environ) if env is None else env, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"celery worker exited with {proc.returncode}")
+        if app.control.ping(destination=[nodename], timeout=0.5):
+            return proc, nodename
+    proc.kill()
+    raise RuntimeError("celery worker did not answer a ping")
+
+
+def stop_process(proc: subprocess.Popen, wait_s: float = 30.0) -> None:
+    """Terminate a subprocess this run started, killing it after ``wait_s``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

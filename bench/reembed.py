@@ -74,7 +74,7 @@ from retrieval.indexing import reembed_changed  # noqa: E402
 from retrieval.models import ChunkEmbedding, IndexGeneration  # noqa: E402
 from retrieval.search import SearchHit  # noqa: E402
 from retrieval.services import chunk_embedding_text  # noqa: E402
-from supportbot.celery import app  # noqa: E402
+from bench.common import start_celery_worker, stop_process  # noqa: E402
 
 WORDS = ("order delivery parcel refund return exchange warranty repair invoice receipt account password email "
          "address payment card gift voucher membership points discount price match store pickup courier "
@@ -132,21 +132,7 @@ def build_kb(tenant: Tenant, articles: int, sections: int, rng: random.Random) -
 
 
 def start_worker() -> tuple[subprocess.Popen, str]:
-    nodename = f"bench-reembed-{uuid.uuid4().hex[:8]}@localhost"
-    env = dict(os.environ)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "supportbot", "worker", "--loglevel", "WARNING", "-Q", "purge",
-         "--pool", "threads", "--concurrency", "2", "--hostname", nodename, "--without-gossip",
-         "--without-mingle", "--without-heartbeat"],
-        env=env, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"celery worker exited with {proc.returncode}")
-        if app.control.ping(destination=[nodename], timeout=0.5):
-            return proc, nodename
-    proc.kill()
-    raise RuntimeError("celery worker did not answer a ping")
+    return start_celery_worker("reembed", "purge", concurrency=2, timeout_s=90)
 
 
 def cache_everywhere(tenant: Tenant, article: Article, embedder: BenchEmbedder, generation_id: int,
@@ -301,11 +287,7 @@ def main() -> int:
             f"(target p50 < 2 s: {'yes' if p50 < 2 else 'NO'})")
     finally:
         if worker is not None:
-            worker.terminate()
-            try:
-                worker.wait(20)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+            stop_process(worker, wait_s=20)
         cleanup(tenant, generation, embedder, job_ids)
     print(f"chunks={chunks} changed_chunks={changed_chunks} embed_calls={embed_calls} "
           f"incremental_over_full={ratio:.4f} purge_p50_s={p50:.3f}", flush=True)

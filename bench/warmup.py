@@ -20,11 +20,10 @@ import json
 import os
 import random
 import subprocess
-import sys
 import time
-import uuid
 
-from bench.common import ROOT, bench_result, ensure_schema, scratch_tenants, setup
+from bench.common import (ROOT, bench_result, ensure_schema, scratch_tenants, setup, start_celery_worker,
+                          stop_process)
 
 
 def stream(questions: list[str], asks: int, seed: int = 7) -> list[str]:
@@ -37,36 +36,9 @@ def stream(questions: list[str], asks: int, seed: int = 7) -> list[str]:
 def start_worker(per_second: float, top: int) -> tuple[subprocess.Popen, str]:
     """A Celery worker on the queue the warm-up is routed to, with the app's settings of this run
     (the extractive answerer, the warm-up's rate and size), against this process's Redis and broker."""
-    from django.conf import settings
-
-    from supportbot.celery import app
-
-    nodename = f"bench-warmup-{uuid.uuid4().hex[:8]}@localhost"
     env = dict(os.environ, ASK_ANSWERER="extractive", CACHE_WARMUP_PER_SECOND=str(per_second),
                CACHE_WARMUP_TOP_QUESTIONS=str(top), DATABASE_URL=os.environ["DATABASE_URL"])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "supportbot", "worker", "--loglevel", "WARNING", "-Q", "default",
-         "--pool", "threads", "--concurrency", "1", "--hostname", nodename, "--without-gossip", "--without-mingle",
-         "--without-heartbeat"],
-        env=env, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"celery worker exited with {proc.returncode}")
-        if app.control.ping(destination=[nodename], timeout=0.5):
-            return proc, nodename
-    proc.kill()
-    raise RuntimeError("celery worker did not answer a ping")
-
-
-def stop_worker(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return start_celery_worker("warmup", "default", env=env)
 
 
 def private_broker() -> None:
@@ -102,7 +74,7 @@ def main(argv=None) -> str:
         with scratch_tenants("warmup") as scratch:
             figures = measure(scratch, questions, asks)
     finally:
-        stop_worker(worker)
+        stop_process(worker)
     print(f"stream of {len(asks)} asks over {len(questions)} questions: hit rate {figures['hit_rate_before']:.1%} "
           f"before the bump, {figures['hit_rate_after_bump']:.1%} after it, {figures['hit_rate_after_warmup']:.1%} "
           f"after the worker's warm-up ({figures['warmup_s']:.1f} s from queueing, the run {figures['job_s']:.1f} s, "
