@@ -109,6 +109,21 @@ def term_weights(scope, groups: dict[str, list[str]]) -> tuple[dict[str, float],
     return {t: math.log((counts["n"] + 1) / (df[t] + 0.5)) for t in groups}, df
 
 
+def scope_words_sql() -> tuple[str, str]:
+    """SQL over the words of a scope's chunks: the FROM part (``ce``: a chunk's embedding row, ``w.lexeme``:
+    one word of the chunk's text-search vector) and the WHERE part of the scope (three parameters:
+    generation, tenant, locale)."""
+    meta, q = ChunkEmbedding._meta, connection.ops.quote_name
+    chunk = meta.get_field("chunk").related_model._meta
+    words = (f"{q(meta.db_table)} ce "
+             f"JOIN {q(chunk.db_table)} c ON c.{q(chunk.pk.column)} = ce.{q(meta.get_field('chunk').column)} "
+             f"CROSS JOIN LATERAL unnest(tsvector_to_array(c.{q(chunk.get_field('search_vector').column)})) "
+             f"AS w(lexeme)")
+    scope = (f"ce.{q(meta.get_field('generation').column)} = %s AND ce.{q(meta.get_field('tenant').column)} = %s "
+             f"AND ce.{q(meta.get_field('locale').column)} = %s")
+    return words, scope
+
+
 def compound_alternatives(generation_id: int, tenant_id: int, locale: str, terms: list[str]) -> dict[str, list[str]]:
     """For languages that glue words together (German: "Standardversand", "Erstattungsreferenz"), the
     scope's words that an unknown question word ends with, or that end with it: the compound's head
@@ -116,16 +131,12 @@ def compound_alternatives(generation_id: int, tenant_id: int, locale: str, terms
     One scan of the scope's words, made only for question words no passage has."""
     if not terms:
         return {}
-    meta, q = ChunkEmbedding._meta, connection.ops.quote_name
-    chunk = meta.get_field("chunk").related_model._meta
-    sql = (f"SELECT DISTINCT w.lexeme, t.term FROM {q(meta.db_table)} ce "
-           f"JOIN {q(chunk.db_table)} c ON c.{q(chunk.pk.column)} = ce.{q(meta.get_field('chunk').column)} "
-           f"CROSS JOIN LATERAL unnest(tsvector_to_array(c.{q(chunk.get_field('search_vector').column)})) AS w(lexeme) "
+    words, scope = scope_words_sql()
+    sql = (f"SELECT DISTINCT w.lexeme, t.term FROM {words} "
            f"JOIN unnest(%s::text[]) AS t(term) ON w.lexeme <> t.term AND ("
            f"(length(w.lexeme) >= %s AND right(t.term, length(w.lexeme)) = w.lexeme) OR "
            f"(length(t.term) >= %s AND right(w.lexeme, length(t.term)) = t.term)) "
-           f"WHERE ce.{q(meta.get_field('generation').column)} = %s AND ce.{q(meta.get_field('tenant').column)} = %s "
-           f"AND ce.{q(meta.get_field('locale').column)} = %s")
+           f"WHERE {scope}")
     with connection.cursor() as cursor:
         cursor.execute(sql, [terms, MIN_COMPOUND_PART, MIN_COMPOUND_PART, generation_id, tenant_id, locale])
         out: dict[str, list[str]] = {}

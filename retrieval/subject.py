@@ -24,7 +24,7 @@ from django.db.models import Case, IntegerField, Value, When
 from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
-from retrieval.search import _AnyTerm, compound_alternatives, query_terms, term_weights
+from retrieval.search import _AnyTerm, compound_alternatives, query_terms, scope_words_sql, term_weights
 
 
 # English verbs whose forms a stemmer cannot join ("wore" / "wear" / "worn"): a question's past tense is
@@ -264,14 +264,10 @@ def article_lexemes(generation: IndexGeneration, tenant_id: int, locale: str, ch
         return {}
     scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
     owner = dict(scope.filter(chunk_id__in=chunk_ids).values_list("chunk_id", "article_id"))
-    meta, q = ChunkEmbedding._meta, connection.ops.quote_name
-    chunk = meta.get_field("chunk").related_model._meta
-    sql = (f"SELECT ce.{q(meta.get_field('article').column)}, array_agg(DISTINCT w.lexeme) FROM {q(meta.db_table)} ce "
-           f"JOIN {q(chunk.db_table)} c ON c.{q(chunk.pk.column)} = ce.{q(meta.get_field('chunk').column)} "
-           f"CROSS JOIN LATERAL unnest(tsvector_to_array(c.{q(chunk.get_field('search_vector').column)})) AS w(lexeme) "
-           f"WHERE ce.{q(meta.get_field('generation').column)} = %s AND ce.{q(meta.get_field('tenant').column)} = %s "
-           f"AND ce.{q(meta.get_field('locale').column)} = %s AND ce.{q(meta.get_field('article').column)} = ANY(%s) "
-           f"GROUP BY 1")
+    article = connection.ops.quote_name(ChunkEmbedding._meta.get_field("article").column)
+    words, scope = scope_words_sql()
+    sql = (f"SELECT ce.{article}, array_agg(DISTINCT w.lexeme) FROM {words} "
+           f"WHERE {scope} AND ce.{article} = ANY(%s) GROUP BY 1")
     with connection.cursor() as cursor:
         cursor.execute(sql, [generation.pk, tenant_id, locale, list(set(owner.values()))])
         by_article = {article: frozenset(lexemes) for article, lexemes in cursor.fetchall()}
