@@ -367,16 +367,36 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
 
 
 _RELATIVE_DE = re.compile(r"\b[A-ZÄÖÜ]\w*\s*,\s*(?:das|die|der|dem|den)\b")  # "ein Lager, das ich …"
+# Words that start a clause: "damit" before one is the conjunction ("damit das Paket heute rausgeht").
+_CLAUSE_START_DE = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "ich", "wir", "man",
+                    "es", "er", "sie", "du", "ihr", "mein", "meine", "meinen", "meinem", "meiner", "unser", "unsere",
+                    "ihre", "ihren", "dein", "deine", "alles", "nichts"}
+# "es" that points nowhere: "wie lange dauert es, bis …", "wie geht es dir", "wie spät ist es".
+_DUMMY_ES_DE = re.compile(r"\bes\s*,?\s*(?:bis|dass|wenn|ob)\b|\bgeht\s+es\b|\bspät\s+ist\s+es\b", re.IGNORECASE)
+# Pronouns that may point at a noun of the message itself when it comes with no conversation.
+_POINT_AT_OWN_NOUN_DE = {"das", "dies", "es", "sie", "ihn", "ihm", "diese", "dieser", "dieses", "diesen", "diesem"}
 
 
-def _points_back_de(words: list[str], original: list[str], text: str = "") -> str:
+def _own_noun_before(original: list[str], i: int) -> bool:
+    """A German noun (capitalised, not the first word, not the polite address) before word ``i``."""
+    return any(w[:1].isupper() and w.casefold() not in ("sie", "ihnen", "ihr", "ihre", "ihren", "ihrem", "ihrer")
+               for w in original[1:i])
+
+
+def _points_back_de(words: list[str], original: list[str], text: str = "", alone: bool = False) -> str:
     relative = bool(_RELATIVE_DE.search(text))
     for i, w in enumerate(words):
         after_orig = original[i + 1] if i + 1 < len(original) else ""
         before = words[i - 1] if i else ""
+        if alone and w in _POINT_AT_OWN_NOUN_DE and _own_noun_before(original, i):
+            continue  # "Die Schuhe passen nicht, kann ich sie zurückgeben?": its own noun, no conversation
         if w in _ANAPHORA_DE:
-            if w == "sie" and original[i] == "Sie":
-                continue  # the polite "Sie" is the shop
+            if w in ("sie", "ihnen", "ihr") and original[i][:1].isupper():
+                continue  # the polite "Sie", "Ihnen", "Ihr": the shop ("Gibt es bei Ihnen Rabatt?")
+            if w == "ihr" and (i == 1 or not after_orig[:1].isupper()):
+                continue  # the informal plural "ihr" addresses the shop ("Liefert ihr auch nach Kanada?", "Habt ihr Gutscheine?")
+            if w == "damit" and after_orig.casefold() in _CLAUSE_START_DE:
+                continue  # the conjunction: "damit das Paket heute rausgeht"
             if w == "auch" and i:
                 continue
             return w
@@ -385,6 +405,8 @@ def _points_back_de(words: list[str], original: list[str], text: str = "") -> st
                 continue  # "ein Lager in Dresden, das ich besuchen kann": a relative pronoun after its noun
             return w  # "Wie lange dauert das?": a pronoun (a German noun after an article is capitalised)
         if w == "es" and before not in ("gibt",) and not (i + 1 < len(words) and words[i + 1] == "gibt"):
+            if _DUMMY_ES_DE.search(text):
+                continue
             return w
     return ""
 
@@ -413,7 +435,7 @@ def dependence(message: str, locale: str = "en", *, alone: bool = False) -> Depe
         return Dependence("ellipsis", words[0] if words else "")
     if _REPLY_START.match(message.strip()):
         return Dependence("reply", words[0])
-    word = _points_back_de(words, _words(message), message) if german else _points_back_en(words, message, alone)
+    word = _points_back_de(words, _words(message), message, alone) if german else _points_back_en(words, message, alone)
     if word:
         return Dependence("anaphora", word)
     stop = _STOP_DE if german else _STOP_EN

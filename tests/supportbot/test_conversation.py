@@ -82,6 +82,35 @@ def test_dependence_in_german(message, kind):
     assert dependence(message, "de").kind == kind
 
 
+@pytest.mark.parametrize("message", [
+    # the shop addressed politely ("Sie", "Ihnen", "Ihr") or informally ("ihr"): nobody from the conversation
+    "Bekommen Pflegekräfte bei Ihnen Rabatt?", "Wie schwer ist Ihr leichtester Schlafsack?",
+    "Liefert ihr auch nach Kanada?", "Schickt ihr Pakete nach Irland?", "Könnt ihr die Rechnung ändern?",
+    # "damit" as the conjunction, and an "es" that points nowhere
+    "Bis wann muss ich bestellen, damit das Paket heute noch rausgeht?",
+    "Wie lange dauert es, bis das Geld wieder auf meinem Konto ist?",
+])
+def test_a_german_question_that_addresses_the_shop_is_standalone(message):
+    assert dependence(message, "de").kind == ""
+    assert dependence(message, "de", alone=True).kind == ""
+    assert resolve(Conversation.single(message), "de").how == How.SINGLE
+
+
+@pytest.mark.parametrize("message", [
+    "Die Schuhe passen nicht, kann ich sie zurückgeben?",
+    "Der Akku meiner GPS-Uhr hält kaum noch, ist das von der Garantie abgedeckt?",
+    "Mein Konto ist nach mehreren Fehlversuchen gesperrt, wie lange dauert das?",
+])
+def test_a_german_pronoun_alone_points_at_its_own_noun(message):
+    assert resolve(Conversation.single(message), "de").how == How.SINGLE  # answered, not a clarifying reply
+
+
+@pytest.mark.parametrize("message", ["Wie lange dauert das?", "Ist es kostenlos?", "Was mache ich damit?",
+                                     "Kann ich das zurückgeben?"])
+def test_a_german_pronoun_with_nothing_to_point_at_alone_is_to_be_clarified(message):
+    assert resolve(Conversation.single(message), "de").how == How.CLARIFY
+
+
 def test_a_dependent_message_alone_is_to_be_clarified():
     for message in ("how long does that take?", "is it free?", "and for Canada?"):
         r = resolve(Conversation.single(message))
