@@ -784,6 +784,9 @@ def _related_turns(message: str, history: tuple[Turn, ...]) -> list[Turn]:
 _CONTINUATION = {"still", "instead", "anyway", "either", "already", "yet", "otherwise", "rest", "remaining",
                  "remainder", "total", "both", "another", "different", "then", "corrected", "replacement",
                  "meantime", "meanwhile", "afterwards", "now"}
+# A comparison with no "than": with what the conversation said ("do Plus members pay less?" after a price).
+_COMPARATIVE = {"less", "cheaper", "lower", "fewer", "faster", "quicker", "sooner", "longer", "shorter", "later",
+                "higher", "pricier", "dearer"}
 # A request that the assistant act for this customer ("can you send me a corrected copy?",
 # "please cancel the booking", "book me in"): about the customer's own case, which the conversation set out.
 _ACTION_REQUEST = re.compile(
@@ -883,6 +886,9 @@ def continues(message: str, history: tuple[Turn, ...]) -> str:
     marker = sorted(words & _CONTINUATION)
     if marker:
         return f"carries on from the conversation ({marker[0]!r})"
+    compared = sorted(words & _COMPARATIVE)
+    if compared and "than" not in words:
+        return f"compares with what the conversation said ({compared[0]!r} than what?)"
     if _ACTION_REQUEST.search(message.strip()):
         return "asks the assistant to act on the customer's own case"
     case = _CASE_REFERENCE.search(message)

@@ -485,3 +485,15 @@ def test_asking_the_same_question_again_is_the_same_standalone_question():
     slot = (Turn("user", "I booked the delivery slot for Friday morning."), Turn("assistant", "Noted."),
             Turn("user", "Can I change the delivery slot?"), Turn("assistant", "Yes, from your orders page [1]."))
     assert resolve(Conversation(slot + (Turn("user", "Can I change the delivery slot?"),))).how != "standalone"
+
+
+def test_a_comparison_without_than_continues_the_conversation():
+    """"Do Plus members pay less?" after the Saturday surcharge: less than that surcharge. Asked alone it
+    would be a general question, and its cached answer (household sharing) was served to this one."""
+    r = resolve(Conversation((Turn("user", "Is there a surcharge for Saturday delivery in the US?"),
+                              Turn("assistant", "Yes, the Saturday surcharge is $9.95."),
+                              Turn("user", "do Plus members pay less?"))))
+    assert r.how == How.REWRITTEN and "saturday" in r.question.casefold()
+    assert r.question != "do Plus members pay less?"
+    alone = resolve(Conversation.single("Is express shipping faster than standard shipping?"))
+    assert alone.how == How.SINGLE
