@@ -800,6 +800,7 @@ _CASE_NOUNS = ("order|orders|booking|bookings|appointment|appointments|reservati
                "room|session|device|product|purchase|engineer|visit|flight|trip|stay|car|vehicle|quote|loan")
 # ... the thing itself, not a rule or a page about such things: "the refund policy", "the order form"
 _GENERIC_AFTER = ("policy|policies|process|procedure|rules|terms|window|period|page|pages|form|forms|fee|fees|"
+                  "length|lengths|duration|types|sizes|"
                   "price|prices|cost|costs|option|options|limit|limits|team|department|number|line|section|status page")
 _CASE_REFERENCE = re.compile(rf"\b(?:the|that|this|those|these)\s+(?:\w+\s+)?(?P<noun>{_CASE_NOUNS})\b"
                              rf"(?!\s+(?:of|for|{_GENERIC_AFTER})\b)", re.IGNORECASE)
@@ -863,16 +864,20 @@ def _shared_subject(message: str, history: tuple[Turn, ...]) -> str:
     alone where the message has none ("can I change the address?" after "your address"). "Gift
     wrapping" after "gift cards", or "returns policy" after "privacy policy", is another subject."""
     words = _content_sequence(message)
-    seen, pairs = set(), set()
-    for turn in _without_repeats(message, history):
+    seen, recent, pairs = set(), set(), set()
+    turns = _without_repeats(message, history)
+    for at, turn in enumerate(turns):
         seq = _content_sequence(turn.content)
         seen.update(seq)
+        if at >= len(turns) - settings.CONVERSATION_SHARED_WORD_TURNS:
+            recent.update(seq)
         pairs.update(frozenset(p) for p in zip(seq, seq[1:]))
     for i, w in enumerate(words):
         if w not in seen:
             continue
         neighbours = [words[j] for j in (i - 1, i + 1) if 0 <= j < len(words)]
-        if not neighbours or any(frozenset((w, n)) in pairs for n in neighbours):
+        # a bare word is weak evidence: in a long chat that wandered, some turn long ago used it in passing
+        if (not neighbours and w in recent) or any(frozenset((w, n)) in pairs for n in neighbours):
             return w
     return ""
 

@@ -76,3 +76,22 @@ def test_a_word_said_in_two_forms_is_carried_once():
     one = resolved("Are you open on Sunday?", "Yes, from 10am to 4pm on Sundays.", "Is the pharmacy open then too?")
     other = resolved("Do you open on Sundays?", "We do, 10am to 4pm.", "Is the pharmacy open then too?")
     assert one.how == How.REWRITTEN and one.question == other.question
+
+
+@pytest.mark.django_db
+def test_a_word_said_in_passing_long_before_does_not_make_a_question_continue_the_chat():
+    message = "What's the best way to contact you?"
+    r = resolved("Can I change the contact number on my account?", "Yes, under Account > Contacts.",
+                 *WANDERING[2:8], message)
+    assert (r.how, r.question) == (How.STANDALONE, message)
+    # the same word in the last exchange still continues it
+    near = resolved(*WANDERING[2:8], "Can I change the contact number on my account?", "Yes, under Account > Contacts.",
+                    message)
+    assert near.how != How.STANDALONE
+
+
+@pytest.mark.django_db
+def test_a_rule_about_a_kind_of_thing_is_not_the_customers_own_thing():
+    message = "What is the minimum contract length?"
+    r = resolved("I signed a broadband contract last year", "Thanks, I can see it.", message)
+    assert (r.how, r.question) == (How.STANDALONE, message)
