@@ -750,6 +750,13 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
                       conditions=carried, history=history)
 
 
+def _asked(text: str) -> str:
+    """The question a turn asks: its last sentence that asks ("not now thanks. Can I add …?",
+    "sorry, quick one - do you sell gift cards?"), or ""."""
+    return next((q for q in reversed(re.split(r"(?<=[.!?])\s+|\s+[-–—]\s+", text))
+                 if "?" in q or _QUESTION_START.search(q)), "")
+
+
 def _since_fresh_start(history: tuple[Turn, ...]) -> tuple[Turn, ...]:
     """The turns from the customer's latest fresh start on: a question of theirs that stood on its own
     where it was asked (self-contained, pointing nowhere, continuing nothing before it). A country,
@@ -760,9 +767,7 @@ def _since_fresh_start(history: tuple[Turn, ...]) -> tuple[Turn, ...]:
         turn = history[i]
         if turn.role != "user" or _small_talk(turn):
             continue
-        # the question a turn asks is its last sentence that asks ("not now thanks. Can I add …?")
-        asked = next((q for q in reversed(re.split(r"(?<=[.!?])\s+", turn.content))
-                      if "?" in q or _QUESTION_START.search(q)), "")
+        asked = _asked(turn.content)
         if (asked and not dependence(asked).kind and self_contained(asked)
                 and not continues(asked, history[:i])):
             return history[i:]
@@ -1101,7 +1106,7 @@ def _side_turns(turns: tuple[Turn, ...]) -> set[int]:
     for i in asking[:-1]:
         if i == users[0]:
             continue
-        text = turns[i].content
+        text = _asked(turns[i].content) or turns[i].content
         if dependence(text).kind or not self_contained(text) or continues(text, turns[:i]):
             continue
         side.add(i)

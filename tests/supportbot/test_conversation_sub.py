@@ -95,3 +95,12 @@ def test_a_rule_about_a_kind_of_thing_is_not_the_customers_own_thing():
     message = "What is the minimum contract length?"
     r = resolved("I signed a broadband contract last year", "Thanks, I can see it.", message)
     assert (r.how, r.question) == (How.STANDALONE, message)
+
+
+@pytest.mark.django_db
+def test_a_side_question_after_a_preamble_is_still_a_side_question():
+    base = ("I'm on the Basic plan and want to add a second user", "Basic allows one user.")
+    end = ("What's your phone number?", "0300 123 4567.", "how much is Standard then?")
+    plain = resolved(*base, *end)
+    side = resolved(*base, "sorry about that - how do I turn on two-factor authentication?", "Under Settings > Security.", *end)
+    assert plain.how == How.REWRITTEN and side.question == plain.question
