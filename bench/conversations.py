@@ -99,6 +99,16 @@ def run_set(name: str, files: list[Path]) -> tuple[list, dict]:
     figures["resolution_of_b"] = dict(resolved)
     print("resolution of the new conversations' last messages:",
           ", ".join(f"{k} {v}" for k, v in sorted(resolved.items())))
+    # by subtype: how the new conversation's last message was resolved, and how many of those were served
+    # (aggregates only: for the external set no row is shown)
+    cells = defaultdict(lambda: [0, 0])
+    for r in results:
+        cell = cells[(r.kind, r.resolved_new.split(":", 1)[0])]
+        cell[0] += 1
+        cell[1] += r.served
+    for kind in [k for k in TRAPS + SHOULD if any(c[0] == k for c in cells)]:
+        print(f"  {kind:<28}", "  ".join(f"{how} {n} (served {hit})" for (k, how), (n, hit) in sorted(cells.items())
+                                        if k == kind))
     print(f"should-hits served {figures['served']:.3f} · traps answered wrongly {figures['wrong']:.3f}")
     return results, figures
 

@@ -194,6 +194,10 @@ _ATTRIBUTES = {
 # thing ("do I need to pay a deposit?"); alone, "what's the warranty?" is still asked as it is.
 _THING_ATTRIBUTES = _ATTRIBUTES | {"deposit", "deposits", "warranty", "guarantee", "notice", "excess", "surcharge",
                                    "interest", "penalties"}
+# ... of which these are what is done, not what a thing has: "how do I change my password?" names its
+# subject (the password); "do you charge a cancellation fee?" asks a fee of whatever the chat is about.
+_ATTRIBUTE_VERBS = {"cancel", "change", "apply", "pay", "take", "need"}
+_VERB_OBJECT = re.compile(r"\b(?:cancel|change|apply|pay|take|need)\s+(?:my|our|the|your|a|an)\s+(?P<thing>\w+)")
 # A bare question word is about whatever came before.
 _BARE_EN = {"why", "how", "when", "where", "who", "which", "what", "how much", "how long", "how come", "really",
             "how many", "which one", "what else", "and", "and then", "anything else", "so", "then what"}
@@ -547,7 +551,7 @@ def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
     just offered)."""
     state: dict[str, str] = {}
     for turn in turns:
-        if turn.role != "user":
+        if turn.role != "user" or _small_talk(turn):  # "typical rainy weekend" states nothing of the case
             continue
         stated = conditions(turn.content)
         for kind in {k for k in stated.values() if k in ("place", "tier", "day")}:
@@ -641,7 +645,7 @@ def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
     return _anaphora(message, dep, previous, running, history)
 
 
-_QUESTION_START = re.compile(r"^(?:how|what|when|where|which|who|why|can|could|do|does|did|is|are|will|would|"
+_QUESTION_START = re.compile(r"^(?:how|what|whats|what's|when|where|which|who|why|can|could|do|does|did|is|are|will|would|"
                              r"should|may|shall|wie|was|wann|wo|welche[rsn]?|kann|können|gibt|ist|sind)\b", re.I)
 
 
@@ -747,7 +751,7 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     related = _related_turns(message, history)
     # the customer's country, plan and day, stated or asked about (the latest of each kind), where
     # they bear on the question: "what time do you open?" after "I'm coming to the Leeds branch"
-    stated = _running(tuple(t for t in history if t.role == "user"))
+    stated = _running(tuple(t for t in _since_fresh_start(history) if t.role == "user"))
     bearing = {v: k for v, k in stated.items() if k in ("place", "tier", "day") and _bears_on(message, k)}
     if not related and not bearing:
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
@@ -766,6 +770,30 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
                           history=history)
     return Resolution(message, question, How.REWRITTEN, "standalone wording; conditions stated earlier carried",
                       conditions=carried, history=history)
+
+
+def _asked(text: str) -> str:
+    """The question a turn asks: its last sentence that asks ("not now thanks. Can I add …?",
+    "sorry, quick one - do you sell gift cards?"), or ""."""
+    return next((q for q in reversed(re.split(r"(?<=[.!?])\s+|\s+[-–—]\s+", text))
+                 if "?" in q or _QUESTION_START.search(q)), "")
+
+
+def _since_fresh_start(history: tuple[Turn, ...]) -> tuple[Turn, ...]:
+    """The turns from the customer's latest fresh start on: a question of theirs that stood on its own
+    where it was asked (self-contained, pointing nowhere, continuing nothing before it). A country,
+    plan or day stated before it belongs to a subject the customer has left ("my broadband in
+    Manchester", then "can I add a second email address?"), and does not travel to a self-contained
+    question asked later ("what are your customer service opening hours?")."""
+    for i in range(len(history) - 1, 0, -1):
+        turn = history[i]
+        if turn.role != "user" or _small_talk(turn):
+            continue
+        asked = _asked(turn.content)
+        if (asked and not dependence(asked).kind and self_contained(asked)
+                and not continues(asked, history[:i])):
+            return history[i:]
+    return history
 
 
 def _related_turns(message: str, history: tuple[Turn, ...]) -> list[Turn]:
@@ -802,6 +830,7 @@ _CASE_NOUNS = ("order|orders|booking|bookings|appointment|appointments|reservati
                "room|session|device|product|purchase|engineer|visit|flight|trip|stay|car|vehicle|quote|loan")
 # ... the thing itself, not a rule or a page about such things: "the refund policy", "the order form"
 _GENERIC_AFTER = ("policy|policies|process|procedure|rules|terms|window|period|page|pages|form|forms|fee|fees|"
+                  "length|lengths|duration|types|sizes|"
                   "price|prices|cost|costs|option|options|limit|limits|team|department|number|line|section|status page")
 _CASE_REFERENCE = re.compile(rf"\b(?:the|that|this|those|these)\s+(?:\w+\s+)?(?P<noun>{_CASE_NOUNS})\b"
                              rf"(?!\s+(?:of|for|{_GENERIC_AFTER})\b)", re.IGNORECASE)
@@ -810,6 +839,12 @@ _ENTITLEMENT = re.compile(r"\b(?:can\s+i\s+claim|am\s+i\s+(?:entitled|eligible|c
                           r"do\s+i\s+(?:qualify|owe)|what\s+do\s+i\s+owe|will\s+i\s+be\s+(?:charged|refunded|"
                           r"compensated|covered|billed)|is\s+(?:my|it|that|this)\s+(?:\w+\s+)?(?:still\s+)?covered|"
                           r"how\s+much\s+(?:compensation|money|of\s+a\s+refund|refund|do\s+i\s+get))\b", re.IGNORECASE)
+# A refund, replacement or compensation of the customer's own: whether they get one, and how, is the
+# case's ("can I get a refund to my card?" after a warranty bought 20 days ago, or after
+# non-refundable tickets), whatever the case was.
+_OWN_REMEDY = re.compile(r"\b(?:can|could|may|will|would|do|shall)\s+i\s+(?:still\s+)?(?:get|have|claim|receive|"
+                         r"be\s+(?:given|offered|sent))\s+(?:a\s+|an\s+|my\s+|the\s+|any\s+)?(?:full\s+|partial\s+)?"
+                         r"(?:refund|money\s+back|replacement|exchange|compensation|credit|reimbursement)\b", re.IGNORECASE)
 # Nouns so common in support chats that sharing one with an earlier turn says nothing.
 _GENERIC_NOUNS = {"help", "thing", "things", "way", "ways", "anything", "something", "everything", "someone",
                   "people", "person", "customer", "customers", "company", "team", "today", "day", "days", "week",
@@ -859,16 +894,20 @@ def _shared_subject(message: str, history: tuple[Turn, ...]) -> str:
     alone where the message has none ("can I change the address?" after "your address"). "Gift
     wrapping" after "gift cards", or "returns policy" after "privacy policy", is another subject."""
     words = _content_sequence(message)
-    seen, pairs = set(), set()
-    for turn in _without_repeats(message, history):
+    seen, recent, pairs = set(), set(), set()
+    turns = _without_repeats(message, history)
+    for at, turn in enumerate(turns):
         seq = _content_sequence(turn.content)
         seen.update(seq)
+        if at >= len(turns) - settings.CONVERSATION_SHARED_WORD_TURNS:
+            recent.update(seq)
         pairs.update(frozenset(p) for p in zip(seq, seq[1:]))
     for i, w in enumerate(words):
         if w not in seen:
             continue
         neighbours = [words[j] for j in (i - 1, i + 1) if 0 <= j < len(words)]
-        if not neighbours or any(frozenset((w, n)) in pairs for n in neighbours):
+        # a bare word is weak evidence: in a long chat that wandered, some turn long ago used it in passing
+        if (not neighbours and w in recent) or any(frozenset((w, n)) in pairs for n in neighbours):
             return w
     return ""
 
@@ -896,6 +935,8 @@ def continues(message: str, history: tuple[Turn, ...]) -> str:
         return f"refers to the customer's {case.group('noun').casefold()!r} the conversation set out"
     if _ENTITLEMENT.search(message) and _running(tuple(t for t in history if t.role == "user")):
         return "asks what the customer is owed or allowed, after stating the facts of the case"
+    if _OWN_REMEDY.search(message) and any(t.role == "user" and not _small_talk(t) for t in history):
+        return "asks for a refund or replacement of the customer's own, which the case decides"
     shared = _shared_subject(message, history)
     if shared:
         return f"talks about what an earlier turn did ({shared!r})"
@@ -938,7 +979,9 @@ def self_contained(message: str) -> bool:
         return False
     if any(k in ("name", "place", "tier") for k in conditions(message).values()):
         return True
-    if len(subject) < 2 and any(w in _THING_ATTRIBUTES for w in words):
+    acted_on = {m.group("thing") for m in _VERB_OBJECT.finditer(" ".join(words))}
+    if len(subject) < 2 and any(w in _THING_ATTRIBUTES and not (w in _ATTRIBUTE_VERBS and acted_on & set(subject))
+                                for w in words):
         return False  # "do you charge a cancellation fee?", "do I need to pay a deposit?": of what?
     if any(w in ("you", "your", "yours") for w in words):
         return True  # asks the business itself: "do you price match?", "what are your opening hours?"
@@ -996,8 +1039,8 @@ def _only_conditions(text: str) -> bool:
     return all(w in _STATING or w in stated for w in _topic(text, False).split())
 
 
-_CLOSERS = re.compile(r"\banything else\b|\bsomething else\b|\bhelp (?:you )?with\b.*\belse\b|"
-                      r"\bother questions?\b|\bsonst noch\b|\bweitere fragen\b|"
+_CLOSERS = re.compile(r"\banything (?:else|further|more)\b|\bsomething else\b|\bhelp (?:you )?with\b.*\belse\b|"
+                      r"\bwhat else\b|\b(?:other|any more|more|further) questions?\b|\bsonst noch\b|\bweitere fragen\b|"
                       # the customary opener asks nothing of the customer either
                       r"(?:^|[.!]\s+)(?:how|what)\s+can\s+i\s+(?:help(?:\s+you)?(?:\s+with)?|do\s+for\s+you|assist(?:\s+you)?)"
                       r"(?:\s+today)?\?\s*$|(?:^|[.!]\s+)what\s+would\s+you\s+like\s+to\s+know\?\s*$|"
@@ -1058,6 +1101,7 @@ _SOCIAL = {
     "very", "much", "so", "again", "here", "there", "now", "been", "isn't", "it's", "that's", "you've", "you're",
     "we're", "i'll", "i'd", "let", "feel", "feeling", "lucky", "hello", "hi", "hey", "dear", "mate", "lot",
     "disaster", "lovely", "got", "ages", "forever", "queue", "waiting", "poor", "bad", "shame", "pity",
+    "way", "btw", "clears", "cheer", "hehe", "bless", "pleased", "sounds",
 }
 
 
@@ -1066,8 +1110,16 @@ def _small_talk(turn: Turn) -> bool:
     only social words, no condition. Its words say nothing about the case, so a conversation with
     it and one without carry the same topic."""
     words = [w for w in _lower_words(turn.content) if w not in _STOP_EN or w in _TOPIC_KEEP]
+    # "typical rainy weekend here": a time word said as small talk is not a detail of the case
     return bool(_lower_words(turn.content)) and all(w in _SOCIAL or w in _STOP_EN for w in words) \
-        and not conditions(turn.content, names=False)
+        and not [v for v in conditions(turn.content, names=False) if v not in _SOCIAL]
+
+
+def _chatter_reply(turns: tuple[Turn, ...], i: int) -> bool:
+    """Whether turn ``i`` is the assistant's reply to the customer's small talk ("ugh, rainy weekend" /
+    "Hope it clears up!") that states nothing of the case: small talk too."""
+    return (turns[i].role == "assistant" and i > 0 and turns[i - 1].role == "user" and _small_talk(turns[i - 1])
+            and not conditions(turns[i].content, names=False))
 
 
 def _side_turns(turns: tuple[Turn, ...]) -> set[int]:
@@ -1082,7 +1134,7 @@ def _side_turns(turns: tuple[Turn, ...]) -> set[int]:
     for i in asking[:-1]:
         if i == users[0]:
             continue
-        text = turns[i].content
+        text = _asked(turns[i].content) or turns[i].content
         if dependence(text).kind or not self_contained(text) or continues(text, turns[:i]):
             continue
         side.add(i)
@@ -1102,10 +1154,13 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
     have = set(_lower_words(message))
     out: list[str] = []
     side = set() if users_only else _side_turns(history)
+    have = {_stem(w) for w in have}
     for i, turn in enumerate(history):
         if (users_only and turn.role != "user") or turn.content in skip or _small_talk(turn) or i in side:
             continue
-        for w in _topic_words(turn.content):
+        if _chatter_reply(history, i):
+            continue
+        for w in map(_stem, _topic_words(turn.content)):  # "Sunday" and "Sundays" are one word of the topic
             if w not in have and w not in out:
                 out.append(w)
     if len(out) > settings.CONVERSATION_TOPIC_WORDS:

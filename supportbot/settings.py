@@ -170,6 +170,8 @@ CONVERSATION_MAX_CHARS = env.int("CONVERSATION_MAX_CHARS", default=40000)
 CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.75)
 # A rewritten question carries the words of every earlier turn (its topic); more than this many: no shared cache for the turn.
 CONVERSATION_TOPIC_WORDS = env.int("CONVERSATION_TOPIC_WORDS", default=40)
+# A self-contained message sharing one bare word with the conversation continues it only if one of the last this many turns used it.
+CONVERSATION_SHARED_WORD_TURNS = env.int("CONVERSATION_SHARED_WORD_TURNS", default=6)
 # A rewritten question carries every condition stated; more than this many: no shared cache for the turn.
 CONVERSATION_MAX_CONDITIONS = env.int("CONVERSATION_MAX_CONDITIONS", default=24)
 # Let the trusted model (VLLM_BASE_URL) rewrite follow-ups; off: the rules rewrite them.
