@@ -220,7 +220,7 @@ _ELLIPSIS_SLOT_DE = re.compile(
 _ANAPHORA_EN = {"they", "them", "those", "these", "he", "she", "him", "her", "his", "its", "their", "theirs",
                 "there", "same", "one", "ones", "former", "latter", "else"}
 _ANAPHORA_DE = {"dafür", "dazu", "davon", "damit", "darauf", "darüber", "daran", "dabei", "dadurch", "dagegen",
-                "dorthin", "dort", "sie", "ihn", "ihm", "ihr", "ihnen", "dies", "diese", "dieser", "dieses",
+                "dorthin", "dort", "er", "sie", "ihn", "ihm", "ihr", "ihnen", "dies", "diese", "dieser", "dieses",
                 "diesen", "diesem", "derselbe", "dasselbe", "dieselbe", "auch"}
 # "this week", "this year": "this" about the calendar, not the conversation.
 _THIS_TIME = {"week", "weekend", "month", "year", "morning", "afternoon", "evening", "time", "season",
@@ -378,7 +378,7 @@ _CLAUSE_START_DE = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "ei
 # "es" that points nowhere: "wie lange dauert es, bis …", "wie geht es dir", "wie spät ist es".
 _DUMMY_ES_DE = re.compile(r"\bes\s*,?\s*(?:bis|dass|wenn|ob)\b|\bgeht\s+es\b|\bspät\s+ist\s+es\b", re.IGNORECASE)
 # Pronouns that may point at a noun of the message itself when it comes with no conversation.
-_POINT_AT_OWN_NOUN_DE = {"das", "dies", "es", "sie", "ihn", "ihm", "diese", "dieser", "dieses", "diesen", "diesem"}
+_POINT_AT_OWN_NOUN_DE = {"das", "dies", "es", "er", "sie", "ihn", "ihm", "diese", "dieser", "dieses", "diesen", "diesem"}
 
 
 def _own_noun_before(original: list[str], i: int) -> bool:

@@ -105,6 +105,11 @@ def test_a_german_pronoun_alone_points_at_its_own_noun(message):
     assert resolve(Conversation.single(message), "de").how == How.SINGLE  # answered, not a clarifying reply
 
 
+def test_a_german_er_points_back():
+    assert dependence("Ab welchem Bestellwert ist er kostenlos?", "de").kind == "anaphora"
+    assert resolve(Conversation.single("Der Versand nach Kanada, ist er versichert?"), "de").how == How.SINGLE
+
+
 @pytest.mark.parametrize("message", ["Wie lange dauert das?", "Ist es kostenlos?", "Was mache ich damit?",
                                      "Kann ich das zurückgeben?"])
 def test_a_german_pronoun_with_nothing_to_point_at_alone_is_to_be_clarified(message):
