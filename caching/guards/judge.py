@@ -349,6 +349,16 @@ def _describe(diff: dict) -> str:
 _COST = "pricing"
 
 
+def _links_agree(cached_links: set, new_links: set) -> bool:
+    """Whether two questions with the same content words arrange them alike: one's word links are
+    all among the other's. A phrase moved to the other end ("is there an extra fee to exchange
+    currencies?" / "when exchanging currencies, is there an extra fee?") only joins two words the
+    other wording keeps in separate clauses; swapped modifiers ("ceremonial metate ... human
+    figures" / "human metate ... ceremonial figures") give each wording a link the other lacks.
+    Serve time only: the signature, and so the judge's features and training pairs, are unchanged."""
+    return cached_links <= new_links or new_links <= cached_links
+
+
 def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | None:
     """Where the judge cannot read the language (and, by default, alone): every signature field,
     content term and word link equal and, if either asks what something costs, both do; or the
@@ -359,7 +369,7 @@ def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | Non
     a, b = set(cached_sig.get("terms", ())), set(new_sig.get("terms", ()))
     if a != b:
         return f"content words differ: cached {_surface(cached_a, sorted(a - b))}, new {_surface(new_a, sorted(b - a))}"
-    if set(cached_sig.get("links", ())) != set(new_sig.get("links", ())):
+    if not _links_agree(set(cached_sig.get("links", ())), set(new_sig.get("links", ()))):
         return "same words, different arrangement"
     if set(cached_sig.get("mood", ())) != set(new_sig.get("mood", ())):  # also a veto; same_question has no vetoes
         return "one asks us to act, the other asks about it"
