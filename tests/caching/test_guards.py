@@ -616,3 +616,30 @@ def test_the_strict_match_still_refuses_swapped_modifiers(cached, new):
         j = guards.judge(a, b, 0.95, learned=None)
         assert not j.serve, j.reason
         assert not guards.same_question(a, b)
+
+
+# A word of the strict match's own synonym list (``lexicon.STRICT_SYNONYMS``) is its synonym there,
+# at serve time only: the signature, the judge's features and its training pairs keep the word.
+@pytest.mark.parametrize("cached,new", [
+    ("How do I verify my identity?", "How do I validate my identity?"),
+    ("How do I start the setup?", "How do I begin the setup?"),
+    ("How do I get a bank statement?", "How do I obtain a bank statement?"),
+    ("Can I repair a cracked screen?", "Can I fix a cracked screen?"),
+])
+def test_the_strict_match_reads_its_synonyms(cached, new):
+    for a, b in ((new, cached), (cached, new)):
+        j = guards.judge(a, b, 0.9, learned=None)
+        assert j.serve and "strict match" in j.reason, j.reason
+    assert guards.signature(new)["terms"] != guards.signature(cached)["terms"]
+
+
+@pytest.mark.parametrize("cached,new", [
+    ("How do I verify my identity?", "How do I validate my address?"),  # a synonym, another object
+    ("How do I start the setup?", "How do I begin the refund?"),
+    ("Can I repair a cracked screen?", "Can I fix a cracked case?"),
+    ("How do I obtain a bank statement?", "How do I cancel a bank statement?"),  # obtain is no operation
+])
+def test_the_strict_matchs_synonyms_change_nothing_else(cached, new):
+    for a, b in ((new, cached), (cached, new)):
+        j = guards.judge(a, b, 0.9, learned=None)
+        assert not j.serve, j.reason
