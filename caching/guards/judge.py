@@ -40,8 +40,10 @@ from caching.guards import judge_recipe
 from caching.guards.contrast import contrasts
 from caching.guards.cross_encoder import CrossEncoderScorer
 from caching.guards.eligibility import INTENT_FAMILIES, _analyse, classify, soft_only
-from caching.guards.lexicon import _OPERATIONS, OPPOSITE_OF, STRICT_SYNONYMS, concept
-from caching.guards.signature import GUARDS_VERSION, SIGNATURE_FIELDS, _CONTENT_FIELDS, signature_difference, vetoes
+from caching.guards.lexicon import OPPOSITE_OF, STRICT_SYNONYMS, concept
+from caching.guards.signature import (
+    GUARDS_VERSION, SIGNATURE_FIELDS, _CONTENT_FIELDS, _operation_concepts, signature_difference, vetoes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -371,7 +373,7 @@ def _strict_signature(sig: dict) -> dict:
     table = _strict_synonyms()
     if not any(t in table for t in sig.get("terms", ())):
         return sig
-    operations = {concept(w) for w in _OPERATIONS}
+    operations = _operation_concepts()
     terms = {table.get(t, t) for t in sig.get("terms", ())} - {""}
     links = set()
     for link in sig.get("links", ()):
