@@ -40,8 +40,10 @@ from caching.guards import judge_recipe
 from caching.guards.contrast import contrasts
 from caching.guards.cross_encoder import CrossEncoderScorer
 from caching.guards.eligibility import INTENT_FAMILIES, _analyse, classify, soft_only
-from caching.guards.lexicon import OPPOSITE_OF, concept
-from caching.guards.signature import GUARDS_VERSION, SIGNATURE_FIELDS, _CONTENT_FIELDS, signature_difference, vetoes
+from caching.guards.lexicon import OPPOSITE_OF, STRICT_SYNONYMS, concept
+from caching.guards.signature import (
+    GUARDS_VERSION, SIGNATURE_FIELDS, _CONTENT_FIELDS, _operation_concepts, signature_difference, vetoes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -349,17 +351,53 @@ def _describe(diff: dict) -> str:
 _COST = "pricing"
 
 
+def _links_agree(cached_links: set, new_links: set) -> bool:
+    """Whether two questions with the same content words arrange them alike: one's word links are
+    all among the other's. A phrase moved to the other end ("is there an extra fee to exchange
+    currencies?" / "when exchanging currencies, is there an extra fee?") only joins two words the
+    other wording keeps in separate clauses; swapped modifiers ("ceremonial metate ... human
+    figures" / "human metate ... ceremonial figures") give each wording a link the other lacks.
+    Serve time only: the signature, and so the judge's features and training pairs, are unchanged."""
+    return cached_links <= new_links or new_links <= cached_links
+
+
+@cache
+def _strict_synonyms() -> dict[str, str]:
+    """``STRICT_SYNONYMS`` as signature tokens (``concept``): a term -> its synonym's, "" to drop it."""
+    return {concept(w): concept(s) if s else "" for w, s in STRICT_SYNONYMS.items()}
+
+
+def _strict_signature(sig: dict) -> dict:
+    """A signature with the strict match's synonyms read: a term that stands for an operation
+    ("validate" for "verify") becomes that operation, as the other wording's signature records it."""
+    table = _strict_synonyms()
+    if not any(t in table for t in sig.get("terms", ())):
+        return sig
+    operations = _operation_concepts()
+    terms = {table.get(t, t) for t in sig.get("terms", ())} - {""}
+    links = set()
+    for link in sig.get("links", ()):
+        a, b = (table.get(w, w) for w in link.split("|"))
+        if a and b and a != b:
+            links.add("|".join(sorted((a, b))))
+    mapped = {table[t] for t in sig.get("terms", ()) if table.get(t) in operations}
+    return {**sig, "terms": sorted(terms), "links": sorted(links),
+            "operations": sorted(set(sig.get("operations", ())) | mapped)}
+
+
 def _strict_match(new_a, cached_a, new_sig: dict, cached_sig: dict) -> str | None:
     """Where the judge cannot read the language (and, by default, alone): every signature field,
-    content term and word link equal and, if either asks what something costs, both do; or the
+    content term and word link equal (the strict match's own synonyms read, ``STRICT_SYNONYMS``, and
+    one wording's links among the other's) and, if either asks what something costs, both do; or the
     reason why not."""
+    new_sig, cached_sig = _strict_signature(new_sig), _strict_signature(cached_sig)
     diff = signature_difference(cached_sig, new_sig)
     if diff:
         return "signature differs: " + _describe(diff)
     a, b = set(cached_sig.get("terms", ())), set(new_sig.get("terms", ()))
     if a != b:
         return f"content words differ: cached {_surface(cached_a, sorted(a - b))}, new {_surface(new_a, sorted(b - a))}"
-    if set(cached_sig.get("links", ())) != set(new_sig.get("links", ())):
+    if not _links_agree(set(cached_sig.get("links", ())), set(new_sig.get("links", ()))):
         return "same words, different arrangement"
     if set(cached_sig.get("mood", ())) != set(new_sig.get("mood", ())):  # also a veto; same_question has no vetoes
         return "one asks us to act, the other asks about it"

@@ -291,6 +291,16 @@ def concept(word: str) -> str:
     return c
 
 
+# Synonyms the strict match alone reads (``judge._strict_match``), at serve time: a word -> the word it
+# stands for, or "" for a light verb like "get". Not in ``_SYNONYMS``, so the signature, the judge's
+# features and its training pairs keep the word. General English with one sense in a support question
+# ("transport", "swap", "confirm", "cell" have others and are left out).
+STRICT_SYNONYMS = {
+    "validate": "verify", "begin": "start", "commence": "start", "fix": "repair",
+    "obtain": "", "acquire": "", "cellphone": "phone",
+}
+
+
 # Signature vocabularies ---------------------------------------------------------------
 
 _MONTHS = {m: i for i, m in enumerate(
