@@ -406,8 +406,14 @@ _THING_DURATION = re.compile(
     re.I)
 
 
+# "How long until I get it?", "how long before we receive the refund?": the event is receiving it.
+_RECEIVING = re.compile(r"\bhow long (?:until|till|before) (?:i|we) (?:will |can |would )?(?:get|receive|have)\b", re.I)
+
+
 def asked_event(question: str) -> set[str]:
     """The words of the event a duration question asks the length of ("repair", "delivery"), or none."""
+    if _RECEIVING.search(question):
+        return terms("receive")
     m = _EVENT.search(question)
     if not m:
         return set()
@@ -453,7 +459,7 @@ def _taken_by_another(event: set[str], sentence: str) -> bool:
 # Words for one event: "How long does delivery take?" is answered by "Shipping takes ...".
 _EVENT_SYNONYMS = {t: group for group, words in (
     ("ship", "ship shipping deliver delivery deliveries send parcel versand versendet lieferung liefern zustellung "
-             "arrive arrives"),
+             "arrive arrives receive receives email emails emailed"),
     ("refund", "refund refunds erstattung erstattungen rückerstattung money geld"),
     ("repair", "repair repairs fix reparatur reparaturen")) for t in terms(words)}
 
@@ -500,4 +506,4 @@ def _free_duration(sentence: str) -> bool:
 
 VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
                           sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
-                          _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern]
+                          _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern, _RECEIVING.pattern]
