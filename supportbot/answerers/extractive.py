@@ -239,7 +239,11 @@ class ExtractiveAnswerer(Answerer):
             wanted.kind == "duration" and another_things_duration(question, unit.text))
         if states and fit >= 0:
             fit = min(fit, asking.special_fit(wanted, unit.text), context_fit(wanted, passage, unit))
-        event = states and wanted.kind == "duration" and asking.same_event(asking.asked_event(question), terms(unit.text))
+        # the asked event named in another word than the question's ("email" for "get"): the literal word
+        # already counts in the lexical and proximity weights
+        event_words, unit_words = asking.asked_event(question), terms(unit.text)
+        event = (states and wanted.kind == "duration" and asking.same_event(event_words, unit_words)
+                 and not event_words & unit_words)
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit + EVENT_WEIGHT * event
         if states:
             score += PROXIMITY_WEIGHT * asking.proximity(focus - words_of_title(passage), wanted.kind, unit.text)
@@ -248,7 +252,7 @@ class ExtractiveAnswerer(Answerer):
         if wanted.wants_fact:
             score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
         if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
-            score -= STEP_WEIGHT * (is_step(unit) and not event)
+            score -= STEP_WEIGHT * (is_step(unit) and not (event or states and asking.asked_event(question) & terms(unit.text)))
         on_about = not about or asking.same_event(about, terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
         foreign_title = asking.foreign_plan(wanted, question, passage.title, company)
         return Candidate(passage, unit, score, fit, states, on_about, foreign_title, event)
@@ -469,4 +473,4 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "v6"])[:16]
+                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", "v6"])[:16]
