@@ -406,8 +406,14 @@ _THING_DURATION = re.compile(
     re.I)
 
 
+# "How long until I get it?", "how long before we receive the refund?": the event is receiving it.
+_RECEIVING = re.compile(r"\bhow long (?:until|till|before) (?:i|we) (?:will |can |would )?(?:get|receive|have)\b", re.I)
+
+
 def asked_event(question: str) -> set[str]:
     """The words of the event a duration question asks the length of ("repair", "delivery"), or none."""
+    if _RECEIVING.search(question):
+        return terms("receive")
     m = _EVENT.search(question)
     if not m:
         return set()
@@ -453,7 +459,7 @@ def _taken_by_another(event: set[str], sentence: str) -> bool:
 # Words for one event: "How long does delivery take?" is answered by "Shipping takes ...".
 _EVENT_SYNONYMS = {t: group for group, words in (
     ("ship", "ship shipping deliver delivery deliveries send parcel versand versendet lieferung liefern zustellung "
-             "arrive arrives"),
+             "arrive arrives receive receives email emails emailed"),
     ("refund", "refund refunds erstattung erstattungen rückerstattung money geld"),
     ("repair", "repair repairs fix reparatur reparaturen")) for t in terms(words)}
 
@@ -472,6 +478,22 @@ _WAIT = re.compile(r"\bwait (?:for |up to |at least |another )?\d+(?:\s*[–-]\s
 _WAIT_ASKED = re.compile(r"\bwait|\bwarten", re.I)
 
 
+# What the customer may or must do by a deadline ("you can ask until the 3rd day", "Sie können ... bis"): the
+# customer's deadline, not how long the asked event takes, unless it is that event or what the customer
+# receives ("you can expect delivery within 5 days").
+_CUSTOMER_DEADLINE = re.compile(r"\byou (?:can|may|must|have to|need to) (?:still |also |only )?(?P<verb>\w+)|"
+                                r"\b(?:können|müssen|dürfen) Sie (?:\w+ ){0,4}?(?P<verb2>\w+en)\b", re.I)
+_RECEIVING_VERBS = frozenset({"expect", "get", "receive", "see", "track", "erwarten", "erhalten", "bekommen"})
+
+
+def _customers_deadline(event: set[str], sentence: str) -> bool:
+    m = _CUSTOMER_DEADLINE.search(sentence)
+    if not m:
+        return False
+    verb = (m.group("verb") or m.group("verb2") or "").lower()
+    return verb not in _RECEIVING_VERBS and not same_event(terms(verb), event)
+
+
 def duration_of_another_thing(question: str, sentence: str) -> bool:
     """Whether every duration a sentence states is the length of a thing (the warranty) that is not the
     event the question asks about ("How long does it take to repair ...": "a 2-year limited warranty"),
@@ -485,6 +507,8 @@ def duration_of_another_thing(question: str, sentence: str) -> bool:
         return True
     if _WAIT.search(sentence) and not _WAIT_ASKED.search(question) and not _free_duration(_WAIT.sub(" ", sentence)):
         return True  # "... so wait 48 hours", "warten Sie daher 48 Stunden": how long to wait, not how long it takes
+    if _customers_deadline(event, sentence):
+        return True
     things = duration_things(sentence)
     if not things:
         return False
@@ -500,4 +524,5 @@ def _free_duration(sentence: str) -> bool:
 
 VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
                           sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
-                          _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern]
+                          _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern, _RECEIVING.pattern,
+                          _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS)]

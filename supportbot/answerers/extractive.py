@@ -67,6 +67,9 @@ FACT_MAX_UNITS = 3
 # One more unit stating a figure of the asked kind, of the asked case or of none, may follow the lead
 # within this margin (the passages often say the rule twice, once in passing): never a third.
 SECOND_FIGURE_MARGIN = 0.25
+# A duration stated for the event the question asks the length of ("We email the PDF and XML files within 72
+# hours" for "how long until I get it?") gains EVENT_WEIGHT, even as a numbered step of a procedure.
+EVENT_WEIGHT = 0.15
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -150,6 +153,7 @@ class Candidate:
     states: bool = False  # states a fact of the asked kind
     about: bool = True  # its text, section or article holds a word of what the question asks about
     foreign_title: bool = False  # its article is about one plan ("Acme Plus membership") the question does not name
+    event: bool = False  # states a duration of the event the question asks the length of
 
 
 class ExtractiveAnswerer(Answerer):
@@ -229,11 +233,18 @@ class ExtractiveAnswerer(Answerer):
         labels = asking.labels_of(f"{lead_in(passage, unit)}\n{unit.text}", section_of(passage), passage.title,
                                   with_currency=wanted.kind == "amount")
         fit = asking.case_fit(wanted.cases, labels)
+        if wanted.kind == "yesno" and fit < 0 and EXCLUSIVE.search(unit.text):
+            fit = 1  # "Usable in the US store only" answers "Can I use it in the Mexico store?" for Mexico too
         states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text) and not (
             wanted.kind == "duration" and another_things_duration(question, unit.text))
         if states and fit >= 0:
             fit = min(fit, asking.special_fit(wanted, unit.text), context_fit(wanted, passage, unit))
-        score += KIND_WEIGHT * states + CASE_WEIGHT * fit
+        # the asked event named in another word than the question's ("email" for "get"): the literal word
+        # already counts in the lexical and proximity weights
+        event_words, unit_words = asking.asked_event(question), terms(unit.text)
+        event = (states and wanted.kind == "duration" and asking.same_event(event_words, unit_words)
+                 and not event_words & unit_words)
+        score += KIND_WEIGHT * states + CASE_WEIGHT * fit + EVENT_WEIGHT * event
         if states:
             score += PROXIMITY_WEIGHT * asking.proximity(focus - words_of_title(passage), wanted.kind, unit.text)
             score += TRIGGER_WEIGHT * asking.proximity(triggers, wanted.kind, unit.text)
@@ -241,10 +252,10 @@ class ExtractiveAnswerer(Answerer):
         if wanted.wants_fact:
             score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
         if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
-            score -= STEP_WEIGHT * (is_step(unit) and not (states and asking.asked_event(question) & terms(unit.text)))
+            score -= STEP_WEIGHT * (is_step(unit) and not (event or states and asking.asked_event(question) & terms(unit.text)))
         on_about = not about or asking.same_event(about, terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
         foreign_title = asking.foreign_plan(wanted, question, passage.title, company)
-        return Candidate(passage, unit, score, fit, states, on_about, foreign_title)
+        return Candidate(passage, unit, score, fit, states, on_about, foreign_title, event)
 
     @staticmethod
     def _similar_units(ranked: list[Candidate]) -> list[Candidate]:
@@ -311,12 +322,18 @@ class ExtractiveAnswerer(Answerer):
 # Which unit stating the asked kind leads, among those near the best: first one labelled with the asked case
 # whose words are what the question asks about and whose article is no other plan's ("Free Standard shipping"
 # in "Acme Plus membership" is no answer to "From what order value is standard shipping free in Germany?"),
-# then one of no other case, then one whose article is another plan's, then any: a figure about other words
+# then one stating the length of the asked event ("We email the PDF and XML files within 72 hours" for "how long
+# until I get it?", not "you can ask until the 3rd day"), then one of no other case, then one whose article is another plan's, then any: a figure about other words
 # ("kostenlos" in a sentence about engraving, for "Was kostet der Standardversand?") is admission's to refuse.
 LEAD_TIERS = (lambda c: c.fit > 0 and c.about and not c.foreign_title,
+              lambda c: c.event and c.about and not c.foreign_title,
               lambda c: c.about and not c.foreign_title,
               lambda c: c.about,
               lambda c: True)
+
+
+# A unit restricting a rule to other cases ("Usable in the US store only") states it for the asked case too.
+EXCLUSIVE = re.compile(r"\b(?:only|exclusively|nur|ausschließlich)\b", re.I)
 
 
 def asked_of(request: AnswerRequest) -> asking.Asked:
@@ -456,4 +473,4 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", "v5"])[:16]
+                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", "v6"])[:16]

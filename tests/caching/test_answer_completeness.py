@@ -120,6 +120,11 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
      "Wenn etwas nicht stimmt:\n• Als zugestellt markiert, aber nicht angekommen: Fragen Sie bei Nachbarn nach. "
      "Versanddienstleister scannen Pakete manchmal zu früh, warten Sie daher 48 Stunden. [1]",
      "acme/de/order-tracking.md", "incomplete"),
+    # the customer's deadline for asking, for how long until the customer gets what was asked for
+    ("I requested a factura, how long until I get it?",
+     "Mexico: CFDI tax invoices (facturas):\nFor orders placed in the last 3 days of a month, you can ask until the "
+     "3rd day of the following month. Facturas must be requested in the same calendar month as the purchase. [1]",
+     "initech/en/tax-documents.md", "incomplete"),
 ])
 def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question, answer, path, code):
     refusal = CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en"))
@@ -161,6 +166,10 @@ def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question
     ("How long does delivery take in Mexico?",
      "Mexico:\n• Standard (7–12 business days): MX$149, free on orders over MX$2,400 [1]",
      "initech/en/shipping-times-and-costs.md"),
+    # how long until the customer gets it: the step that sends it is that event
+    ("I requested a factura, how long until I get it?",
+     "Mexico: CFDI tax invoices (facturas):\n4. We email the PDF and XML files within 72 hours. [1]",
+     "initech/en/tax-documents.md"),
 ])
 def test_an_answer_stating_the_asked_fact_for_the_asked_case_passes(question, answer, path):
     assert CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en")) is None

@@ -113,6 +113,22 @@ def test_the_general_case_leads_unless_the_asker_names_the_special_one(acme, que
     assert admission(outcome)["disposition"] == "stored"
 
 
+def test_the_length_of_the_asked_event_leads_even_as_a_step_of_a_procedure(initech):
+    # was: "Mexico: CFDI tax invoices (facturas): For orders placed in the last 3 days of a month, you can ask until
+    # the 3rd day of the following month. Facturas must be requested in the same calendar month ..." (the numbered
+    # step "4. We email the PDF and XML files within 72 hours." is how long until the customer gets it)
+    outcome = ask(initech, "I requested a factura, how long until I get it?")
+    assert "72 hours" in outcome.answer, outcome.answer
+
+
+def test_a_yes_or_no_rule_restricted_to_another_case_answers_for_the_asked_one(initech):
+    # was: "Mexico store: • Mexican and international Visa, Mastercard and American Express cards" (labelled with the
+    # asked country, silent on gift cards), admitted as complete and served again
+    outcome = ask(initech, "Can I use my Initech gift card when I order from the Mexico store?")
+    assert "US store only" in outcome.answer or "only be used in the US store" in outcome.answer, outcome.answer
+    assert not outcome.answer.lower().startswith(("yes", "no")), outcome.answer
+
+
 FOLLOW_UP = Conversation((
     Turn("user", "Do you ship to Canada?"),
     Turn("assistant", "Acme Outfitters delivers to five countries: the United States, Canada, the United Kingdom, "
