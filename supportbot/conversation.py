@@ -303,13 +303,18 @@ def is_german(text: str, locale: str) -> bool:
 
 _DETERMINERS = {"a", "an", "the", "my", "your", "our", "their", "some", "any", "each", "every", "all"}
 _PRONOUNS_WITH_ANTECEDENT = {"it", "its", "they", "them", "their", "those", "these", "that", "one", "ones"}
+# "the same true/thing/rule ...": the same as what was said before, whatever follows.
+_SAME_AS_BEFORE = {"true", "thing", "things", "goes", "go", "apply", "applies", "rule", "rules", "question", "answer",
+                   "here", "there", "deal", "price", "way"}
+# Pronouns that, in a message with no conversation, point at the message's own earlier words.
+_OWN_WORDS_PRONOUNS = {"it", "its", "they", "them", "their", "those", "these"}
 
 
 # A message alone has nothing else to point at: "it" followed by a clause of its own ("do I need
 # it to be boxed", "can I return it if it's opened") is read as pointing at its own words.
 _DUMMY_IT_ALONE = re.compile(r"\bit(?:'s|\s+is|\s+was|\s+be|\s+take|\s+takes|\s+cost|\s+costs|\s+possible|\s+ok|"
                              r"\s+okay|\s+allowed|\s+free|\s+safe|\s+normal|\s+necessary|\s+required|\s+worth)?"
-                             r"(?:\s+\w+){0,3}\s+(?:to|if|whether|when|that)\s+\w+")
+                             r"(?:\s+\w+){0,3}\s+(?:to|if|whether|when|that|until|before)\s+\w+")
 
 
 def _antecedent_before(words: list[str], i: int, alone: bool = False) -> bool:
@@ -340,6 +345,11 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
         after = words[i + 1] if i + 1 < len(words) else ""
         if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i, alone):
             continue  # refers to something the message itself names
+        if alone and w in _OWN_WORDS_PRONOUNS and len([x for x in words[:i] if x not in _STOP_EN and len(x) > 2]) >= 2:
+            continue  # alone, with a subject of its own before it: "... over-ear headphones once I've opened them?"
+        if w == "same" and (after == "time" or (alone and after not in _STOP_EN and after not in _SAME_AS_BEFORE
+                                                and len(after) > 2)):
+            continue  # "at the same time"; alone, "the same jacket" names its own thing
         if w in _ANAPHORA_EN:
             if w == "there" and after in ("is", "are", "a", "an", "any", "some", "no", "was", "were", "'s", "be"):
                 continue  # "is there a fee", "there are two plans": existential, points nowhere

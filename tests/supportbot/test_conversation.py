@@ -502,3 +502,20 @@ def test_a_comparison_without_than_continues_the_conversation():
     assert r.question != "do Plus members pay less?"
     alone = resolve(Conversation.single("Is express shipping faster than standard shipping?"))
     assert alone.how == How.SINGLE
+
+
+@pytest.mark.parametrize("message", [
+    "If I pick express to the UK, how many days does it take?",
+    "Can I exchange the same jacket for a different size twice?",
+    "How many API keys can I have active at the same time?",
+    "Can I send back over-ear headphones once I've opened them?",
+    "How long does it usually take until my data export is ready?",
+])
+def test_an_english_question_alone_with_its_own_subject_is_answered(message):
+    """Found by issue 27's fourth held-out set: these were asked back for context."""
+    assert resolve(Conversation.single(message)).how == How.SINGLE
+
+
+@pytest.mark.parametrize("message", ["Is the same true for Canada?", "what do they cost?", "Does Plus waive that?"])
+def test_an_english_pronoun_alone_with_nothing_of_its_own_is_to_be_clarified(message):
+    assert resolve(Conversation.single(message)).how == How.CLARIFY
