@@ -92,7 +92,7 @@ def standin_model(interval_ms: float, tokens: int):
                             cwd=ROOT, stdout=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_http(port, "/health", 30)
-        yield port
+        yield port, proc
     finally:
         proc.terminate()
         proc.wait(10)
@@ -158,7 +158,7 @@ def wait_quiet(proc: subprocess.Popen, timeout_s: float = 240.0) -> None:
 
 
 def cpu_s(proc: subprocess.Popen) -> float:
-    """CPU seconds (user and system) the web processes (gunicorn's master and workers) have used."""
+    """CPU seconds (user and system) a process and its children have used (the web server: gunicorn's master and workers)."""
     try:
         root = psutil.Process(proc.pid)
         return sum(sum(p.cpu_times()[:2]) for p in [root, *root.children(recursive=True)])
@@ -275,11 +275,13 @@ def run_step(port: int, url: str, hit_url: str, n: int, args, proc) -> dict:
     rss: list = []
     idle_mb = rss_mb(proc)
     begin, cpu_before, load_before = time.time(), cpu_s(proc), os.getloadavg()[0]
+    others_before = cpu_s(args.standin), sum(os.times()[:2])
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:  # the web server's loop, too
         step = runner.run(stream_step(port, url, n, args.ramp_in_s, deadline_s, proc, rss))
     if not n:  # the floor: the exact hits alone, as long as a step's hits run
         time.sleep(max(0.0, stop_at - time.time()))
     web_cpu_s = cpu_s(proc) - cpu_before
+    standin_cpu_s, client_cpu_s = cpu_s(args.standin) - others_before[0], sum(os.times()[:2]) - others_before[1]
     samples = [s for pipe in pipes for s in pipe.recv()]
     for p in hitters:
         p.join(10)
@@ -300,8 +302,11 @@ def run_step(port: int, url: str, hit_url: str, n: int, args, proc) -> dict:
         args.hit_cpu_ms = web_cpu_s * 1000 / max(1, len(samples))
     # the web CPU of the streams: the step's, less what its exact hits cost at the floor
     stream_cpu_s = max(0.0, web_cpu_s - len(samples) * getattr(args, "hit_cpu_ms", 0.0) / 1000)
+    # per second of an open stream: the figure least moved by other work on the machine
     step.update(hit_cpu_ms=getattr(args, "hit_cpu_ms", float("nan")),
-                web_cpu_ms_per_stream=stream_cpu_s * 1000 / n if n else float("nan"))
+                web_cpu_ms_per_stream=stream_cpu_s * 1000 / n if n else float("nan"),
+                web_cpu_ms_per_stream_s=stream_cpu_s * 1000 / n / stream_s if n else float("nan"),
+                standin_cpu_s=standin_cpu_s, client_cpu_s=client_cpu_s)
     step["errors"] = (n - ok) + hit_errors
     # held: all n open at once (a server that queues streams behind busy threads finishes them
     # one batch after another), none failed, and the exact hits within the p99
@@ -310,7 +315,9 @@ def run_step(port: int, url: str, hit_url: str, n: int, args, proc) -> dict:
           f"p50={step['exact'].get('p50', float('nan')):.1f} ms p99={step['exact'].get('p99', float('nan')):.1f} ms "
           f"({len(ms)} hits, {hit_errors} failed); web RSS {idle_mb:.0f} -> {peak_mb:.0f} MB "
           f"({step['mb_per_stream']:.3f} MB/stream); web CPU {web_cpu_s:.1f} s "
-          f"({step['hit_cpu_ms']:.2f} ms an exact hit, {step['web_cpu_ms_per_stream']:.1f} ms a stream); load average {load_before:.1f} -> "
+          f"({step['hit_cpu_ms']:.2f} ms an exact hit, {step['web_cpu_ms_per_stream']:.1f} ms a stream, "
+          f"{step['web_cpu_ms_per_stream_s']:.2f} ms a stream-second); stand-in model CPU {standin_cpu_s:.1f} s, "
+          f"stream reader CPU {client_cpu_s:.1f} s; load average {load_before:.1f} -> "
           f"{step['load_avg'][1]:.1f} -> {'held' if step['held'] else 'NOT held'}", flush=True)
     return step
 
@@ -371,7 +378,7 @@ def main(argv=None) -> int:
         chunk = Chunk.objects.filter(article=hours, is_current=True, text__contains="Monday to Friday").first()
         passage = Passage(1, chunk.pk, hours.external_id, hours.title, hours.url, hours.version, chunk.text, 1.0)
         scratch.will_embed([HIT_QUESTION, STREAM_QUESTION])
-        with standin_model(args.interval_ms, args.tokens) as model_port:
+        with standin_model(args.interval_ms, args.tokens) as (model_port, args.standin):
             os.environ["VLLM_BASE_URL"] = settings.VLLM_BASE_URL = f"http://{HOST}:{model_port}"
             offered = pipeline.offer_answer(Asker(tenant, "en"), HIT_QUESTION, HIT_ANSWER, [passage],
                                             {passage.chunk_id: hours.pk}, checks=False)

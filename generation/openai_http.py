@@ -1,13 +1,17 @@
-"""The vLLM backend: vLLM's OpenAI-compatible API through the official ``openai`` client.
+"""The vLLM backend: vLLM's OpenAI-compatible API.
 
 The embedded CPU model server speaks the same protocol, so the embedded backend
 is this client pointed at it (see ``embedded.py``).
 
-The client does the transport: requests, typed responses with ``usage``, timeouts,
-and retries of connection errors, timeouts, 408/409/429 and 5xx with exponential
-backoff (``Retry-After`` honoured). A stream's events are read here, off the
-response's bytes (``_EventData``): the client's typed chunk models cost about
-300 µs of CPU a chunk, which at a thousand open streams was the whole event loop.
+Two transports, one policy. The sync calls (``complete``, ``stream``: the WSGI server, the
+Celery workers, the commands) go through the official ``openai`` client: requests, typed
+responses with ``usage``, timeouts, and retries of connection errors, timeouts, 408/409/429 and
+5xx with exponential backoff (``Retry-After`` honoured). The async stream (``astream``: every
+streamed answer under the async server) goes through ``http_stream``, a lean HTTP/1.1 client of
+kept-alive connections, with the same retries done here (``_aopen``): at a thousand open streams
+the client's request building and httpx's per-read work were about a third of a web worker. Either
+way a stream's events are read here, off the response's bytes (``_EventData``): the client's typed
+chunk models cost about 300 µs of CPU a chunk.
 What stays here is this backend's own policy:
 
 - the backoff base is ``GENERATION_RETRY_BACKOFF_S`` (at least a 429's
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
+import email.utils
 import hashlib
 import logging
 import json
@@ -40,6 +44,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 import httpx2
 import openai
@@ -48,6 +53,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from core import metrics
+from generation import http_stream
 from generation.base import ChatRequest, GenerationBackend, GenerationError, GenerationResult
 
 logger = logging.getLogger(__name__)
@@ -109,20 +115,49 @@ class _NoTimeLeft(Exception):
     pass
 
 
-# The async client's calls are coroutines sharing one thread: their deadline is a context variable.
-_async_call: contextvars.ContextVar[tuple[float, str]] = contextvars.ContextVar("generation_call",
-                                                                              default=(float("inf"), "model"))
+def _backoff_s(base_s: float, attempt: int, retry_after: float | None) -> float:
+    """The wait before retry ``attempt``: ``base_s * 2**(attempt-1)`` with jitter (from half of it to
+    all of it), at least a 429's ``Retry-After``."""
+    delay = base_s * (2 ** (attempt - 1))
+    delay = delay / 2 + random.uniform(0, delay / 2)
+    if retry_after is not None and 0 < retry_after < float("inf"):
+        delay = max(delay, retry_after)
+    return delay
+
+
+def _retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """A ``Retry-After-Ms`` or ``Retry-After`` header (seconds or an HTTP date) in seconds."""
+    try:
+        if "retry-after-ms" in headers:
+            return float(headers["retry-after-ms"]) / 1000
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            return (email.utils.parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def _body_detail(text: bytes) -> str:
+    """What an error answer's body says: its ``error.message`` when it is the API's JSON, else its start."""
+    try:
+        body = json.loads(text)
+        error = body.get("error", body) if isinstance(body, dict) else None
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:500]
+    except ValueError:
+        pass
+    return text[:500].decode("utf-8", "replace").strip()
 
 
 def _retry_delay(client, remaining_retries, options, response_headers, deadline: float, backend: str) -> float:
     """``backoff_s * 2**n`` with jitter, at least a 429's ``Retry-After``, never past ``deadline``."""
     max_retries = options.get_max_retries(client.max_retries)
     attempt = max_retries - remaining_retries + 1
-    delay = client.backoff_s * (2 ** (attempt - 1))
-    delay = delay / 2 + random.uniform(0, delay / 2)
-    retry_after = client._parse_retry_after_header(response_headers)
-    if retry_after is not None and 0 < retry_after < float("inf"):
-        delay = max(delay, retry_after)
+    delay = _backoff_s(client.backoff_s, attempt, client._parse_retry_after_header(response_headers))
     failed = sys.exc_info()[1]  # called while handling the failed attempt
     if time.monotonic() + delay >= deadline:
         raise _NoTimeLeft(f"no time left to retry after attempt {attempt}")
@@ -148,18 +183,6 @@ class _Client(openai.OpenAI):
                             getattr(self.call, "deadline", float("inf")), getattr(self.call, "backend", "model"))
 
 
-class _AsyncClient(openai.AsyncOpenAI):
-    """The async openai client with the same retry delay, its deadline per call (``_async_call``)."""
-
-    def __init__(self, *, backoff_s: float, backend_url: str, **kwargs):
-        super().__init__(**kwargs)
-        self.backoff_s = backoff_s
-        self.backend_url = backend_url
-
-    def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None) -> float:
-        return _retry_delay(self, remaining_retries, options, response_headers, *_async_call.get())
-
-
 class OpenAIHTTPBackend(GenerationBackend):
     """A client of one OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM, or a router in front of many)."""
 
@@ -167,7 +190,8 @@ class OpenAIHTTPBackend(GenerationBackend):
 
     def __init__(self, *, base_url: str, model_id: str, model_revision: str, api_key: str = "",
                  connect_timeout_s: float = 2.0, timeout_s: float = 120.0, max_retries: int = 2,
-                 retry_backoff_s: float = 0.25, breaker_failures: int = 5, breaker_reset_s: float = 30.0):
+                 retry_backoff_s: float = 0.25, breaker_failures: int = 5, breaker_reset_s: float = 30.0,
+                 keepalive_max: int = 256, keepalive_idle_s: float = 4.0):
         self.base_url = normalize_base_url(base_url)
         self.model_id = model_id
         self.model_revision = model_revision
@@ -185,21 +209,10 @@ class OpenAIHTTPBackend(GenerationBackend):
             backoff_s=max(0.0, retry_backoff_s), backend_url=self.base_url,
         )
         self.retry_backoff_s = max(0.0, retry_backoff_s)
-        self._async: tuple[asyncio.AbstractEventLoop, _AsyncClient] | None = None
-
-    def _async_client(self) -> _AsyncClient:
-        """The async client of the running event loop (its connections belong to that loop): one a
-        process under the async server, a new one for a test's new loop."""
-        loop = asyncio.get_running_loop()
-        held = self._async
-        if held is None or held[0] is not loop:
-            client = httpx2.AsyncClient(follow_redirects=False,
-                                        limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64))
-            held = self._async = (loop, _AsyncClient(
-                base_url=self.base_url + "/v1", api_key=self.api_key or "none", max_retries=self.max_retries,
-                timeout=httpx2.Timeout(self.timeout_s, connect=self.connect_timeout_s), http_client=client,
-                backoff_s=self.retry_backoff_s, backend_url=self.base_url))
-        return held[1]
+        self.keepalive_max, self.keepalive_idle_s = keepalive_max, keepalive_idle_s
+        url = urlsplit(self.base_url)
+        self._host, self._path = url.netloc.rsplit("@", 1)[-1], url.path.rstrip("/")
+        self._async: tuple[asyncio.AbstractEventLoop, http_stream.ConnectionPool] | None = None
 
     @classmethod
     def from_settings(cls) -> OpenAIHTTPBackend:
@@ -246,25 +259,44 @@ class OpenAIHTTPBackend(GenerationBackend):
 
     async def astream(self, request: ChatRequest) -> AsyncIterator[str | GenerationResult]:
         """``stream`` on the event loop: the same deltas, result, errors, retries and breaker, over
-        the async client, so a waiting stream holds a coroutine, not a thread. Closing the iterator
-        (``aclose``) or cancelling its task (the customer left) closes the HTTP stream at once, which
-        is what stops vLLM (or the embedded server) generating."""
+        the lean HTTP client (``http_stream``), so a waiting stream holds a coroutine, not a thread.
+        Closing the iterator (``aclose``) or cancelling its task (the customer left) aborts the
+        connection at once, which is what stops vLLM (or the embedded server) generating."""
         started = time.monotonic()
         deadline = started + self.timeout_s
         outcome = "interrupted"
+        head, body = self._stream_request(request)
         try:
             with self.breaker.calling():
                 attempt = 0
                 while True:
                     state = _StreamState()  # nothing was yielded yet, so a retry starts from scratch
+                    conn = await self._aopen(head, body, deadline)
                     try:
-                        async with contextlib.aclosing(self._astream_once(request, deadline, state, started)) as deltas:
-                            async for delta in deltas:
-                                yield delta
+                        events = _EventData()
+                        while True:
+                            try:
+                                raw = await conn.read()
+                            except http_stream.Timeout as exc:
+                                raise GenerationError("timeout", f"no complete answer within {self.timeout_s:.0f}s") from exc
+                            except OSError as exc:  # the connection failed mid-stream
+                                if state.yielded:
+                                    raise GenerationError("interrupted", f"stream broke off: {exc}") from exc
+                                raise _BrokeOffEarly(str(exc)) from exc
+                            if not raw:
+                                break
+                            with _event_errors(state):  # an error event raises after the deltas before it
+                                for chunk in events.feed(raw):
+                                    delta = state.take(chunk, deadline, self.timeout_s, started)
+                                    if delta:
+                                        yield delta
+                        state.check_ended()
                         break
                     except _BrokeOffEarly as exc:
                         attempt += 1
                         self._retry_or_give_up(exc, attempt, deadline)
+                    finally:
+                        conn.close()  # kept alive when read to its end, else aborted at once
             outcome = "ok"
             yield state.result(self.model_id, started)
         except pybreaker.CircuitBreakerError as exc:
@@ -279,42 +311,75 @@ class OpenAIHTTPBackend(GenerationBackend):
         finally:
             self._count(outcome)
 
-    async def _astream_once(self, request: ChatRequest, deadline: float, state: _StreamState,
-                            started: float) -> AsyncIterator[str]:
-        stream = await self._acreate(request, deadline=deadline)
-        try:
-            with _stream_errors(state, stream.response.request):
-                _expect_event_stream(stream)
-                events = _EventData()
-                async for raw in stream.response.aiter_bytes():
-                    for chunk in events.feed(raw):
-                        delta = state.take(chunk, deadline, self.timeout_s, started)
-                        if delta:
-                            yield delta
-        finally:
-            # shielded: a cancelled caller (the customer left) must still close the connection,
-            # or the model server would write on into a socket nobody reads
-            await asyncio.shield(stream.close())
-        state.check_ended()
+    def _pool(self) -> http_stream.ConnectionPool:
+        """The kept-alive connections of the running event loop (a connection belongs to its loop):
+        one pool a process under the async server, a new one for a test's new loop."""
+        loop = asyncio.get_running_loop()
+        held = self._async
+        if held is None or held[0] is not loop:
+            held = self._async = (loop, http_stream.ConnectionPool(
+                self.base_url, keepalive_max=self.keepalive_max, keepalive_idle_s=self.keepalive_idle_s))
+        return held[1]
 
-    async def _acreate(self, request: ChatRequest, *, deadline: float):
-        """``_create`` of a stream on the async client."""
-        body = dict(request.params)
+    def _stream_request(self, request: ChatRequest) -> tuple[bytes, bytes]:
+        """The streamed chat completion's request (head, body), as the openai client would send it:
+        the backend's model, the messages, the generation parameters and the tenant's cache salt in
+        the body; the key and the affinity header in the head."""
+        payload = {"model": self.model_id, "messages": request.messages, "stream": True,
+                   "stream_options": {"include_usage": True}, **request.params}
+        lines = [f"POST {self._path}/v1/chat/completions HTTP/1.1", f"Host: {self._host}",
+                 "Content-Type: application/json", "Accept: text/event-stream", "User-Agent: ask-supportbot",
+                 f"Authorization: Bearer {self.api_key or 'none'}"]
         if request.cache_salt:
-            body["cache_salt"] = request.cache_salt
-        headers = {AFFINITY_HEADER: affinity_key(request.cache_salt)} if request.cache_salt else {}
-        token = _async_call.set((deadline, self.name))
-        try:
-            return await self._async_client().chat.completions.create(
-                model=self.model_id, messages=request.messages, stream=True, extra_body=body, extra_headers=headers,
-                timeout=self._timeout(deadline), stream_options={"include_usage": True})
-        except _NoTimeLeft as exc:
-            reason, detail, status = _transport_failure(exc.__context__)
-            raise GenerationError(reason, f"{detail} ({exc})", status=status) from exc
-        except (openai.APIError, ValueError) as exc:
-            raise _as_generation_error(exc) from exc
-        finally:
-            _async_call.reset(token)
+            payload["cache_salt"] = request.cache_salt
+            lines.append(f"{AFFINITY_HEADER}: {affinity_key(request.cache_salt)}")
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        lines.append(f"Content-Length: {len(body)}")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        return head, body
+
+    async def _aopen(self, head: bytes, body: bytes, deadline: float) -> http_stream.Connection:
+        """Send the request until an event stream answers: connection failures, 408/409/429 and 5xx
+        tried again (``max_retries``, the backoff, never past ``deadline``), other answers raised."""
+        pool = self._pool()
+        attempt = 0
+        while True:
+            attempt += 1
+            status = retry_after = None
+            try:
+                conn = await pool.request(head, body, deadline=deadline, connect_timeout_s=self.connect_timeout_s)
+            except http_stream.Timeout as exc:
+                raise GenerationError("timeout", f"no answer within {self.timeout_s:.0f}s") from exc
+            except OSError as exc:  # refused, unreachable, the connect timed out, closed before answering
+                reason, detail = "unavailable", f"{type(exc).__name__}: {exc}"
+            else:
+                status = conn.status
+                if status == 200:
+                    content_type = conn.headers.get("content-type", "")
+                    if "text/event-stream" not in content_type:
+                        conn.close()
+                        raise GenerationError("bad_response", f"expected an event stream, got {content_type or 'nothing'}")
+                    return conn
+                retry_after = _retry_after_s(conn.headers)
+                try:
+                    text = await conn.read_body()
+                except (OSError, http_stream.Timeout):
+                    text = b""
+                finally:
+                    conn.close()  # its headers go with it when it is kept for the next request
+                detail = f"HTTP {status}: {_body_detail(text) or 'no detail'}"
+                if status not in (408, 409, 429) and status < 500:
+                    raise GenerationError("client_error" if status >= 400 else "bad_response", detail, status=status)
+                reason = "unavailable" if status == 429 or status >= 500 else "client_error"
+            if attempt > self.max_retries:
+                raise GenerationError(reason, detail, status=status)
+            delay = _backoff_s(self.retry_backoff_s, attempt, retry_after)
+            if time.monotonic() + delay >= deadline:
+                raise GenerationError(reason, f"{detail} (no time left to retry after attempt {attempt})", status=status)
+            metrics.MODEL_RETRIES.labels(self.name).inc()
+            logger.warning("generation attempt %d/%d to %s failed (%s); retrying in %.2fs", attempt,
+                           self.max_retries + 1, self.base_url, detail, delay)
+            await asyncio.sleep(delay)
 
     # ------------------------------------------------------------------ internals
 
@@ -475,6 +540,19 @@ def _stream_errors(state: _StreamState, request: httpx2.Request):
         raise GenerationError("interrupted" if state.yielded else "bad_response",
                               f"server error in stream: {exc}") from exc
     except ValueError as exc:  # a data line that is not JSON
+        raise GenerationError("interrupted" if state.yielded else "bad_response",
+                              f"invalid JSON in stream: {exc}") from exc
+
+
+@contextlib.contextmanager
+def _event_errors(state: _StreamState):
+    """What reading a stream's events may raise (an error event, a data line that is not JSON)."""
+    try:
+        yield
+    except _ErrorEvent as exc:
+        raise GenerationError("interrupted" if state.yielded else "bad_response",
+                              f"server error in stream: {exc}") from exc
+    except ValueError as exc:
         raise GenerationError("interrupted" if state.yielded else "bad_response",
                               f"invalid JSON in stream: {exc}") from exc
 
@@ -642,4 +720,6 @@ def timeouts_from_settings() -> dict:
         retry_backoff_s=settings.GENERATION_RETRY_BACKOFF_S,
         breaker_failures=settings.GENERATION_BREAKER_FAILURES,
         breaker_reset_s=settings.GENERATION_BREAKER_RESET_S,
+        keepalive_max=settings.GENERATION_KEEPALIVE_CONNECTIONS,
+        keepalive_idle_s=settings.GENERATION_KEEPALIVE_IDLE_S,
     )

@@ -592,11 +592,11 @@ async def answer_fresh_async(state: AskState, deadline: float) -> AsyncIterator[
         return
     writing = _Writing(state)
     try:
-        async with contextlib.aclosing(get_answerer().astream(request)) as items:
+        async with contextlib.aclosing(get_answerer().astream(request)) as items, \
+                serving.StreamDeadline(deadline) as limit:
             while True:
                 try:
-                    async with asyncio.timeout_at(deadline):
-                        item = await anext(items)
+                    item = await limit.next(items)
                 except StopAsyncIteration:
                     break
                 except TimeoutError:

@@ -229,6 +229,10 @@ GENERATION_MAX_RETRIES = env.int("GENERATION_MAX_RETRIES", default=2)
 GENERATION_RETRY_BACKOFF_S = env.float("GENERATION_RETRY_BACKOFF_S", default=0.25)
 GENERATION_BREAKER_FAILURES = env.int("GENERATION_BREAKER_FAILURES", default=5)
 GENERATION_BREAKER_RESET_S = env.float("GENERATION_BREAKER_RESET_S", default=30.0)
+# Idle connections to the model server a web process keeps open for the next stream (the async client).
+GENERATION_KEEPALIVE_CONNECTIONS = env.int("GENERATION_KEEPALIVE_CONNECTIONS", default=256)
+# How long a kept connection may idle before it is dropped: below the model server's keep-alive (vLLM's 5 s).
+GENERATION_KEEPALIVE_IDLE_S = env.float("GENERATION_KEEPALIVE_IDLE_S", default=4.0)
 # Who writes the answer: "extractive" quotes the help centre's sentences (no model), "model" generates
 # one; empty = "model" when VLLM_BASE_URL is set, else "extractive" (supportbot/answerers/).
 ASK_ANSWERER = env.str("ASK_ANSWERER", default="")

@@ -90,7 +90,7 @@ class ScriptedServer:
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
-                scripted.requests.append({"path": self.path, "headers": dict(self.headers),
+                scripted.requests.append({"path": self.path, "headers": dict(self.headers), "peer": self.client_address,
                                           "body": json.loads(self.rfile.read(length))})
                 status, headers, body = scripted.responses.pop(0) if scripted.responses else (500, {}, b"no script")
                 self.send_response(status)

@@ -291,3 +291,136 @@ def test_event_data_is_read_across_any_split_of_the_bytes():
         events = _EventData()
         parsed = [e for start in range(0, len(body), size) for e in events.feed(body[start:start + size])]
         assert parsed == [{"a": 1}, {"b": 2}, {"c": 3}] and events.done, size
+
+
+# --------------------------------------------------------------------------- the async stream (http_stream)
+
+def astream_items(backend, request=REQUEST, times=1) -> list:
+    """``times`` async streams of ``request`` read to their end on one event loop (one connection pool)."""
+    import asyncio
+
+    async def read():
+        return [[item async for item in backend.astream(request)] for _ in range(times)]
+
+    runs = asyncio.run(read())
+    return runs[0] if times == 1 else runs
+
+
+def test_the_async_stream_sends_what_the_openai_client_sends(scripted):
+    server = scripted([(200, SSE, FULL_STREAM)])
+    astream_items(backend_for(server))
+    sent = server.requests[0]
+    assert sent["path"] == "/v1/chat/completions"
+    assert sent["body"] == {"model": "served-model", "messages": REQUEST.messages, "stream": True,
+                            "stream_options": {"include_usage": True}, "max_tokens": 8, "temperature": 0.0,
+                            "seed": 7, "cache_salt": "salt-acme"}
+    headers = {k.lower(): v for k, v in sent["headers"].items()}
+    assert headers["authorization"] == "Bearer k3y"
+    assert headers[AFFINITY_HEADER.lower()] == affinity_key("salt-acme")
+
+
+def test_the_async_stream_keeps_its_connection_alive_between_streams(scripted):
+    server = scripted([(200, SSE, FULL_STREAM), (200, SSE, FULL_STREAM), (200, SSE, FULL_STREAM)])
+    runs = astream_items(backend_for(server), times=3)
+    assert all(run[-1].text == "Hello" for run in runs)
+    assert len({r["peer"] for r in server.requests}) == 1  # one connection for the three
+
+
+def test_the_async_stream_retries_5xx_and_honours_retry_after(scripted):
+    server = scripted([(503, JSON, b'{"error": {"message": "overloaded"}}'),
+                       (429, {"Retry-After": "0.3", **JSON}, b'{"error": {"message": "slow down"}}'),
+                       (200, SSE, FULL_STREAM)])
+    started = time.monotonic()
+    items = astream_items(backend_for(server))
+    assert items[-1].text == "Hello" and len(server.requests) == 3
+    assert time.monotonic() - started >= 0.3
+
+
+def test_the_async_stream_gives_up_after_the_retries_and_never_retries_4xx(scripted):
+    server = scripted([(500, {}, b"boom")] * 3 + [(422, JSON, b'{"error": {"message": "nope"}}'), (200, SSE, FULL_STREAM)])
+    backend = backend_for(server, max_retries=2)
+    with pytest.raises(GenerationError) as err:
+        astream_items(backend)
+    assert err.value.reason == "unavailable" and err.value.status == 500 and len(server.requests) == 3
+    with pytest.raises(GenerationError) as err:
+        astream_items(backend)
+    assert err.value.reason == "client_error" and err.value.status == 422 and "nope" in str(err.value)
+    assert len(server.requests) == 4
+
+
+def test_the_async_stream_starts_no_retry_past_the_deadline(scripted):
+    server = scripted([(429, {"Retry-After": "5", **JSON}, b'{"error": {"message": "slow down"}}'),
+                       (200, SSE, FULL_STREAM)])
+    started = time.monotonic()
+    with pytest.raises(GenerationError) as err:
+        astream_items(backend_for(server, timeout_s=1.0))
+    assert err.value.reason == "unavailable" and err.value.status == 429
+    assert time.monotonic() - started < 1.0 and len(server.requests) == 1
+
+
+def test_the_async_stream_reports_a_refused_connection_as_unavailable():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens on it once closed
+    backend = OpenAIHTTPBackend(base_url=f"http://127.0.0.1:{port}", model_id="m", model_revision="r",
+                                max_retries=1, retry_backoff_s=0.01)
+    with pytest.raises(GenerationError) as err:
+        astream_items(backend)
+    assert err.value.reason == "unavailable" and "connect" in str(err.value)
+
+
+def test_the_async_stream_fails_as_the_sync_one_does(scripted):
+    error = {"error": {"message": "the engine died", "code": 500}}
+    server = scripted([(200, JSON, COMPLETION),  # not an event stream
+                       (200, SSE, sse(b"{not json")),
+                       (200, SSE, sse(chunk(""))), (503, {}, b"busy"), (200, SSE, FULL_STREAM),  # cut before text
+                       (200, SSE, sse(chunk("Hel"), error))])
+    backend = backend_for(server)
+    for reason in ("bad_response", "bad_response"):
+        with pytest.raises(GenerationError) as err:
+            astream_items(backend)
+        assert err.value.reason == reason
+    assert astream_items(backend)[-1].text == "Hello"  # retried from scratch
+    assert len(server.requests) == 5
+    with pytest.raises(GenerationError) as err:
+        astream_items(backend)
+    assert err.value.reason == "interrupted" and "the engine died" in str(err.value)
+
+
+def test_a_cancelled_async_stream_closes_its_connection_at_once():
+    """The customer left: the reader's task is cancelled mid-stream, the socket is closed, and the
+    stand-in model server (which stops generating for a client gone, as vLLM does) generates no more."""
+    import asyncio
+
+    from modelserver.standin import StandInModel
+
+    model = StandInModel(interval_s=0.05, tokens=200)
+    port = model.start_in_thread()
+    try:
+        backend = OpenAIHTTPBackend(base_url=f"http://127.0.0.1:{port}", model_id="standin-model",
+                                    model_revision="r")
+
+        async def read_three():
+            deltas = []
+            async def reader():
+                async for item in backend.astream(REQUEST):
+                    deltas.append(item)
+            task = asyncio.create_task(reader())
+            while len(deltas) < 3:
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(read_three())
+        deadline = time.monotonic() + 5
+        while model.streams[0].client_gone is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert model.streams[0].client_gone is not None
+        assert model.tokens_after_disconnect(slack_s=0.06) == 0
+        assert len(model.streams[0].token_times) < 10
+    finally:
+        model.stop()
