@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import re
 
-from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit,
+from caching.answer_checks.asked import (CHECKED_FAMILIES, CURRENCY_COUNTRY, EURO_COUNTRIES, FACT_KINDS, all_cases_in,
+                                         asked, case_fit,
                                          duration_of_another_thing, focus_terms, foreign_plan, instruction_verb,
                                          kinds_in, same_event, special_fit, specific_terms)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
-from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, number
+from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, number, quantities
 from caching.answer_checks.text import CITATION_MARKER, sentences_of, terms
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
@@ -94,6 +95,20 @@ def figures(kind: str, text: str) -> set:
     return out
 
 
+def _countries_of(currency: str) -> frozenset:
+    return EURO_COUNTRIES if currency == "eur" else frozenset({CURRENCY_COUNTRY.get(currency, "")})
+
+
+def _other_currencies_beside(line: str, country: str) -> bool:
+    """Whether a line gives amounts in the asked country's currency and in another country's, with no country
+    named in words ("$49 per year (CA$65 in Canada, £42 in the UK)" labels each; "$5.95, CA$7.95, £4.95" does not)."""
+    if country in all_cases_in(line).get("country", ()):
+        return False
+    currencies = {currency for currency, _ in quantities(line)[2]}
+    return (len(currencies) > 1 and any(country in _countries_of(c) for c in currencies)
+            and any(country not in _countries_of(c) for c in currencies))
+
+
 class CompletenessCheck(AnswerCheck):
     code = "incomplete"
 
@@ -134,6 +149,10 @@ class CompletenessCheck(AnswerCheck):
                              for h, t in stating):  # in its words or others for the same event (delivery, shipping)
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states one, but not of "
                                       f"{', '.join(sorted(about))}")
+        country = wanted.cases.get("country") if wanted.kind == "amount" else None
+        mixed = next((t for _, t in stating if country and _other_currencies_beside(t, country)), None)
+        if mixed:  # "$5.95 (CA$7.95, £4.95 or €5.95)" for Canada: every country's fee in one breath
+            return Refusal("mixed_cases", f"other countries' amounts stand beside {country}'s: {mixed[:80]!r}")
         if not cases:
             return None
         money = wanted.kind == "amount"
@@ -144,6 +163,7 @@ class CompletenessCheck(AnswerCheck):
         if right and unlabelled:
             return Refusal("mixed_cases", f"another case's figure stands unlabelled beside the answer: "
                                           f"{unlabelled[0][:80]!r}")
+
         if right:
             return None
         for_ = " and ".join(cases.values())

@@ -68,6 +68,10 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
     # the right figure, and another country's standing unlabelled beside it
     (UK, "United Kingdom:\n• Standard (4–7 business days): £5.95, free on orders over £70\n"
          "• Standard (5–8 business days): CA$9.95, free on orders over CA$100 [1]", SHIPPING, "mixed_cases"),
+    # every country's fee in one sentence, for one country's (the lead's held-out set: served from the cache)
+    ("How much is the return label fee in Canada?",
+     "The return label fee ($5.95, CA$7.95, £4.95 or €5.95) is deducted unless you are a Plus member or the item "
+     "was faulty. [1]", "acme/en/refunds.md", "mixed_cases"),
     # a German answer quoting the neighbouring article's figure (Plus, not shipping)
     ("Was kostet der Standardversand nach Deutschland?", "Bestellungen nach Deutschland werden in Leipzig verpackt. [1]",
      "acme/de/shipping-times-and-costs.md", "incomplete"),
