@@ -165,6 +165,11 @@ def cases_in(text: str) -> dict[str, str]:
     return out
 
 
+def currency_countries(currency: str) -> frozenset[str]:
+    """The countries whose amounts a currency labels ("eur": Germany and Austria); empty for an unknown one."""
+    return EURO_COUNTRIES if currency == "eur" else frozenset(filter(None, {CURRENCY_COUNTRY.get(currency, "")}))
+
+
 def all_cases_in(text: str, *, with_currency: bool = False) -> dict[str, set[str]]:
     """Every case of each family a text names; with ``with_currency`` an amount's currency names its country."""
     out: dict[str, set[str]] = {}
@@ -176,8 +181,7 @@ def all_cases_in(text: str, *, with_currency: bool = False) -> dict[str, set[str
         _, _, amounts = quantities(text)
         countries = set()
         for currency, _ in amounts:
-            countries |= EURO_COUNTRIES if currency == "eur" else {CURRENCY_COUNTRY.get(currency, "")}
-        countries.discard("")
+            countries |= currency_countries(currency)
         if countries:
             out.setdefault("country", set()).update(countries)
     return out

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import re
 
-from caching.answer_checks.asked import (CHECKED_FAMILIES, CURRENCY_COUNTRY, EURO_COUNTRIES, FACT_KINDS, all_cases_in,
-                                         asked, case_fit,
+from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit, currency_countries,
                                          duration_of_another_thing, focus_terms, foreign_plan, instruction_verb,
                                          kinds_in, same_event, special_fit, specific_terms)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
@@ -95,18 +94,14 @@ def figures(kind: str, text: str) -> set:
     return out
 
 
-def _countries_of(currency: str) -> frozenset:
-    return EURO_COUNTRIES if currency == "eur" else frozenset({CURRENCY_COUNTRY.get(currency, "")})
-
-
 def _other_currencies_beside(line: str, country: str) -> bool:
     """Whether a line gives amounts in the asked country's currency and in another country's, with no country
     named in words ("$49 per year (CA$65 in Canada, £42 in the UK)" labels each; "$5.95, CA$7.95, £4.95" does not)."""
     if country in all_cases_in(line).get("country", ()):
         return False
     currencies = {currency for currency, _ in quantities(line)[2]}
-    return (len(currencies) > 1 and any(country in _countries_of(c) for c in currencies)
-            and any(country not in _countries_of(c) for c in currencies))
+    return (len(currencies) > 1 and any(country in currency_countries(c) for c in currencies)
+            and any(country not in currency_countries(c) for c in currencies))
 
 
 class CompletenessCheck(AnswerCheck):
@@ -163,7 +158,6 @@ class CompletenessCheck(AnswerCheck):
         if right and unlabelled:
             return Refusal("mixed_cases", f"another case's figure stands unlabelled beside the answer: "
                                           f"{unlabelled[0][:80]!r}")
-
         if right:
             return None
         for_ = " and ".join(cases.values())
