@@ -197,7 +197,7 @@ _THING_ATTRIBUTES = _ATTRIBUTES | {"deposit", "deposits", "warranty", "guarantee
 # ... of which these are what is done, not what a thing has: "how do I change my password?" names its
 # subject (the password); "do you charge a cancellation fee?" asks a fee of whatever the chat is about.
 _ATTRIBUTE_VERBS = {"cancel", "change", "apply", "pay", "take", "need"}
-_VERB_OBJECT = re.compile(r"\b(?:cancel|change|apply|pay|take|need)\s+(?:my|our|the|your|a|an)\s+(?P<thing>\w+)")
+_VERB_OBJECT = re.compile(rf"\b(?:{'|'.join(sorted(_ATTRIBUTE_VERBS))})\s+(?:my|our|the|your|a|an)\s+(?P<thing>\w+)")
 # A bare question word is about whatever came before.
 _BARE_EN = {"why", "how", "when", "where", "who", "which", "what", "how much", "how long", "how come", "really",
             "how many", "which one", "what else", "and", "and then", "anything else", "so", "then what"}
@@ -391,10 +391,13 @@ _DUMMY_ES_DE = re.compile(r"\bes\s*,?\s*(?:bis|dass|wenn|ob)\b|\bgeht\s+es\b|\bs
 _POINT_AT_OWN_NOUN_DE = {"das", "dies", "es", "er", "sie", "ihn", "ihm", "diese", "dieser", "dieses", "diesen", "diesem"}
 
 
+# The shop addressed politely, capitalised anywhere in a sentence ("Gibt es bei Ihnen Rabatt?").
+_POLITE_DE = {"sie", "ihnen", "ihr", "ihre", "ihren", "ihrem", "ihrer"}
+
+
 def _own_noun_before(original: list[str], i: int) -> bool:
     """A German noun (capitalised, not the first word, not the polite address) before word ``i``."""
-    return any(w[:1].isupper() and w.casefold() not in ("sie", "ihnen", "ihr", "ihre", "ihren", "ihrem", "ihrer")
-               for w in original[1:i])
+    return any(w[:1].isupper() and w.casefold() not in _POLITE_DE for w in original[1:i])
 
 
 def _points_back_de(words: list[str], original: list[str], text: str = "", alone: bool = False) -> str:
@@ -405,7 +408,7 @@ def _points_back_de(words: list[str], original: list[str], text: str = "", alone
         if alone and w in _POINT_AT_OWN_NOUN_DE and _own_noun_before(original, i):
             continue  # "Die Schuhe passen nicht, kann ich sie zurückgeben?": its own noun, no conversation
         if w in _ANAPHORA_DE:
-            if w in ("sie", "ihnen", "ihr") and original[i][:1].isupper():
+            if w in _POLITE_DE and original[i][:1].isupper():
                 continue  # the polite "Sie", "Ihnen", "Ihr": the shop ("Gibt es bei Ihnen Rabatt?")
             if w == "ihr" and (i == 1 or not after_orig[:1].isupper()):
                 continue  # the informal plural "ihr" addresses the shop ("Liefert ihr auch nach Kanada?", "Habt ihr Gutscheine?")
@@ -1161,14 +1164,12 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
     tent", "the sofa" in the assistant's recap, "I'm not a member") keeps two conversations
     apart; the price is that reworded conversations rarely share. More than
     ``CONVERSATION_TOPIC_WORDS`` is too much to carry: the turn bypasses the shared caches."""
-    have = set(_lower_words(message))
+    have = {_stem(w) for w in _lower_words(message)}
     out: list[str] = []
     side = set() if users_only else _side_turns(history)
-    have = {_stem(w) for w in have}
     for i, turn in enumerate(history):
-        if (users_only and turn.role != "user") or turn.content in skip or _small_talk(turn) or i in side:
-            continue
-        if _chatter_reply(history, i):
+        if ((users_only and turn.role != "user") or turn.content in skip or _small_talk(turn) or i in side
+                or _chatter_reply(history, i)):
             continue
         for w in map(_stem, _topic_words(turn.content)):  # "Sunday" and "Sundays" are one word of the topic
             if w not in have and w not in out:
