@@ -119,37 +119,55 @@ def run_kb(path: Path, answerer: str) -> dict:
     conversation whose last words another one shares meets that one's cached answer). Each answer
     is judged as ``bench.answer_quality`` judges one (``must`` groups present, no ``wrong`` fact:
     the other context's or the other tenant's value)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    counts = ask_rows(rows, answerer, "conversations")
+    counts["conversations"] = len(rows)
+    return counts
+
+
+def ask_rows(rows: list[dict], answerer: str, scratch: str) -> dict:
+    """Ask every row twice through the Ask API in a scratch copy of the demo tenants (all once, then all
+    again). A row has ``tenant``, ``locale`` and ``messages`` or ``question``; with ``must`` it is judged as
+    ``bench.answer_quality`` judges an answer, without it it is a question the help centre does not answer,
+    correct only when handed off (``not_covered``). Counts by verdict, in all and by ask (``1:…``, ``2:…``),
+    and what the caches served: ``wrong_from_cache`` (judged wrong), ``not_correct_from_cache`` (anything but correct)."""
     from django.test import Client, override_settings
 
     from bench.answer_quality import demo_copy, verdict
     from bench.common import scratch_tenants
     from supportbot import pipeline
 
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     counts, client = defaultdict(int), Client()
-    with scratch_tenants("conversations") as scratch, override_settings(ASK_ANSWERER=answerer):
-        tenants = demo_copy(scratch)
+    with scratch_tenants(scratch) as tenants_scratch, override_settings(ASK_ANSWERER=answerer):
+        tenants = demo_copy(tenants_scratch)
         for attempt in (1, 2):
             for row in rows:
+                sent = {"messages": row["messages"]} if "messages" in row else {"question": row["question"]}
                 response = client.post(f"/api/t/{tenants[row['tenant']].slug}/ask",
-                                       data=json.dumps({"messages": row["messages"], "locale": row["locale"]}),
+                                       data=json.dumps({**sent, "locale": row["locale"]}),
                                        content_type="application/json")
                 body = response.json()
                 outcome = SimpleNamespace(status=body.get("status"), answer=body.get("answer") or "")
-                judged = verdict(row, outcome) if response.status_code == 200 else f"http_{response.status_code}"
+                if response.status_code != 200:
+                    judged = f"http_{response.status_code}"
+                elif "must" in row:
+                    judged = verdict(row, outcome)
+                else:
+                    judged = "correct" if outcome.status == "not_covered" else f"answered_{outcome.status}"
                 layer = (body.get("cache") or {}).get("layer", "")
                 cached = layer in ("exact", "semantic")
                 counts["answers"] += 1
                 counts[judged] += 1
+                counts[f"{attempt}:{judged}"] += 1
                 counts["served_from_cache"] += cached
                 counts["wrong_from_cache"] += cached and judged == "wrong"
+                counts["not_correct_from_cache"] += cached and judged != "correct"
                 flag = "" if judged == "correct" else "  <--"
-                print(f"{row['id']:<16} #{attempt} {judged:<11} {layer:<8} {row['messages'][-1]['content'][:50]}{flag}",
-                      flush=True)
+                text = (row.get("messages") or [{"content": row.get("question", "")}])[-1]["content"]
+                print(f"{row['id']:<16} #{attempt} {judged:<11} {layer:<8} {text[:50]}{flag}", flush=True)
                 if judged != "correct" and attempt == 1:
                     print("      " + outcome.answer.replace("\n", " | ")[:240], flush=True)
         pipeline.hit_records.flush()  # a cache hit's record is written in the background: before the tenants go
-    counts["conversations"] = len(rows)
     return dict(counts)
 
 
