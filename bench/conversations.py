@@ -138,7 +138,9 @@ def ask_rows(rows: list[dict], answerer: str, scratch: str) -> dict:
     from supportbot import pipeline
 
     counts, client = defaultdict(int), Client()
-    with scratch_tenants(scratch) as tenants_scratch, override_settings(ASK_ANSWERER=answerer):
+    # one test client asks them all from one address: the per-minute limits would answer the second round
+    unlimited = {"RATELIMIT_CLIENT_REQUESTS": 10**9, "RATELIMIT_TENANT_REQUESTS": 10**9}
+    with scratch_tenants(scratch) as tenants_scratch, override_settings(ASK_ANSWERER=answerer, **unlimited):
         tenants = demo_copy(tenants_scratch)
         for attempt in (1, 2):
             for row in rows:
