@@ -43,8 +43,9 @@ from bench.common import bench_result, ensure_schema, scratch_tenants, setup
 FACT_FILES = ("questions.jsonl", "questions_facts_holdout.jsonl")
 
 
-def refused(tenant, question: str, locale: str) -> tuple[bool, str]:
-    """Whether the pipeline hands the question off before any answer is written, and why."""
+def refused(tenant, question: str, locale: str, keep: dict | None = None) -> tuple[bool, str]:
+    """Whether the pipeline hands the question off before any answer is written, and why; ``keep``, a
+    dict, receives what the model read (its rows and nouns flags) to score another artefact offline."""
     from supportbot import pipeline
 
     state = pipeline.start(pipeline.Asker(tenant, locale), question, streamed=False)
@@ -54,6 +55,16 @@ def refused(tenant, question: str, locale: str) -> tuple[bool, str]:
         return True, "no passage similar enough"
     if state.vector is None:
         state.vector = pipeline.embed_question(state)
+    if keep is not None:
+        from retrieval.embeddings import embed_texts
+        from retrieval.generations import query_embedder
+        from retrieval.services import active_generation_cached
+        from supportbot.answerability.decision import evidence
+
+        embedder = query_embedder(cached=True)
+        _, _, keep["rows"], keep["stated"] = evidence(
+            generation=active_generation_cached(), tenant_id=tenant.pk, locale=locale, question=question,
+            vector=state.vector, passages=state.passages, embed=lambda texts: embed_texts(texts, embedder=embedder))
     if not pipeline.check_answerable(state):
         return True, state.answerability.reason
     return False, state.answerability.reason if state.answerability else "not checked"
@@ -73,6 +84,11 @@ def main() -> int:
     parser.add_argument("--oos", type=int, default=200, help="CLINC150 oos_test queries per tenant and locale")
     parser.add_argument("--split", choices=("holdout", "dev"), default="holdout")
     parser.add_argument("--json", help="write every question's outcome here")
+    parser.add_argument("--keep-features", help="pickle every question's model rows here (to score another "
+                                                "artefact on the same questions with --from-features)")
+    parser.add_argument("--from-features", help="score the questions a --keep-features run pickled with the "
+                                                "current artefact instead of asking them (seconds; same figures "
+                                                "as asking them, the artefact's features being unchanged)")
     args = parser.parse_args()
     setup(private_redis=True)
     ensure_schema()
@@ -84,6 +100,31 @@ def main() -> int:
     held = args.split == "holdout"
     root = demo_dir()
     print(f"answerability model {current_model().version}, thresholds {current_model().thresholds}", flush=True)
+    if args.from_features:
+        rows, seconds = rescore(args.from_features, current_model()), 0.0
+    else:
+        rows, seconds = ask_all(args, held, root)
+    report(args, rows, seconds)
+    return 0
+
+
+def rescore(path: str, model) -> list[dict]:
+    """The rows of a ``--keep-features`` run, each decided again by ``model`` (``model.passing``)."""
+    import pickle
+
+    with open(path, "rb") as f:
+        rows = pickle.load(f)
+    for r in rows:
+        if "rows" in r and len(r["rows"]):
+            ok = model.passing(model.probabilities(r["rows"]), r["stated"], r["locale"])
+            r["refused"], r["reason"] = not any(ok), "rescored"
+    return rows
+
+
+def ask_all(args, held: bool, root) -> tuple[list[dict], float]:
+    from supportbot.answerability import data
+    from bench.answer_quality import demo_copy
+
     with scratch_tenants("answerability") as scratch:
         t = time.perf_counter()
         tenants = demo_copy(scratch)
@@ -99,13 +140,20 @@ def main() -> int:
         rows = []
         t = time.perf_counter()
         for q in questions + oos + facts:
-            no, why = refused(tenants[q.tenant], q.question, q.locale)
+            keep = {} if args.keep_features else None
+            no, why = refused(tenants[q.tenant], q.question, q.locale, keep)
             kind = "oos" if q.source == "clinc150" else ("answerable" if q.answerable else "unanswerable")
             if q.held_out != held:
                 kind = "facts_in_sample"
             rows.append({"tenant": q.tenant, "locale": q.locale, "kind": kind, "class": q.kind, "source": q.source,
-                         "question": q.question, "refused": no, "reason": why})
+                         "question": q.question, "refused": no, "reason": why, **(keep or {})})
         seconds = time.perf_counter() - t
+    return rows, seconds
+
+
+def report(args, rows: list[dict], seconds: float) -> None:
+    from supportbot.answerability.model import current_model
+
     by_scope = defaultdict(list)
     for r in rows:
         by_scope[f"{r['tenant']}/{r['locale']}"].append(r)
@@ -120,6 +168,11 @@ def main() -> int:
         if r["kind"] == "unanswerable":
             classes[r["class"]].append(r["refused"])
     print("unanswerable by class: " + ", ".join(f"{c} {sum(v)}/{len(v)}" for c, v in sorted(classes.items())))
+    files = defaultdict(list)
+    for r in rows:
+        if r["kind"] in ("unanswerable", "answerable"):
+            files[f"{r['source']} {r['locale']} {r['kind']}"].append(r["refused"])
+    print("handed off by file: " + ", ".join(f"{k} {sum(v)}/{len(v)}" for k, v in sorted(files.items())))
     fact_rows = [r for r in rows if r["source"] in FACT_FILES]
     facts_refused = sum(r["refused"] for r in fact_rows)
     print(f"fact questions (questions.jsonl, questions_facts_holdout.jsonl) handed off: {facts_refused} of "
@@ -132,9 +185,15 @@ def main() -> int:
     for r in rows:
         if r["kind"] == "unanswerable" and not r["refused"]:
             print(f"  {r['tenant']}/{r['locale']} [{r['class']}]  {r['question']}  ({r['reason']})")
+    if args.keep_features:
+        import pickle
+
+        with open(args.keep_features, "wb") as f:
+            pickle.dump(rows, f)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1, ensure_ascii=False)
+            json.dump([{k: v for k, v in r.items() if k not in ("rows", "stated")} for r in rows], f, indent=1,
+                      ensure_ascii=False)
     figures = {"split": args.split, "questions": len(rows), "oos_per_scope": args.oos, "seconds": round(seconds, 1),
                "model": current_model().version}
     figures["facts_handed_off"], figures["facts"] = facts_refused, len(fact_rows)
@@ -147,7 +206,6 @@ def main() -> int:
         figures[f"{kind}_refused"] = rate(rows, kind)
         parts.append(f"{kind}_refused={fmt(rate(rows, kind))}")
     bench_result("answerability", figures, " ".join(parts))
-    return 0
 
 
 if __name__ == "__main__":

@@ -40,11 +40,9 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         return Verdict(True, 1.0, 0.0, passages[0].chunk_id, f"not checked: {exc}"[:300],
                        passing=frozenset(p.chunk_id for p in passages))
     chunk_ids = [p.chunk_id for p in passages]
-    subject = subject_of(generation, tenant_id, locale, question, chunk_ids)
-    nouns = nouns_of(generation, tenant_id, locale, question, chunk_ids)
-    rows = pair_features(passages, subject, unit_similarities(passages, vector, embed), locale, question)
+    subject, nouns, rows, stated = evidence(generation=generation, tenant_id=tenant_id, locale=locale,
+                                            question=question, vector=vector, passages=passages, embed=embed)
     probabilities = model.probabilities(rows)
-    stated = [nouns is None or nouns.stated(c) for c in chunk_ids]
     ok = model.passing(probabilities, stated, locale)
     passing = frozenset(c for c, good in zip(chunk_ids, ok) if good)
     # the best passage: the likeliest of those that answer, else the likeliest of all
@@ -61,6 +59,17 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         detail += f"; its article does not state {', '.join(nouns.unstated[chunk_id][:4])}"
     return Verdict(False, p, threshold, chunk_id, f"not answerable: P={p:.3f} < {threshold:.3f}{detail}"[:300],
                    model.version, unseen)
+
+
+def evidence(*, generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
+             passages: Sequence, embed: Callable[[list[str]], np.ndarray]):
+    """What the model reads of ``passages``: the question's subject, its nouns (or None), one row of
+    ``features.NAMES`` a passage, and per passage whether its article states every noun."""
+    chunk_ids = [p.chunk_id for p in passages]
+    subject = subject_of(generation, tenant_id, locale, question, chunk_ids)
+    nouns = nouns_of(generation, tenant_id, locale, question, chunk_ids)
+    rows = pair_features(passages, subject, unit_similarities(passages, vector, embed), locale, question)
+    return subject, nouns, rows, [nouns is None or nouns.stated(c) for c in chunk_ids]
 
 
 def related_articles(passages: Sequence, limit: int = MAX_RELATED) -> list[dict]:

@@ -236,10 +236,11 @@ def training_questions(questions: list[data.Question]) -> list[data.Question]:
     return train + swapped
 
 
-def build(tenants: dict, questions: list[data.Question], log=print) -> dict:
-    """The artefact (a JSON-able dict) from the training questions asked of ``tenants`` ({slug: tenant})."""
+def build(tenants: dict, questions: list[data.Question], log=print, asked: list | None = None) -> dict:
+    """The artefact (a JSON-able dict) from the training questions asked of ``tenants`` ({slug: tenant});
+    ``asked``, a list, receives the asked questions (to calibrate again without asking them again)."""
     started = time.perf_counter()
-    asked = []
+    asked = [] if asked is None else asked
     for i, q in enumerate(training_questions(questions), start=1):
         asked.append(ask(tenants[q.tenant], q))
         if i % 200 == 0:
