@@ -332,6 +332,17 @@ _CLAUSE_MARKERS = {"if", "when", "whenever", "after", "before", "once", "because
                    "while", "and", "but", "so", "that", "which", "who", "though", "although"}
 
 
+# "one" that stands for a noun ends its noun phrase after a determiner and a modifier: "a US one in Canada",
+# "the middle one per month"; it names the message's own noun when one comes before ("my card expires, how do I
+# get a new one?"). After these words it is the number or the idiom ("only one", "more than one", "a quick one").
+_ONE_AS_NUMBER_BEFORE = {"a", "an", "no", "any", "every", "each", "only", "just", "than", "at", "quick", "no.",
+                         "number", "step", "day", "page", "option", "plan", "and", "or", "of", "to", "in", "for"}
+# The words after a "one" that ends its noun phrase (where a noun would follow the number "one").
+_ONE_ENDS_BEFORE = {"in", "for", "per", "on", "at", "with", "from", "to", "instead", "too", "as", "or", "and",
+                    "is", "cost", "costs", "work", "works", "come", "comes", "have", "has", "still", "also",
+                    "then", "there", "here", "now"}
+
+
 # "this is Jane", "this is the Smith household": an introduction, not a pointer into the conversation.
 _INTRODUCTION = re.compile(r"\bthis is (?:[A-Z][\w'-]+|the [A-Z][\w'-]+)")
 
@@ -343,8 +354,9 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
     for i, w in enumerate(words):
         before = words[i - 1] if i else ""
         after = words[i + 1] if i + 1 < len(words) else ""
-        if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i, alone):
-            continue  # refers to something the message itself names
+        if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i - (w in ("one", "ones")),
+                                                                 alone or w in ("one", "ones")):
+            continue  # refers to something the message itself names (not "the middle one"'s own modifier)
         if alone and w in _OWN_WORDS_PRONOUNS and len([x for x in words[:i] if x not in _STOP_EN and len(x) > 2]) >= 2:
             continue  # alone, with a subject of its own before it: "... over-ear headphones once I've opened them?"
         if w == "same" and (after == "time" or (alone and after not in _STOP_EN and after not in _SAME_AS_BEFORE
@@ -356,8 +368,10 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
             if w == "there" and before in ("is", "are", "was", "were", "be"):
                 continue
             if w in ("one", "ones") and before not in ("that", "this", "the", "which", "other", "same", "first",
-                                                      "second", "cheaper", "bigger", "other"):
-                continue  # "one" as a number
+                                                      "second", "cheaper", "bigger", "other") and not (
+                    i >= 2 and words[i - 2] in _DETERMINERS and before not in _ONE_AS_NUMBER_BEFORE
+                    and (not after or after in _ONE_ENDS_BEFORE)):
+                continue  # "one" as a number ("one order", "only one"); "a US one in Canada" stands for a noun
             if w == "else" and before not in ("what", "anything", "something", "who", "where"):
                 continue
             if w == "same" and before != "the":

@@ -519,3 +519,21 @@ def test_an_english_question_alone_with_its_own_subject_is_answered(message):
 @pytest.mark.parametrize("message", ["Is the same true for Canada?", "what do they cost?", "Does Plus waive that?"])
 def test_an_english_pronoun_alone_with_nothing_of_its_own_is_to_be_clarified(message):
     assert resolve(Conversation.single(message)).how == How.CLARIFY
+
+
+@pytest.mark.parametrize("message", ["can I use a US one in Canada?", "how much is the middle one per month?",
+                                     "I need a new one for my son"])
+def test_one_standing_for_a_noun_points_back_and_alone_is_to_be_clarified(message):
+    """Found by the lead's second conversation set: "one" for the conversation's noun was read as the number, so
+    the message was answered alone and stored under its bare words."""
+    assert dependence(message, "en").kind == "anaphora"
+    r = resolve(Conversation.single(message))
+    assert r.how == How.CLARIFY and not r.cacheable
+
+
+@pytest.mark.parametrize("message", ["Can I use more than one discount code?", "Can I use one gift card in two orders?",
+                                     "Is it possible to return one of the two items?", "sorry, quick one - do you sell gift cards?",
+                                     "My card expires next week. How do I get a new one?"])
+def test_one_as_a_number_or_naming_the_messages_own_noun_stays_standalone(message):
+    assert dependence(message, "en").kind == ""
+    assert resolve(Conversation.single(message)).how == How.SINGLE
