@@ -35,6 +35,7 @@ import os
 import itertools
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -42,7 +43,7 @@ from asgiref.sync import ThreadSensitiveContext, iscoroutinefunction
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.urls import Resolver404, get_resolver
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from core import metrics
 from supportbot import records
@@ -71,16 +72,40 @@ def executor(lane: str = "blocking") -> ThreadPoolExecutor:
     return held[0]
 
 
+HEALTH_CHECK_IDLE_S = 5.0  # a pool thread's connection unused this long is health-checked before its next hop
+
+_thread = threading.local()
+
+
 def _run_in_request(fn: Callable, args, kwargs):
     # Code of a web request, on a thread of the pool: the hit-record writer takes its records
     # (``records.in_web_request``), and a database connection that broke or aged is replaced, as
     # Django does at the start and end of a request on the request's own thread.
-    close_old_connections()
+    _connections_refresh()
     with records.web_request():
         try:
             return fn(*args, **kwargs)
         finally:
-            close_old_connections()
+            _connections_refresh(ending=True)
+
+
+def _connections_refresh(ending: bool = False) -> None:
+    """Django's ``close_old_connections`` for a hop: a connection that failed, aged past
+    ``CONN_MAX_AGE`` or was left outside autocommit is closed. Django also marks each connection
+    for a health check (a ``SELECT 1`` round trip before its next query); a fresh ask makes
+    several hops, so that is done only for a thread whose last hop ended ``HEALTH_CHECK_IDLE_S``
+    ago (an idle connection is what the server or a proxy drops), not for every hop of a busy one."""
+    now = time.monotonic()
+    if not ending and now - getattr(_thread, "last_hop", float("-inf")) >= HEALTH_CHECK_IDLE_S:
+        close_old_connections()
+    else:
+        for conn in connections.all(initialized_only=True):
+            if conn.connection is not None and (
+                    conn.errors_occurred or (conn.close_at is not None and now >= conn.close_at)
+                    or conn.get_autocommit() != conn.settings_dict["AUTOCOMMIT"]):
+                conn.close_if_unusable_or_obsolete()
+    if ending:
+        _thread.last_hop = now
 
 
 async def blocking(fn: Callable, *args, **kwargs):

@@ -281,7 +281,7 @@ async def api_ask(request, tenant: str):
     try:
         admitted, ahead, state = await serving.front(_api_ask_begin, request, tenant)
         if state is not None and not state.finished:  # the exact cache missed: the rest on the fresh lane
-            state = await serving.blocking(pipeline.ask_begin_rest, state)
+            state = await serving.blocking(pipeline.ask_begin_rest, state, request_ahead=True)
     except AskRejected as exc:
         return _api_error(exc.code, exc.message, exc.status)
     except InFlightRefused as exc:
