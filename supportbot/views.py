@@ -269,6 +269,7 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
     return body
 
 
+@serving.calls_inline  # no session, no write in Django's own thread-sensitive calls: they run on the loop
 @csrf_exempt
 @require_http_methods(["POST"])
 async def api_ask(request, tenant: str):
