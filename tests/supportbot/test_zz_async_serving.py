@@ -136,6 +136,34 @@ def test_the_api_starts_no_thread_a_request_and_hits_take_the_front_lane(asgi_se
     assert lanes.count("ask-front") == 20 and set(lanes) == {"ask-front"}
 
 
+def test_a_fresh_streamed_ask_makes_three_hops_and_streams_every_token_in_order(asgi_server, acme, standin,
+                                                                                 monkeypatch):
+    """A fresh answer's blocking steps take three hops to the pools (the exact lookup on the front
+    lane; the semantic lookup, slot, retrieval and answerability check in one hop; admission,
+    record and release in one), and its deltas, coalesced or not, are the model's words in order."""
+    from modelserver.standin import ANSWER_WORDS
+
+    standin.tokens = 12
+    lanes, submit = [], ThreadPoolExecutor.submit
+
+    def noting_submit(pool, fn, *args, **kwargs):
+        lanes.append(pool._thread_name_prefix)
+        return submit(pool, fn, *args, **kwargs)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", noting_submit)
+    with httpx.Client(base_url=asgi_server, timeout=60) as client:
+        response, lines = open_stream(client, "/api/t/acme/ask", "What is your return policy?")
+        events = sse_events(lines)
+        response.close()
+    deltas = [json.loads(data)["delta"] for kind, data in events if kind == "delta"]
+    done = json.loads(events[-1][1])
+    assert events[-1][0] == "done" and done["cache"]["layer"] == "none"
+    assert "".join(deltas).split() == ANSWER_WORDS[:12]
+    assert lanes == ["ask-front", "ask-blocking", "ask-blocking"]
+    wait_for(lambda: AskEvent.objects.filter(tenant=acme, request_id=done["request_id"]).exists(), what="the record")
+    wait_for(lambda: inflight.held(acme.pk, "ip:127.0.0.1") == 0, what="the slot's release")
+
+
 # --------------------------------------------------------------------------- in-flight caps
 
 def test_a_client_over_its_in_flight_cap_gets_a_429_while_another_tenant_asks(asgi_server, acme, initech, standin,
