@@ -10,7 +10,8 @@ can count the tokens generated after a disconnect.
 
     python -m modelserver.standin --port 8790 --interval-ms 100 --tokens 100
 
-``GET /health``; ``GET /stats`` (JSON: streams open, started, tokens generated).
+``GET /health``; ``GET /stats`` (JSON: streams open, started, tokens generated); ``POST /config``
+with ``{"tokens": N}``: the answers of the streams started from now on (a load test's next step).
 """
 from __future__ import annotations
 
@@ -95,6 +96,11 @@ class StandInModel:
                     await writer.drain()
                     continue
                 request = json.loads(body or b"{}")
+                if path == "/config":  # a load test's next streams: {"tokens": N}
+                    self.tokens = max(1, int(request.get("tokens", self.tokens)))
+                    writer.write(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+                    await writer.drain()
+                    continue
                 if not request.get("stream"):
                     payload = json.dumps({"error": {"message": "the stand-in only streams"}}).encode()
                     writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: "
@@ -138,6 +144,7 @@ class StandInModel:
 
             base = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": int(time.time()),
                     "model": self.model}
+            events: dict[str, bytes] = {}  # a word's event, made once a stream: the stand-in must stay cheap
             for i in range(max_tokens):
                 await asyncio.sleep(self.interval_s)  # a sleep, not a wait_for(gone): a thousand streams stay cheap
                 if gone.is_set() or writer.transport.is_closing():  # closed before the watcher ran
@@ -145,7 +152,11 @@ class StandInModel:
                     return False, b""  # the client left: no more tokens (vLLM aborts the request)
                 stream.token_times.append(time.monotonic())
                 word = "x" * self.token_bytes if self.token_bytes else self.words[i % len(self.words)] + " "
-                writer.write(event({**base, "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}))
+                raw = events.get(word)
+                if raw is None:
+                    raw = events[word] = event({**base, "choices": [{"index": 0, "delta": {"content": word},
+                                                                     "finish_reason": None}]})
+                writer.write(raw)
                 await writer.drain()
             writer.write(event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"
                                                      if max_tokens < self.tokens else "stop"}]}))

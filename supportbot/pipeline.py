@@ -146,6 +146,7 @@ class AskState:
     trace: object = None  # the Ask's span while tracing is on (supportbot.tracing)
     slot: inflight.Slot | None = None  # the in-flight slot of a fresh answer (``hold_slot``)
     finished: bool = False  # ``ask_begin`` served and recorded it (a cache hit)
+    request_ahead: tuple | None = None  # (``answer_request``'s result,) made in ``ask_begin_rest``'s hop
 
     def lap(self, name: str, since: float) -> None:
         self.timings[name] = round((time.perf_counter() - since) * 1000, 2)
@@ -203,13 +204,15 @@ def ask(asker: Asker, raw_question, *, prepared: AskState | None = None, prefetc
 # --------------------------------------------------------------------------- the async entry (ASGI)
 
 def ask_begin(asker: Asker, raw_question, *, streamed: bool = False, prepared: AskState | None = None,
-              prefetched: dict | None = None, exact_only: bool = False) -> AskState:
+              prefetched: dict | None = None, exact_only: bool = False, request_ahead: bool = False) -> AskState:
     """The async server's blocking first part, in one hop to a pool thread: ``start`` (or the
     ``prepared`` state), the lookups, then for a hit the whole Ask (served and recorded:
     ``state.finished``), for a miss its in-flight slot (``InFlightRefused`` over a cap, nothing
     recorded). ``ask_events_async(begun=state)`` goes on from here. ``exact_only``: stop after a
     missed exact lookup (not finished, no slot yet); ``ask_begin_rest`` goes on, on another lane,
-    so the exact hits' lane never waits for a semantic lookup."""
+    so the exact hits' lane never waits for a semantic lookup. ``request_ahead``: for a miss, its
+    retrieval and answerability check too (``answer_request``) in the same hop: a hop to the pool
+    is a thread switch and a turn of the loop, and a fresh ask made five of them."""
     if (prepared is not None and prepared.asker.tenant is asker.tenant and prepared.asker.locale == asker.locale
             and prepared.streamed == streamed):
         state = prepared
@@ -231,21 +234,22 @@ def ask_begin(asker: Asker, raw_question, *, streamed: bool = False, prepared: A
         state.status, state.error = AskEvent.Status.INTERRUPTED, "aborted"
         record(state)
         raise
-    return _begun(state, served)
+    return _begun(state, served, request_ahead)
 
 
-def ask_begin_rest(state: AskState) -> AskState:
-    """``ask_begin`` after an ``exact_only`` one missed: the semantic lookup, then a hit or the slot."""
+def ask_begin_rest(state: AskState, *, request_ahead: bool = False) -> AskState:
+    """``ask_begin`` after an ``exact_only`` one missed: the semantic lookup, then a hit or the slot.
+    ``request_ahead``: as ``ask_begin``'s."""
     try:
         served = semantic_lookup(state)
     except BaseException:
         state.status, state.error = AskEvent.Status.INTERRUPTED, "aborted"
         record(state)
         raise
-    return _begun(state, served)
+    return _begun(state, served, request_ahead)
 
 
-def _begun(state: AskState, served: CachedAnswer | None) -> AskState:
+def _begun(state: AskState, served: CachedAnswer | None, request_ahead: bool = False) -> AskState:
     if state.resolution.clarify:  # a message that needs context it did not come with: nothing looked up
         clarify(state)
         record(state)
@@ -256,6 +260,12 @@ def _begun(state: AskState, served: CachedAnswer | None) -> AskState:
         state.finished = True
     else:
         hold_slot(state)
+        if request_ahead:
+            try:
+                state.request_ahead = (answer_request(state),)
+            except BaseException:
+                _end_fresh(state, interrupted=True)
+                raise
     return state
 
 
@@ -268,36 +278,46 @@ async def ask_events_async(asker: Asker, raw_question, *, streamed: bool = False
     Ask as interrupted and caches nothing. No stream lasts past ``STREAM_MAX_DURATION_S``."""
     if begun is None:
         begun = await serving.blocking(ask_begin, asker, raw_question, streamed=streamed, prepared=prepared,
-                                       prefetched=prefetched)
+                                       prefetched=prefetched, request_ahead=True)
     state = begun
     if state.finished:
         yield "delta", state.answer
         yield "done", outcome(state)
         return
-    finished = False
+    streamed_all = False
     try:
         deadline = asyncio.get_running_loop().time() + settings.STREAM_MAX_DURATION_S
         async with contextlib.aclosing(answer_fresh_async(state, deadline)) as events:
             async for event in events:
                 yield event
-        await serving.blocking(admit, state)
-        finished = True
+        streamed_all = True
     except (GeneratorExit, asyncio.CancelledError):
         state.status, state.error = AskEvent.Status.INTERRUPTED, "client disconnected"
         raise
     finally:
-        if not finished and state.status == AskEvent.Status.ANSWERED:
-            state.status, state.error = AskEvent.Status.INTERRUPTED, state.error or "aborted"
-        # shielded: a second cancellation must not lose the record or keep the slot
-        await asyncio.shield(serving.blocking(_end_fresh, state))
+        # admission, the record and the slot in one hop; shielded: a second cancellation must not
+        # lose the record or keep the slot
+        await asyncio.shield(serving.blocking(_end_fresh, state, admit_first=streamed_all,
+                                              interrupted=not streamed_all))
     yield "done", outcome(state)
 
 
-def _end_fresh(state: AskState) -> None:
+def _end_fresh(state: AskState, *, admit_first: bool = False, interrupted: bool = False) -> None:
+    """A fresh answer's end: admission when it was written to its end, then its record, then its slot."""
     try:
-        record(state)
+        if admit_first:
+            try:
+                admit(state)
+            except BaseException:
+                interrupted = True
+                raise
     finally:
-        inflight.release(state.slot)
+        if interrupted and state.status == AskEvent.Status.ANSWERED:
+            state.status, state.error = AskEvent.Status.INTERRUPTED, state.error or "aborted"
+        try:
+            record(state)
+        finally:
+            inflight.release(state.slot)
 
 
 async def ask_async(asker: Asker, raw_question, *, prepared: AskState | None = None, prefetched: dict | None = None,
@@ -586,7 +606,10 @@ def answer_fresh(state: AskState) -> Iterator[tuple[str, str]]:
 async def answer_fresh_async(state: AskState, deadline: float) -> AsyncIterator[tuple[str, str]]:
     """``answer_fresh`` on the event loop: retrieval in the pool, the answerer's ``astream``; past
     ``deadline`` (the loop's clock) the answer stops as a timed-out generation."""
-    request = await serving.blocking(answer_request, state)
+    if state.request_ahead is not None:
+        (request,), state.request_ahead = state.request_ahead, None
+    else:
+        request = await serving.blocking(answer_request, state)
     if request is None:
         yield "delta", state.answer
         return
@@ -709,11 +732,13 @@ def admit(state: AskState, checks: bool = True) -> None:
 def record(state: AskState) -> None:
     """Write the Ask, its decisions and (after admission) the semantic entry in one transaction.
 
-    A cache hit writes nothing but its record: in a web request it goes to the background
-    writer, which batches the records of many hits into one transaction (``supportbot.records``)."""
+    A cache hit writes nothing but its record, nor does a fresh answer that was not admitted
+    and left no near miss: in a web request it goes to the background writer, which batches the
+    records of many Asks into one transaction (``supportbot.records``)."""
     state.timings["total"] = round((time.perf_counter() - state.started) * 1000, 2)
     observe(state)
-    if state.served is not None and hit_records.submit(state):
+    alone = not state.admitted and state.pending_semantic is None and state.near_miss is None
+    if (state.served is not None or alone) and hit_records.submit(state):
         return
     try:
         with transaction.atomic():

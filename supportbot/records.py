@@ -7,8 +7,9 @@ the record and returns at once; one thread per process writes whatever has queue
 single transaction: the rows go in with ``COPY`` (``copy_insert``), which costs a fraction
 of the ORM's multi-row INSERT in this process's CPU, which it shares with the requests.
 
-Everything else is written by the caller, synchronously: fresh answers (their semantic entry
-must be written with the record), and any record written inside an open transaction (tests,
+A fresh answer that was neither admitted nor left a near miss writes only its record too, and
+goes the same way. Everything else is written by the caller, synchronously: admitted answers (their
+cache entries must be written with the record, or not at all), and any record written inside an open transaction (tests,
 management commands, Celery tasks), so a caller that deletes what it asked about afterwards
 never races the writer. A record reaches the database a few milliseconds after the answer;
 a process that dies loses at most the batch in flight, and the queue is flushed at exit.

@@ -35,14 +35,15 @@ import os
 import itertools
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext, iscoroutinefunction
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.urls import Resolver404, get_resolver
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from core import metrics
 from supportbot import records
@@ -71,16 +72,40 @@ def executor(lane: str = "blocking") -> ThreadPoolExecutor:
     return held[0]
 
 
+HEALTH_CHECK_IDLE_S = 5.0  # a pool thread's connection unused this long is health-checked before its next hop
+
+_thread = threading.local()
+
+
 def _run_in_request(fn: Callable, args, kwargs):
     # Code of a web request, on a thread of the pool: the hit-record writer takes its records
     # (``records.in_web_request``), and a database connection that broke or aged is replaced, as
     # Django does at the start and end of a request on the request's own thread.
-    close_old_connections()
+    _connections_refresh()
     with records.web_request():
         try:
             return fn(*args, **kwargs)
         finally:
-            close_old_connections()
+            _connections_refresh(ending=True)
+
+
+def _connections_refresh(ending: bool = False) -> None:
+    """Django's ``close_old_connections`` for a hop: a connection that failed, aged past
+    ``CONN_MAX_AGE`` or was left outside autocommit is closed. Django also marks each connection
+    for a health check (a ``SELECT 1`` round trip before its next query); a fresh ask makes
+    several hops, so that is done only for a thread whose last hop ended ``HEALTH_CHECK_IDLE_S``
+    ago (an idle connection is what the server or a proxy drops), not for every hop of a busy one."""
+    now = time.monotonic()
+    if not ending and now - getattr(_thread, "last_hop", float("-inf")) >= HEALTH_CHECK_IDLE_S:
+        close_old_connections()
+    else:
+        for conn in connections.all(initialized_only=True):
+            if conn.connection is not None and (
+                    conn.errors_occurred or (conn.close_at is not None and now >= conn.close_at)
+                    or conn.get_autocommit() != conn.settings_dict["AUTOCOMMIT"]):
+                conn.close_if_unusable_or_obsolete()
+    if ending:
+        _thread.last_hop = now
 
 
 async def blocking(fn: Callable, *args, **kwargs):
@@ -253,6 +278,27 @@ class StreamDeadline:
 ASYNC_VIEW_CONTEXTS = 4  # shared executors of the async views' thread-sensitive calls (each runs microseconds of work)
 
 
+def calls_inline(view):
+    """Mark an async view whose request's thread-sensitive calls may run on the event loop itself
+    (``AskASGIHandler``): the view reads no session and writes nothing in them, so what Django runs
+    there (the request signals' receivers, closing the response) touches no connection and takes
+    microseconds, less than the two thread switches it would otherwise cost every request."""
+    view.serving_calls_inline = True
+    return view
+
+
+class _Inline(Executor):
+    """An executor that runs each call at once in the caller's thread (``calls_inline``)."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine, as a pool would
+            future.set_exception(exc)
+        return future
+
+
 class AskASGIHandler(ASGIHandler):
     """Django's ASGI handler, with the async views' requests in shared thread-sensitive contexts.
 
@@ -264,25 +310,30 @@ class AskASGIHandler(ASGIHandler):
     async views (the API ask, the chat stream) do their real blocking work in this module's pools;
     what Django still runs thread-sensitively for them (the request signals, closing the response)
     takes microseconds, so their requests share a few long-lived single-thread executors
-    (``ASYNC_VIEW_CONTEXTS``). Every other request (the staff pages, the chat page, the admin:
+    (``ASYNC_VIEW_CONTEXTS``), or, for a view marked ``calls_inline`` (the API ask), run on the loop
+    itself. Every other request (the staff pages, the chat page, the admin:
     sync views that may hold a thread for a while) keeps Django's own context, a thread of its own."""
 
     def __init__(self):
         super().__init__()
         self._shared = itertools.cycle([ThreadPoolExecutor(max_workers=1, thread_name_prefix="asgi-context")
                                         for _ in range(ASYNC_VIEW_CONTEXTS)])
+        self._inline = _Inline()
 
-    def _async_view(self, path: str) -> bool:
+    def _async_view(self, path: str):
+        """The path's view when it is an async one, else None."""
         try:
             match = get_resolver().resolve(path)
         except Resolver404:
-            return False
-        return iscoroutinefunction(match.func)
+            return None
+        return match.func if iscoroutinefunction(match.func) else None
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or not self._async_view(scope.get("path", "")):
+        view = self._async_view(scope.get("path", "")) if scope["type"] == "http" else None
+        if view is None:
             return await super().__call__(scope, receive, send)
-        async with ThreadSensitiveContext(executor=next(self._shared)):
+        inline = getattr(view, "serving_calls_inline", False)
+        async with ThreadSensitiveContext(executor=self._inline if inline else next(self._shared)):
             await self.handle(scope, receive, send)
 
 

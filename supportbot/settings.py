@@ -473,6 +473,9 @@ INFLIGHT_RETRY_AFTER_S = env.int("INFLIGHT_RETRY_AFTER_S", default=2)
 STREAM_WRITE_TIMEOUT_S = env.float("STREAM_WRITE_TIMEOUT_S", default=10.0)
 # No stream lasts longer than this, start to end (the customer gets the hand-off text).
 STREAM_MAX_DURATION_S = env.float("STREAM_MAX_DURATION_S", default=150.0)
+# A streamed answer's text goes out at most this often (ms): what the model sends meanwhile is one event;
+# the first piece goes at once. 0 writes every delta as it comes.
+STREAM_FLUSH_MS = env.float("STREAM_FLUSH_MS", default=50.0)
 # Retention (supportbot/retention.py): Ask and decision records older than this are purged nightly.
 RECORD_RETENTION_DAYS = env.int("RECORD_RETENTION_DAYS", default=90)
 RECORD_PURGE_BATCH_SIZE = env.int("RECORD_PURGE_BATCH_SIZE", default=2000)

@@ -269,6 +269,7 @@ def _parse_json_object(request, allowed: set[str] | None = None) -> dict:
     return body
 
 
+@serving.calls_inline  # no session, no write in Django's own thread-sensitive calls: they run on the loop
 @csrf_exempt
 @require_http_methods(["POST"])
 async def api_ask(request, tenant: str):
@@ -281,7 +282,7 @@ async def api_ask(request, tenant: str):
     try:
         admitted, ahead, state = await serving.front(_api_ask_begin, request, tenant)
         if state is not None and not state.finished:  # the exact cache missed: the rest on the fresh lane
-            state = await serving.blocking(pipeline.ask_begin_rest, state)
+            state = await serving.blocking(pipeline.ask_begin_rest, state, request_ahead=True)
     except AskRejected as exc:
         return _api_error(exc.code, exc.message, exc.status)
     except InFlightRefused as exc:

@@ -245,3 +245,30 @@ def test_the_writer_batches_hits_that_arrive_together_and_feedback_waits_for_the
     assert AskEvent.objects.filter(request_id__in=[a["request_id"] for a in answers]).count() == 3
     entry = SemanticEntry.objects.get(tenant=tenant, status=SemanticEntry.Status.ACTIVE)
     assert entry.hit_count == 1 and entry.last_hit_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fresh_answer_not_admitted_is_recorded_by_the_writer_and_an_admitted_one_by_its_request(client, acme,
+                                                                                                  writer_batches):
+    """A fresh answer that was not admitted (and left no near miss) has only its record to write:
+    the writer takes it, as a hit's. One that was admitted writes its record itself, in the
+    transaction that keeps its cache entries only with their record."""
+    from supportbot.pipeline import hit_records
+
+    batches, _ = writer_batches
+
+    def ask(question: str) -> dict:
+        response = client.post("/api/t/acme/ask", data=json.dumps({"question": question}),
+                               content_type="application/json")
+        assert response.status_code == 200
+        return response.json()
+
+    handed_off = ask("Do you repair vintage pianos?")
+    assert handed_off["cache"]["layer"] == "none" and handed_off["handoff"]
+    assert hit_records.flush() and batches == [1]
+    assert AskEvent.objects.get(request_id=handed_off["request_id"]).status == "not_covered"
+    answered = ask(QUESTION)
+    assert answered["cache"]["layer"] == "none" and not answered["handoff"]
+    assert AskEvent.objects.filter(request_id=answered["request_id"]).exists()  # written before the response
+    assert hit_records.flush() and batches == [1]
+    assert ask(QUESTION)["cache"]["layer"] == "exact"  # it was admitted

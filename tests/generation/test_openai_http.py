@@ -424,3 +424,44 @@ def test_a_cancelled_async_stream_closes_its_connection_at_once():
         assert len(model.streams[0].token_times) < 10
     finally:
         model.stop()
+
+
+def _standin_deltas(flush_s: float, *, interval_s: float, tokens: int) -> tuple[list[str], object]:
+    """The async stream's items from the stand-in model server, read with ``stream_flush_s=flush_s``."""
+    import asyncio
+
+    from modelserver.standin import StandInModel
+
+    model = StandInModel(interval_s=interval_s, tokens=tokens)
+    port = model.start_in_thread()
+    try:
+        backend = OpenAIHTTPBackend(base_url=f"http://127.0.0.1:{port}", model_id="standin-model",
+                                    model_revision="r", stream_flush_s=flush_s)
+
+        request = ChatRequest(messages=REQUEST.messages, params={**REQUEST.params, "max_tokens": tokens},
+                              cache_salt=REQUEST.cache_salt)
+
+        async def read():
+            return [item async for item in backend.astream(request)]
+
+        items = asyncio.run(read())
+    finally:
+        model.stop()
+    return items[:-1], items[-1]
+
+
+def test_the_async_stream_coalesces_deltas_keeping_every_token_in_order_and_the_first_at_once():
+    """A model streaming a token every 10 ms, read with deltas flushed at most every 150 ms: the
+    first token goes on alone, at once; the rest in a few larger deltas that put together are
+    exactly the model's text, in order."""
+    deltas, result = _standin_deltas(0.15, interval_s=0.01, tokens=40)
+    words = result.text.split()
+    assert len(words) == 40 and "".join(deltas) == result.text  # every token, in order, nothing twice
+    assert deltas[0].split() == words[:1]  # the first token was not held back for the next ones
+    assert 2 <= len(deltas) <= 10  # 0.4 s of tokens in pieces at most every 0.15 s (not 40 events)
+    assert max(len(d.split()) for d in deltas) >= 5
+
+
+def test_without_a_flush_interval_the_async_stream_passes_on_every_delta():
+    deltas, result = _standin_deltas(0.0, interval_s=0.005, tokens=20)
+    assert len(deltas) == 20 and "".join(deltas) == result.text

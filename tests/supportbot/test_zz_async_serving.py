@@ -110,7 +110,9 @@ def test_the_chat_page_and_the_api_work_under_the_async_server(asgi_server, acme
 def test_the_api_starts_no_thread_a_request_and_hits_take_the_front_lane(asgi_server, acme, settings, monkeypatch):
     """Django's ASGI handler starts two threads a request (a thread-sensitive context's executor,
     then a thread to join it), blocking the loop each time; the async views share long-lived ones
-    (``serving.AskASGIHandler``), and an exact hit's one hop is on the front lane."""
+    (``serving.AskASGIHandler``), and the API ask needs none at all (``serving.calls_inline``: the
+    request signals and the response's closing run on the loop): an exact hit's one hop to a thread
+    is its hop to the front lane."""
     settings.VLLM_BASE_URL, settings.ASK_ANSWERER = "", "extractive"
     question = {"question": "What is your return policy?"}
     with httpx.Client(base_url=asgi_server, timeout=60) as client:
@@ -131,7 +133,35 @@ def test_the_api_starts_no_thread_a_request_and_hits_take_the_front_lane(asgi_se
         hits = [client.post("/api/t/acme/ask", json=question) for _ in range(20)]
     assert all(hit.json()["cache"]["layer"] == "exact" for hit in hits)
     assert [name for name in started if not name.startswith(("ask-front", "asgi-context"))] == []
-    assert lanes.count("ask-front") == 20 and "ask-blocking" not in lanes
+    assert lanes.count("ask-front") == 20 and set(lanes) == {"ask-front"}
+
+
+def test_a_fresh_streamed_ask_makes_three_hops_and_streams_every_token_in_order(asgi_server, acme, standin,
+                                                                                 monkeypatch):
+    """A fresh answer's blocking steps take three hops to the pools (the exact lookup on the front
+    lane; the semantic lookup, slot, retrieval and answerability check in one hop; admission,
+    record and release in one), and its deltas, coalesced or not, are the model's words in order."""
+    from modelserver.standin import ANSWER_WORDS
+
+    standin.tokens = 12
+    lanes, submit = [], ThreadPoolExecutor.submit
+
+    def noting_submit(pool, fn, *args, **kwargs):
+        lanes.append(pool._thread_name_prefix)
+        return submit(pool, fn, *args, **kwargs)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", noting_submit)
+    with httpx.Client(base_url=asgi_server, timeout=60) as client:
+        response, lines = open_stream(client, "/api/t/acme/ask", "What is your return policy?")
+        events = sse_events(lines)
+        response.close()
+    deltas = [json.loads(data)["delta"] for kind, data in events if kind == "delta"]
+    done = json.loads(events[-1][1])
+    assert events[-1][0] == "done" and done["cache"]["layer"] == "none"
+    assert "".join(deltas).split() == ANSWER_WORDS[:12]
+    assert lanes == ["ask-front", "ask-blocking", "ask-blocking"]
+    wait_for(lambda: AskEvent.objects.filter(tenant=acme, request_id=done["request_id"]).exists(), what="the record")
+    wait_for(lambda: inflight.held(acme.pk, "ip:127.0.0.1") == 0, what="the slot's release")
 
 
 # --------------------------------------------------------------------------- in-flight caps
