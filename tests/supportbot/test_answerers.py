@@ -135,3 +135,24 @@ def test_the_issues_questions_get_correct_cited_answers(acme, settings, question
     assert outcome.status == "answered" and expected in outcome.answer, outcome.answer
     assert article in [c["article_id"] for c in outcome.citations]
     assert "not ship to Canada" not in outcome.answer and "12 days" not in outcome.answer
+
+
+REFUND_AMOUNT = ("You get back the price you paid for each returned item. The return label fee ($5.95, CA$7.95, £4.95 "
+                 "or €5.95) is deducted unless you are a Plus member or the item was faulty.")
+
+
+@pytest.mark.parametrize("question, mine, others", [
+    # was: "The return label fee ($5.95, CA$7.95, £4.95 or €5.95) is deducted ..." (the lead's held-out set: every
+    # currency's fee beside the asked country's, judged wrong)
+    ("How much is the return label fee in Canada?", "(CA$7.95)", ("$5.95", "£4.95", "€5.95")),
+    ("What do I pay for the return label in Austria?", "(€5.95)", ("$5.95 ", "CA$", "£")),
+])
+def test_an_amount_given_in_every_currency_is_quoted_in_the_asked_countrys(db, question, mine, others):
+    _, final = answer(question, [passage(1, REFUND_AMOUNT, article="refunds", heading="Refunds — How much is refunded")])
+    assert mine in final.text and not [o for o in others if o in final.text], final.text
+
+
+def test_an_amount_given_in_every_currency_stays_whole_for_a_question_about_no_country(db):
+    _, final = answer("How much is the return label fee?",
+                      [passage(1, REFUND_AMOUNT, article="refunds", heading="Refunds — How much is refunded")])
+    assert "($5.95, CA$7.95, £4.95 or €5.95)" in final.text, final.text
