@@ -71,6 +71,14 @@ SECOND_FIGURE_MARGIN = 0.25
 # A duration stated for the event the question asks the length of ("We email the PDF and XML files within 72
 # hours" for "how long until I get it?") gains EVENT_WEIGHT, even as a numbered step of a procedure.
 EVENT_WEIGHT = 0.15
+# A sentence that says what the article is about ("This article explains what can be returned ...", "In diesem Artikel
+# erfahren Sie, ... was Reparaturen nach Ablauf der Garantie kosten") holds the question's words but states no
+# rule: for a question that asks for a fact or a yes or no, it loses ABOUT_ARTICLE_WEIGHT.
+ABOUT_ARTICLE_WEIGHT = 0.2
+ABOUT_ARTICLE = re.compile(
+    r"^(?:this article (?:explains|covers|describes|tells you|shows)|this page (?:explains|covers)|below(?:,)? you'll "
+    r"find|here(?:'s| is) what happens|in (?:diesem|dem folgenden) artikel (?:erfahren|lesen|finden) sie|hier erfahren "
+    r"sie|im folgenden erfahren sie|unten finden sie)\b", re.I)
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -253,6 +261,8 @@ class ExtractiveAnswerer(Answerer):
             score += INTRO_WEIGHT * (" — " not in passage.heading)
         if wanted.wants_fact:
             score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
+        if wanted.kind is not None:
+            score -= ABOUT_ARTICLE_WEIGHT * bool(ABOUT_ARTICLE.match(unit.text))
         if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
             score -= STEP_WEIGHT * (is_step(unit) and not (event or states and asking.asked_event(question) & terms(unit.text)))
         on_about = not about or asking.same_event(about, terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
@@ -295,6 +305,8 @@ class ExtractiveAnswerer(Answerer):
                 break
             if c is lead or c.passage.article_id != lead.passage.article_id or c.fit < min(0, lead.fit):
                 continue
+            if ABOUT_ARTICLE.match(c.unit.text):
+                continue  # what the article covers is no context of a rule
             if c.states and lead.states:  # a second figure of the kind
                 same_case = lead.fit > 0 and c.fit > 0 and c.passage is lead.passage  # UK Standard, UK Express
                 if c.score < lead.score - SECOND_FIGURE_MARGIN:
@@ -504,4 +516,5 @@ def asked_currency(line: str, country: str | None) -> str:
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, "v7"])[:16]
+                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
+                        "v7"])[:16]

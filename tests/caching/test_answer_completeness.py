@@ -52,6 +52,7 @@ def evidence(question: str, answer: str, path: str, locale: str = "en") -> Evide
     ("Can I return opened over-ear headphones?", "yesno", {"condition": "opened"}),
     ("Kann ich Ohrhörer zurückgeben, wenn ich die Verpackung geöffnet habe?", "yesno", {"condition": "opened"}),
     ("Wann ist der Store geöffnet?", "clock", {}),  # the store's opening, not an opened item
+    ("Innerhalb welcher Frist muss ich das Paket abgeben?", "duration", {}),  # a period asked for by its German name
 ])
 def test_what_a_question_asks_for(question, kind, cases):
     wanted = asked(question)

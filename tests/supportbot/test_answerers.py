@@ -156,3 +156,26 @@ def test_an_amount_given_in_every_currency_stays_whole_for_a_question_about_no_c
     _, final = answer("How much is the return label fee?",
                       [passage(1, REFUND_AMOUNT, article="refunds", heading="Refunds — How much is refunded")])
     assert "($5.95, CA$7.95, £4.95 or €5.95)" in final.text, final.text
+
+
+WARRANTY_DE_INTRO = (
+    "Outdoor-Ausrüstung muss einiges aushalten, und wir stehen hinter dem, was wir verkaufen. Für jedes Produkt, das Sie "
+    "bei Acme Outfitters kaufen, ob Eigenmarke oder Fremdmarke, gilt eine **eingeschränkte Garantie von 2 Jahren** ab "
+    "dem Zustelldatum. In diesem Artikel erfahren Sie, was die Garantie abdeckt, wie Sie einen Garantiefall melden und "
+    "was Reparaturen nach Ablauf der Garantie kosten.")
+WARRANTY_DE_REPAIRS = (
+    "Unser Basecamp Repair Centre in Denver repariert auch Ausrüstung, für die keine Garantie mehr besteht.\n"
+    "- **Diagnosegebühr**: 35 € (35 $ bzw. 30 £). Sie wird mit den Reparaturkosten verrechnet, wenn Sie die Reparatur "
+    "beauftragen.\n"
+    "- **Kostenvoranschlag**: innerhalb von 5 Werktagen.\n"
+    "- **Bearbeitungszeit**: 10–15 Werktage, nachdem Sie den Kostenvoranschlag angenommen haben.")
+
+
+def test_a_sentence_saying_what_the_article_covers_does_not_answer_a_fact_question(db):
+    # was: "In diesem Artikel erfahren Sie, was die Garantie abdeckt, ... und was Reparaturen nach Ablauf der Garantie
+    # kosten." (it holds the question's words and no figure), refused as incomplete
+    _, final = answer("Wie lange dauert eine Reparatur nach Ablauf der Garantie?", [
+        passage(1, WARRANTY_DE_INTRO, article="warranty", heading="Garantie und Reparaturen"),
+        passage(2, WARRANTY_DE_REPAIRS, article="warranty",
+                heading="Garantie und Reparaturen — Reparaturen nach Ablauf der Garantie")])
+    assert "10–15 Werktage" in final.text and "In diesem Artikel" not in final.text, final.text
