@@ -33,7 +33,7 @@ from core.redis_client import RedisUnavailable, get_redis, redis_available, redi
 from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
 
-RETRIEVAL_VERSION = "hybrid-rrf-1"  # bump when the way passages are found or ranked changes
+RETRIEVAL_VERSION = "hybrid-rrf-2"  # bump when the way passages are found or ranked changes
 
 
 @dataclass(frozen=True)
@@ -135,10 +135,13 @@ def compound_alternatives(generation_id: int, tenant_id: int, locale: str, terms
     sql = (f"SELECT DISTINCT w.lexeme, t.term FROM {words} "
            f"JOIN unnest(%s::text[]) AS t(term) ON w.lexeme <> t.term AND ("
            f"(length(w.lexeme) >= %s AND right(t.term, length(w.lexeme)) = w.lexeme) OR "
+           f"(length(w.lexeme) >= %s AND length(t.term) - length(w.lexeme) >= %s "
+           f"AND left(t.term, length(w.lexeme)) = w.lexeme) OR "
            f"(length(t.term) >= %s AND right(w.lexeme, length(t.term)) = t.term)) "
            f"WHERE {scope}")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [terms, MIN_COMPOUND_PART, MIN_COMPOUND_PART, generation_id, tenant_id, locale])
+        cursor.execute(sql, [terms, MIN_COMPOUND_PART, MIN_COMPOUND_PART, MIN_COMPOUND_PART, MIN_COMPOUND_PART,
+                             generation_id, tenant_id, locale])
         out: dict[str, list[str]] = {}
         for lexeme, term in cursor.fetchall():
             out.setdefault(term, []).append(lexeme)

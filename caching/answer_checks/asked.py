@@ -35,7 +35,8 @@ _KIND_PATTERNS = (
     ("duration", re.compile(
         rf"\bhow long\b|\bhow soon\b|\bhow quickly\b|\bhow fast\b|\bhow many {_TIME_UNIT}\b|\bhow much time\b|"
         rf"\buntil when\b|\bby when\b|\bwhen do(?:es)? .{{0,40}}\bexpire|\bfor how long\b|\bwithin what time\b|"
-        rf"\bwie lange\b|\bbis wann\b|\bwie schnell\b|\bwie viele {_TIME_UNIT}\b|\bwie viel zeit\b|\bwann verf[äa]ll",
+        rf"\bwie lange\b|\bbis wann\b|\bwie schnell\b|\bwie viele {_TIME_UNIT}\b|\bwie viel zeit\b|\bwann verf[äa]ll|"
+        rf"\b(?:innerhalb|in) welche[rn]? (?:frist|zeit(?:raum|spanne)?)\b|\bwelche frist\b|\bwithin what (?:period|timeframe)\b",
         re.I)),
     ("amount", re.compile(
         r"\bhow much\b|\bwhat does .{0,60}\bcost\b|\bcosts?\b|\bprices?\b|\bfees?\b|\bsurcharge\b|\bcharge for\b|"
@@ -82,6 +83,14 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
         "replacement": (r"\breplacement items?\b", r"\badvance replacement\b", r"\bersatzartikel\b",
                         r"\bvorab-austausch\b"),
       },
+    # The state an item is returned in, where the help centre has a rule of its own for it ("Opened items ... a
+    # 15% restocking fee", "Unopened items can be returned for a full refund"). Not a special case (a general
+    # question is not answered by avoiding it), but a question that names it asks for its rule.
+    "condition": {
+        "opened": (r"\bopened\b", r"\bopen(?:-| )box\b", r"\bonce (?:i'?ve |i have |you'?ve )?opened\b",
+                   r"\bgeöffnete[nrs]?\b", r"\bgeöffnet (?:habe|hast|haben|hat|wurde)\b", r"\b(?:verpackung|siegel) \w* ?geöffnet\b"),
+        "unopened": (r"\bunopened\b", r"\bungeöffnete?[nrs]?\b", r"\boriginalverpackt"),
+    },
     # Places within a country that have rules of their own: a figure for them is not the country's
     # ("Deliveries to Yukon ... take 3-5 business days longer" is no answer to shipping to Canada).
     "region": {
@@ -108,6 +117,9 @@ EURO_COUNTRIES = frozenset({"Germany", "Austria"})
 # Families whose cases admission's completeness check holds an answer to: a figure for another
 # country or plan is another customer's answer. Product lines only steer the extractive answerer.
 CHECKED_FAMILIES = ("country", "plan")
+# Families of cases that have rules of their own (a sale item's return window, an opened item's fee): a question
+# naming one is answered by that case's figure where the passages state one, not by the general rule beside it.
+NAMED_FAMILIES = ("product", "condition")
 
 _CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:a\.?m\.?|p\.?m\.?|uhr)(?!\w)|\bnoon\b|\bmittags?\b|\b24/7\b|"
                     r"\b24 hours a day\b|\brund um die uhr\b", re.I)
@@ -517,6 +529,13 @@ def duration_of_another_thing(question: str, sentence: str) -> bool:
     if not things:
         return False
     return all(not thing & event for thing in things) and not _free_duration(sentence)
+
+
+def only_things_durations(question: str, sentence: str) -> bool:
+    """Whether every duration a sentence states is the length of a thing the question does not name ("Faulty
+    items are handled under our 2-year warranty" for how long an opened item can be returned)."""
+    things = duration_things(sentence)
+    return bool(things) and not _free_duration(sentence) and all(not thing & terms(question) for thing in things)
 
 
 def _free_duration(sentence: str) -> bool:

@@ -18,16 +18,19 @@ a plan that the passages name too, that line is
 labelled with it (the line, or the section line it is listed under, names it, or an amount is in
 its currency), or it names no case and its figure is not one the passages give only for other
 cases. A figure of another case standing unlabelled beside the right one is refused as
-``mixed_cases``: the customer cannot tell which applies. A yes/no question about a country is
+``mixed_cases``: the customer cannot tell which applies. A question naming a case that has a rule of its own
+(a sale or refurbished item, an opened one: ``asked.NAMED_FAMILIES``) is not answered by the general rule when the
+passages state that case's figure ("You have 30 days ..." for a sale item's return window). A yes/no question about a country is
 complete only if the answer speaks of a country: that one, or those the rule applies to.
 """
 from __future__ import annotations
 
 import re
 
-from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, all_cases_in, asked, case_fit, currency_countries,
-                                         duration_of_another_thing, focus_terms, foreign_plan, instruction_verb,
-                                         kinds_in, same_event, special_fit, specific_terms)
+from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, case_fit,
+                                         currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
+                                         instruction_verb, kinds_in, only_things_durations, same_event, special_fit,
+                                         specific_terms)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
 from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, number, quantities
@@ -144,6 +147,9 @@ class CompletenessCheck(AnswerCheck):
                              for h, t in stating):  # in its words or others for the same event (delivery, shipping)
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states one, but not of "
                                       f"{', '.join(sorted(about))}")
+        general = self._general_for_named_case(wanted, evidence, stating, sources)
+        if general:
+            return Refusal(self.code, general)
         country = wanted.cases.get("country") if wanted.kind == "amount" else None
         mixed = next((t for _, t in stating if country and _other_currencies_beside(t, country)), None)
         if mixed:  # "$5.95 (CA$7.95, £4.95 or €5.95)" for Canada: every country's fee in one breath
@@ -163,6 +169,28 @@ class CompletenessCheck(AnswerCheck):
         for_ = " and ".join(cases.values())
         return Refusal(self.code, f"asks for {wanted.describe()}; the answer states it only for other cases than "
                                   f"{for_}")
+
+    @staticmethod
+    def _general_for_named_case(wanted, evidence: Evidence, stating: list[tuple[str, str]],
+                                sources: list[tuple[str, str]]) -> str:
+        """Why an answer states only the general rule for a case the question names that has a rule of its own
+        in the passages (``NAMED_FAMILIES``: "How long do I have to return sale items?" is not answered by "You have
+        30 days from the delivery date" when the passages say "Items bought during a sale ... within 14 days"); ""
+        when it states the named case's figure, or the passages state none for it."""
+        for family, case in wanted.cases.items():
+            if family not in NAMED_FAMILIES:
+                continue
+            own = [t for h, t in sources if case in all_cases_in(f"{h}\n{t}").get(family, ()) and any(
+                wanted.kind in kinds_in(s) and not (wanted.kind == "duration" and (duration_of_another_thing(
+                    evidence.question, s) or only_things_durations(evidence.question, s))) for s in sentences_of(t))]
+            if not own:
+                continue
+            headings = [source_heading(t, evidence.sections) if evidence.sections else "" for _, t in stating]
+            if not any(case in all_cases_in(f"{h}\n{t}\n{heading}").get(family, ())
+                       for (h, t), heading in zip(stating, headings)):
+                return (f"asks for {wanted.describe()}; the passages state one for {case}, the answer only the "
+                        f"general rule")
+        return ""
 
     @staticmethod
     def _from_foreign_plan(wanted, evidence: Evidence, line: str) -> bool:

@@ -26,6 +26,7 @@ from django.conf import settings
 
 from caching.answer_checks import asked as asking
 from caching.answer_checks import text as words
+from caching.answer_checks.facts import quantities
 from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from generation.base import GenerationResult, Passage
@@ -70,6 +71,14 @@ SECOND_FIGURE_MARGIN = 0.25
 # A duration stated for the event the question asks the length of ("We email the PDF and XML files within 72
 # hours" for "how long until I get it?") gains EVENT_WEIGHT, even as a numbered step of a procedure.
 EVENT_WEIGHT = 0.15
+# A sentence that says what the article is about ("This article explains what can be returned ...", "In diesem Artikel
+# erfahren Sie, ... was Reparaturen nach Ablauf der Garantie kosten") holds the question's words but states no
+# rule: for a question that asks for a fact or a yes or no, it loses ABOUT_ARTICLE_WEIGHT.
+ABOUT_ARTICLE_WEIGHT = 0.2
+ABOUT_ARTICLE = re.compile(
+    r"^(?:this article (?:explains|covers|describes|tells you|shows)|this page (?:explains|covers)|below(?:,)? you'll "
+    r"find|here(?:'s| is) what happens|in (?:diesem|dem folgenden) artikel (?:erfahren|lesen|finden) sie|hier erfahren "
+    r"sie|im folgenden erfahren sie|unten finden sie)\b", re.I)
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -172,11 +181,12 @@ class ExtractiveAnswerer(Answerer):
                          reason="no sentence of the passages answers the question")
             return
         lines, cited = [], []
+        country = asked_of(request).cases.get("country")
         for passage, units in chosen:
             if passage.article_id not in [p.article_id for p in cited]:
                 cited.append(passage)
             number = [p.article_id for p in cited].index(passage.article_id) + 1
-            lines.extend(render(passage, units, number))
+            lines.extend(asked_currency(line, country) for line in render(passage, units, number))
         pieces = []
         for i, line in enumerate(lines):
             piece = ("\n" if i else "") + line
@@ -251,6 +261,8 @@ class ExtractiveAnswerer(Answerer):
             score += INTRO_WEIGHT * (" — " not in passage.heading)
         if wanted.wants_fact:
             score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
+        if wanted.kind is not None:
+            score -= ABOUT_ARTICLE_WEIGHT * bool(ABOUT_ARTICLE.match(unit.text))
         if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
             score -= STEP_WEIGHT * (is_step(unit) and not (event or states and asking.asked_event(question) & terms(unit.text)))
         on_about = not about or asking.same_event(about, terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
@@ -293,6 +305,8 @@ class ExtractiveAnswerer(Answerer):
                 break
             if c is lead or c.passage.article_id != lead.passage.article_id or c.fit < min(0, lead.fit):
                 continue
+            if ABOUT_ARTICLE.match(c.unit.text):
+                continue  # what the article covers is no context of a rule
             if c.states and lead.states:  # a second figure of the kind
                 same_case = lead.fit > 0 and c.fit > 0 and c.passage is lead.passage  # UK Standard, UK Express
                 if c.score < lead.score - SECOND_FIGURE_MARGIN:
@@ -470,7 +484,37 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
     return lines
 
 
+# One amount in each country's currency, with no country named: "$5.95 (CA$7.95, £4.95 or €5.95)", "The return label
+# fee ($5.95, CA$7.95, £4.95 or €5.95)", "5,95 € (5,95 $, 7,95 CA$ bzw. 4,95 £)".
+_AMOUNT = r"(?:(?:ca\$|mx\$|us\$|[$€£])\s?\d+(?:[.,]\d+)*|\d+(?:[.,]\d+)*\s?(?:ca\$|mx\$|us\$|[$€£]))"
+_AMOUNT_SEP = r"(?:\s*,\s*|\s+(?:or|oder|bzw\.|and|und)\s+)"
+CURRENCY_ALTERNATIVES = re.compile(
+    rf"(?:(?P<lead>{_AMOUNT})\s*)?\((?P<alternatives>{_AMOUNT}(?:{_AMOUNT_SEP}{_AMOUNT})+)\)", re.I)
+
+
+def asked_currency(line: str, country: str | None) -> str:
+    """For a question about one country, a line's list of one amount in every country's currency reduced to that
+    country's amount ("How much is the return label fee in Canada?": "$5.95 (CA$7.95, £4.95 or €5.95)" ->
+    "CA$7.95"), so no other country's figure stands beside it unlabelled; unchanged when the list does not hold the
+    country's currency once, or without a country."""
+    if not country:
+        return line
+
+    def one(m: re.Match) -> str:
+        amounts = ([m.group("lead")] if m.group("lead") else []) + re.findall(_AMOUNT, m.group("alternatives"), re.I)
+        currencies = [next(iter(quantities(a)[2]), ("", ""))[0] for a in amounts]
+        if len(set(currencies)) != len(currencies):
+            return m.group(0)  # a range or several amounts of one currency, not one amount per country
+        mine = [a for a, c in zip(amounts, currencies) if country in asking.currency_countries(c)]
+        if len(mine) != 1:
+            return m.group(0)
+        return mine[0] if m.group("lead") else f"({mine[0]})"
+
+    return CURRENCY_ALTERNATIVES.sub(one, line)
+
+
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", "v6"])[:16]
+                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
+                        "v7"])[:16]

@@ -1,5 +1,5 @@
 from retrieval.embeddings import embed_query
-from retrieval.search import search_chunks
+from retrieval.search import compound_alternatives, search_chunks
 from retrieval.services import active_generation
 
 
@@ -122,3 +122,11 @@ def test_a_german_word_finds_the_compound_it_ends(acme):
     with override_settings(TEXT_SEARCH_COMPOUNDS=[]):
         matched = text_matches(active_generation(), acme.pk, "de", question, embed_query(question), 4)
         assert all(h.term_coverage < 0.5 for h in matched)  # without the compound part it is not evidence
+
+
+def test_a_german_compound_finds_the_passages_naming_its_first_part(acme):
+    """"Expressversand" is in no passage; the shipping article lists "Express mit DHL Express" under "Deutschland und
+    Österreich" (was: the weekend-delivery, opening-hours and Plus articles, not the shipping one)."""
+    question = "Wie schnell ist Expressversand nach Österreich?"
+    assert "shipping-times-and-costs" in [h.article_id for h in hybrid(acme, "de", question)]
+    assert "express" in compound_alternatives(active_generation().pk, acme.pk, "de", ["expressversand"])["expressversand"]
