@@ -97,7 +97,12 @@ class Resolution:
         """A rewrite that carries the conversation's words ("... (about: ...)") is looked up by the
         exact cache only: the semantic judge was never calibrated on such word lists, and two of
         them one word apart (a detail swapped) are two questions."""
-        return self.how == How.REWRITTEN and TOPIC_MARK in self.question
+        if self.how != How.REWRITTEN:
+            return False
+        # ... and so is one carrying a detail the semantic cache's guards cannot tell apart ("Can I get
+        # overnight delivery? (texas)" against "(alaska)": a name, where two places would be vetoed)
+        return TOPIC_MARK in self.question or not all(
+            _guarded(v) for v in self.conditions if not _states(self.message, v))
 
 
 # --------------------------------------------------------------------------- validation
@@ -699,6 +704,15 @@ _PLACE_NAMES = {"uk": "the uk (united kingdom)", "us": "the us (united states)",
                 "eu": "the eu (european union)"}
 
 
+def _guarded(value: str) -> bool:
+    """Whether the semantic cache's guards tell a question carrying ``value`` apart from one carrying
+    another value of its kind (a place, plan, day, number: a veto field of ``caching.guards.signature``)."""
+    value = _PLACE_NAMES.get(value.removeprefix("not "), value.removeprefix("not "))
+    if ":" in value:
+        return True  # read from the guards' own signature ("month:03")
+    return any(guards.signature(value).get(f) for f in guards.VETO_FIELDS if f != "mood")
+
+
 def _states(text: str, value: str) -> bool:
     """Whether ``text`` states the condition ``value`` as a whole word ("2" is not stated by "123")."""
     return re.search(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", text.casefold()) is not None
@@ -800,7 +814,8 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
         return _underspecified(message, history, running, last_assistant)
     if not german and (why := continues(message, history)):
         return _continuing(message, history, running, last_assistant, why)
-    related = _related_turns(message, history)
+    scored = _turn_cosines(message, history)
+    related = [t for t, cosine in scored if cosine >= settings.CONVERSATION_RELATED_COSINE]
     # the customer's country, plan and day, stated or asked about (the latest of each kind), where
     # they bear on the question: "what time do you open?" after "I'm coming to the Leeds branch"
     stated = _running(tuple(t for t in _since_fresh_start(history) if t.role == "user"))
@@ -810,6 +825,13 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     # and an age ("I'm 16", "my daughter is 11") bears on who may open, hold or apply for something
     if _bears_on(message, "age"):
         bearing.update(_ages(tuple(t for t in _since_fresh_start(history) if t.role == "user")))
+    # and every detail of a customer's turn on the message's subject, in a looser sense than ``related``
+    # ("I'm shipping a parcel to Texas." / "Can I get overnight delivery?"): a detail said about
+    # something else stays there
+    for turn, cosine in _turn_cosines(message, history, words_only=True):
+        if cosine >= settings.CONVERSATION_CONDITION_COSINE:
+            bearing.update({v: k for v, k in conditions(turn.content).items()
+                            if v in running and not re.fullmatch(r"#?\d{5,}", v)})
     if not related and not bearing:
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
                           history=history)
@@ -853,15 +875,20 @@ def _since_fresh_start(history: tuple[Turn, ...]) -> tuple[Turn, ...]:
     return history
 
 
-def _related_turns(message: str, history: tuple[Turn, ...]) -> list[Turn]:
-    """The customer's earlier turns on the message's topic: sentence-embedding cosine at least
-    ``CONVERSATION_RELATED_COSINE`` (the retrieval embedder, the same the semantic cache uses)."""
-    candidates = [t for t in history if t.role == "user" and _topic(t.content, False)]
+def _turn_cosines(message: str, history: tuple[Turn, ...], words_only: bool = False) -> list[tuple[Turn, float]]:
+    """The customer's earlier turns with their sentence-embedding cosine to the message (the retrieval
+    embedder, the same the semantic cache uses): at least ``CONVERSATION_RELATED_COSINE``, a turn on the
+    message's topic. ``words_only``: of their content words alone, without the question's frame ("do you
+    have ...?" against "do you offer ...?"): at least ``CONVERSATION_CONDITION_COSINE``, a turn whose
+    details bear on the message."""
+    candidates = [t for t in history if t.role == "user" and _topic(t.content, False) and not _small_talk(t)]
     if not candidates:
         return []
-    vectors = embed_texts([message] + [t.content for t in candidates], embedder=query_embedder(cached=True))
-    return [t for t, v in zip(candidates, vectors[1:])
-            if float(vectors[0] @ v) >= settings.CONVERSATION_RELATED_COSINE]
+    texts = [message] + [t.content for t in candidates]
+    if words_only:
+        texts = [_topic(text, False) or text for text in texts]
+    vectors = embed_texts(texts, embedder=query_embedder(cached=True))
+    return [(t, float(vectors[0] @ v)) for t, v in zip(candidates, vectors[1:])]
 
 
 # Words that carry a message on from what was said before: "can I still change the address?",

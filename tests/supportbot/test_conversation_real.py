@@ -101,3 +101,20 @@ def test_an_order_number_or_a_table_size_is_not_an_age():
     message = "Can I open an account with you?"
     r = resolved("I'd like to book a table for 4 on Friday", "Booked! See you then.", message)
     assert (r.how, r.question) == (How.STANDALONE, message)
+
+
+@pytest.mark.django_db
+def test_a_detail_of_a_turn_on_the_messages_subject_travels_and_a_name_keeps_the_rewrite_exact_only():
+    message = "Can I get overnight delivery?"
+    alaska = resolved("I'm shipping a parcel to Alaska.", "Thanks.", message)
+    texas = resolved("I'm shipping a parcel to Texas.", "Thanks.", message)
+    assert "alaska" in alaska.question and "texas" in texas.question
+    # the semantic cache's guards know no Texas: such a rewrite is looked up by its exact words only
+    assert texas.exact_only
+
+
+@pytest.mark.django_db
+def test_a_detail_of_a_turn_about_something_else_stays_there():
+    message = "Do you offer gift wrapping?"
+    r = resolved("Do you have a loyalty scheme?", "Yes: a point for every pound.", message)
+    assert (r.how, r.question) == (How.STANDALONE, message)
