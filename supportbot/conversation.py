@@ -810,12 +810,11 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a reply to the assistant's question", history=history)
     own = conditions(message)
-    if not german and not self_contained(message):
+    if not german and not self_contained(message) and not _new_subject_after_closed_topic(message, history):
         return _underspecified(message, history, running, last_assistant)
     if not german and (why := continues(message, history)):
         return _continuing(message, history, running, last_assistant, why)
-    scored = _turn_cosines(message, history)
-    related = [t for t, cosine in scored if cosine >= settings.CONVERSATION_RELATED_COSINE]
+    related = _related_turns(message, history)
     # the customer's country, plan and day, stated or asked about (the latest of each kind), where
     # they bear on the question: "what time do you open?" after "I'm coming to the Leeds branch"
     stated = _running(tuple(t for t in _since_fresh_start(history) if t.role == "user"))
@@ -825,13 +824,6 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     # and an age ("I'm 16", "my daughter is 11") bears on who may open, hold or apply for something
     if _bears_on(message, "age"):
         bearing.update(_ages(tuple(t for t in _since_fresh_start(history) if t.role == "user")))
-    # and every detail of a customer's turn on the message's subject, in a looser sense than ``related``
-    # ("I'm shipping a parcel to Texas." / "Can I get overnight delivery?"): a detail said about
-    # something else stays there
-    for turn, cosine in _turn_cosines(message, history, words_only=True):
-        if cosine >= settings.CONVERSATION_CONDITION_COSINE:
-            bearing.update({v: k for v, k in conditions(turn.content).items()
-                            if v in running and not re.fullmatch(r"#?\d{5,}", v)})
     if not related and not bearing:
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
                           history=history)
@@ -875,20 +867,15 @@ def _since_fresh_start(history: tuple[Turn, ...]) -> tuple[Turn, ...]:
     return history
 
 
-def _turn_cosines(message: str, history: tuple[Turn, ...], words_only: bool = False) -> list[tuple[Turn, float]]:
-    """The customer's earlier turns with their sentence-embedding cosine to the message (the retrieval
-    embedder, the same the semantic cache uses): at least ``CONVERSATION_RELATED_COSINE``, a turn on the
-    message's topic. ``words_only``: of their content words alone, without the question's frame ("do you
-    have ...?" against "do you offer ...?"): at least ``CONVERSATION_CONDITION_COSINE``, a turn whose
-    details bear on the message."""
-    candidates = [t for t in history if t.role == "user" and _topic(t.content, False) and not _small_talk(t)]
+def _related_turns(message: str, history: tuple[Turn, ...]) -> list[Turn]:
+    """The customer's earlier turns on the message's topic: sentence-embedding cosine at least
+    ``CONVERSATION_RELATED_COSINE`` (the retrieval embedder, the same the semantic cache uses)."""
+    candidates = [t for t in history if t.role == "user" and _topic(t.content, False)]
     if not candidates:
         return []
-    texts = [message] + [t.content for t in candidates]
-    if words_only:
-        texts = [_topic(text, False) or text for text in texts]
-    vectors = embed_texts(texts, embedder=query_embedder(cached=True))
-    return [(t, float(vectors[0] @ v)) for t, v in zip(candidates, vectors[1:])]
+    vectors = embed_texts([message] + [t.content for t in candidates], embedder=query_embedder(cached=True))
+    return [t for t, v in zip(candidates, vectors[1:])
+            if float(vectors[0] @ v) >= settings.CONVERSATION_RELATED_COSINE]
 
 
 # Words that carry a message on from what was said before: "can I still change the address?",
@@ -1283,6 +1270,39 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
     if len(out) > settings.CONVERSATION_TOPIC_WORDS:
         raise TooMuchContext(f"{len(out)} topic words")
     return " ".join(out)
+
+
+def _topic_closed(history: tuple[Turn, ...]) -> bool:
+    """Whether the conversation's last exchange closed its topic: the customer's thanks and the
+    assistant's reply ("ok thanks" / "You're welcome. Anything else?"). The assistant's "anything
+    else?" alone does not: "Done, it ends on 31 May. Anything else?" / "Is there a cancellation fee?"
+    is still about the gym; nor does a pause ("hang on, someone's at the door" / "Take your time.")."""
+    if not history or history[-1].role != "assistant":
+        return False
+    return (len(history) >= 2 and history[-2].role == "user" and _small_talk(history[-2])
+            and bool(set(_lower_words(history[-2].content)) & _THANKS))
+
+
+_THANKS = {"thanks", "thank", "cheers", "ta", "appreciate", "appreciated", "brilliant", "perfect", "great", "helpful"}
+# Verbs that say what the customer does, not what the question is about ("what should I bring with me?")
+_DOING = {"bring", "wear", "expect", "prepare", "arrive", "leave", "stay", "start", "stop", "happen", "happens",
+          "come", "take", "know", "tell", "ask", "said", "need", "want", "get", "put", "keep", "call", "wait"}
+
+
+def _new_subject_after_closed_topic(message: str, history: tuple[Turn, ...]) -> bool:
+    """A question with a subject of its own that no earlier turn touched, asked after the topic before it
+    was closed ("ok thanks" / "You're welcome. Anything else?" / "Do you have a student discount?"): a
+    new question, which means what it means alone. Without the close, "is there an early exit fee?"
+    after a broadband deal is about that deal."""
+    if not _topic_closed(history):
+        return False
+    subject = [w for w in _content_sequence(message) if w not in _THING_ATTRIBUTES and w not in _DOING
+               and _stem(w) not in {_stem(a) for a in _THING_ATTRIBUTES}]
+    if not subject:
+        return False
+    # a word of the subject said before in any form ("cancellation" after "cancel") ties it to the chat
+    said = {w[:5] for t in history for w in _content_sequence(t.content)}
+    return not any(w[:5] in said for w in subject)
 
 
 def _topicless(history: tuple[Turn, ...], message: str) -> bool:

@@ -168,8 +168,6 @@ CONVERSATION_MAX_MESSAGES = env.int("CONVERSATION_MAX_MESSAGES", default=60)
 CONVERSATION_MAX_CHARS = env.int("CONVERSATION_MAX_CHARS", default=40000)
 # A customer's earlier turn at least this close to a self-contained message (embedding cosine) hands it its conditions and words.
 CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.75)
-# A customer's earlier turn whose content words are at least this close to a self-contained message's hands it its conditions (place, day, amount, name).
-CONVERSATION_CONDITION_COSINE = env.float("CONVERSATION_CONDITION_COSINE", default=0.36)
 # A rewritten question carries the words of every earlier turn (its topic); more than this many: no shared cache for the turn.
 CONVERSATION_TOPIC_WORDS = env.int("CONVERSATION_TOPIC_WORDS", default=40)
 # A self-contained message sharing one bare word with the conversation continues it only if one of the last this many turns used it.

@@ -4,7 +4,7 @@ or an unrelated topic stays itself; an age or a sum of money the customer stated
 question it bears on, so two conversations that differ only in it never share an answer."""
 import pytest
 
-from supportbot.conversation import Conversation, How, Turn, resolve, self_contained
+from supportbot.conversation import Conversation, How, Resolution, Turn, resolve, self_contained
 
 
 def resolved(*texts):
@@ -103,18 +103,37 @@ def test_an_order_number_or_a_table_size_is_not_an_age():
     assert (r.how, r.question) == (How.STANDALONE, message)
 
 
-@pytest.mark.django_db
-def test_a_detail_of_a_turn_on_the_messages_subject_travels_and_a_name_keeps_the_rewrite_exact_only():
+def test_a_rewrite_carrying_a_name_the_guards_do_not_know_is_looked_up_by_its_exact_words_only():
     message = "Can I get overnight delivery?"
-    alaska = resolved("I'm shipping a parcel to Alaska.", "Thanks.", message)
-    texas = resolved("I'm shipping a parcel to Texas.", "Thanks.", message)
-    assert "alaska" in alaska.question and "texas" in texas.question
-    # the semantic cache's guards know no Texas: such a rewrite is looked up by its exact words only
-    assert texas.exact_only
+    texas = Resolution(message, f"{message} (texas)", How.REWRITTEN, conditions=("texas",))
+    canada = Resolution(message, f"{message} (canada)", How.REWRITTEN, conditions=("canada",))
+    assert texas.exact_only  # the semantic cache's guards would not tell Texas from Alaska
+    assert not canada.exact_only  # two countries they veto
+
+
+PARCEL = ("My parcel hasn't arrived yet, order 55120", "I'm sorry. It's with the courier and due tomorrow.",
+          "ok thanks", "You're welcome. Anything else?")
 
 
 @pytest.mark.django_db
-def test_a_detail_of_a_turn_about_something_else_stays_there():
-    message = "Do you offer gift wrapping?"
-    r = resolved("Do you have a loyalty scheme?", "Yes: a point for every pound.", message)
+@pytest.mark.parametrize("message", ["Do you have a student discount?", "What is the limit to top up?"])
+def test_a_new_subject_after_a_closed_topic_stands_alone(message):
+    r = resolved(*PARCEL, message)
     assert (r.how, r.question) == (How.STANDALONE, message)
+
+
+@pytest.mark.django_db
+def test_without_the_close_a_question_of_the_chats_product_stays_the_chats():
+    message = "is there an early exit fee?"
+    broadband = resolved("I'd like the 24-month fibre broadband deal", "Great choice: £30 a month.", message)
+    insurance = resolved("I want to take out car insurance for my Golf", "Sure, I can quote you.", message)
+    assert broadband.question != insurance.question
+    assert message not in (broadband.question, insurance.question)
+
+
+@pytest.mark.django_db
+def test_a_pause_is_not_a_close_and_what_the_customer_does_is_not_a_subject():
+    message = "what should I bring with me?"
+    r = resolved("I need an eye test", "We can book you in with an optician.", "hang on, someone's at the door",
+                 "Take your time.", message)
+    assert r.question != message
