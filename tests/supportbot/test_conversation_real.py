@@ -137,3 +137,10 @@ def test_a_pause_is_not_a_close_and_what_the_customer_does_is_not_a_subject():
     r = resolved("I need an eye test", "We can book you in with an optician.", "hang on, someone's at the door",
                  "Take your time.", message)
     assert r.question != message
+
+
+@pytest.mark.django_db
+def test_this_app_alone_is_the_business_and_is_answered_as_a_single_question():
+    r = resolved("Is there currency exchange on this app?")
+    assert (r.how, r.question) == (How.SINGLE, "Is there currency exchange on this app?")
+    assert resolved("Is this one free?").how == How.CLARIFY
