@@ -1,6 +1,6 @@
 """Conversation pairs through the real answer caches: should-hits served and traps answered wrongly, by subtype and by length.
 
-    .venv/bin/python -m bench.conversations [--heldout] [--more] [--external] [--show] [FILE ...]
+    .venv/bin/python -m bench.conversations [--heldout] [--more] [--real] [--external] [--show] [FILE ...]
     .venv/bin/python -m bench.conversations --kb [--answerer extractive|model]
 
 Each pair runs as ``manage.py evalcache`` runs it (``supportbot.evaluation``): ``a``'s last message
@@ -18,6 +18,10 @@ session, the first 48 measured before the rules they exercise were written; tune
 ``--heldout`` adds ``tests/data/conversation_pairs_heldout.jsonl``, our own pairs written before
 the resolver was tuned on the dev file and never tuned on. ``--show`` prints the dev pairs the
 caches got wrong, with both resolutions (never for the external set).
+
+``--real`` adds the pairs on real customer questions (``tests/data/conversation_pairs_real_dev.jsonl``,
+in-sample, and ``..._real_heldout.jsonl``, split from it by intent before tuning and never tuned on;
+``scripts/conversation_pairs_real.py`` writes both).
 
 ``--kb`` runs instead the conversations of ``tests/data/conversations_kb.jsonl`` (follow-ups over
 the demo knowledge base, both tenants) through the Ask API with ``messages``, twice each, and
@@ -42,6 +46,8 @@ from bench.common import ROOT, SHARED_DIR, bench_result, ensure_schema, setup
 DEV = ROOT / "tests" / "data" / "conversation_pairs.jsonl"
 HELDOUT = ROOT / "tests" / "data" / "conversation_pairs_heldout.jsonl"
 MORE = ROOT / "tests" / "data" / "conversation_pairs_more.jsonl"
+REAL_DEV = ROOT / "tests" / "data" / "conversation_pairs_real_dev.jsonl"
+REAL_HELDOUT = ROOT / "tests" / "data" / "conversation_pairs_real_heldout.jsonl"
 KB_CONVERSATIONS = ROOT / "tests" / "data" / "conversations_kb.jsonl"
 SHARED = SHARED_DIR
 EXTERNAL = SHARED / "eval" / "external" / "conv" / "data"
@@ -181,6 +187,8 @@ def main(argv=None) -> None:
     parser.add_argument("--more", action="store_true",
                         help="also tests/data/conversation_pairs_more.jsonl (own pairs: small talk, side questions, "
                              "a subject of its own that continues the conversation)")
+    parser.add_argument("--real", action="store_true",
+                        help="also the pairs on real customer questions, dev (in-sample) and held-out")
     parser.add_argument("--show", action="store_true", help="print the own pairs the caches got wrong")
     parser.add_argument("--kb", action="store_true",
                         help="instead: the conversations over the demo knowledge base, through the Ask API")
@@ -216,6 +224,15 @@ def main(argv=None) -> None:
         figures["more"] = more
         line += [f"more_served={more['served']:.3f}", f"more_wrong={more['wrong']:.3f}"]
         pairs += more["pairs"]
+    if args.real:
+        results, real = run_set("real customer questions, dev (in-sample)", [REAL_DEV])
+        if args.show:
+            show_misses(results)
+        _, real_held = run_set("real customer questions, held-out (split by intent, not tuned on)", [REAL_HELDOUT])
+        figures["real_dev"], figures["real_heldout"] = real, real_held
+        line += [f"real_dev_served={real['served']:.3f}", f"real_dev_wrong={real['wrong']:.3f}",
+                 f"real_heldout_served={real_held['served']:.3f}", f"real_heldout_wrong={real_held['wrong']:.3f}"]
+        pairs += real["pairs"] + real_held["pairs"]
     if args.external:
         files = sorted(EXTERNAL.glob("*/*.jsonl"))
         if not files:

@@ -97,7 +97,12 @@ class Resolution:
         """A rewrite that carries the conversation's words ("... (about: ...)") is looked up by the
         exact cache only: the semantic judge was never calibrated on such word lists, and two of
         them one word apart (a detail swapped) are two questions."""
-        return self.how == How.REWRITTEN and TOPIC_MARK in self.question
+        if self.how != How.REWRITTEN:
+            return False
+        # ... and so is one carrying a detail the semantic cache's guards cannot tell apart ("Can I get
+        # overnight delivery? (texas)" against "(alaska)": a name, where two places would be vetoed)
+        return TOPIC_MARK in self.question or not all(
+            _guarded(v) for v in self.conditions if not _states(self.message, v))
 
 
 # --------------------------------------------------------------------------- validation
@@ -380,6 +385,8 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
         if w in ("that", "this"):
             if w == "this" and after in _THIS_TIME:
                 continue
+            if w == "this" and after in ("app", "website", "site", "chat"):
+                continue  # "is there currency exchange on this app?": the business's own
             if w == "this" and after == "is" and _INTRODUCTION.search(text):
                 continue  # "Hello, this is Jane from …": the customer introducing themselves
             if not before or not after or before in _POINTING_BEFORE or after in ("one", "ones"):
@@ -589,7 +596,8 @@ def _running(turns: tuple[Turn, ...]) -> dict[str, str]:
     # conversation reworded keeps its facts, another conversation has others
     side = _side_turns(turns)
     for i, turn in enumerate(turns):
-        if turn.role == "assistant" and i not in side:  # an answer to a side question is about something else
+        if turn.role == "assistant" and i not in side and not _chatter_reply(turns, i):
+            # an answer to a side question is about something else; a reply to small talk about nothing
             for value, kind in conditions(turn.content).items():
                 state.setdefault(value, kind)
     last_assistant = next((t for t in reversed(turns) if t.role == "assistant"), None)
@@ -710,6 +718,15 @@ _PLACE_NAMES = {"uk": "the uk (united kingdom)", "us": "the us (united states)",
                 "eu": "the eu (european union)"}
 
 
+def _guarded(value: str) -> bool:
+    """Whether the semantic cache's guards tell a question carrying ``value`` apart from one carrying
+    another value of its kind (a place, plan, day, number: a veto field of ``caching.guards.signature``)."""
+    value = _PLACE_NAMES.get(value.removeprefix("not "), value.removeprefix("not "))
+    if ":" in value:
+        return True  # read from the guards' own signature ("month:03")
+    return any(guards.signature(value).get(f) for f in guards.VETO_FIELDS if f != "mood")
+
+
 def _states(text: str, value: str) -> bool:
     """Whether ``text`` states the condition ``value`` as a whole word ("2" is not stated by "123")."""
     return re.search(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", text.casefold()) is not None
@@ -747,9 +764,45 @@ _DAY_BEARING = {
 }
 
 
+_MONEY = re.compile(r"[£$€]|\b(?:euros?|dollars?|pounds?|gbp|usd|eur|quid|bucks)\b")
+_MONEY_BEARING = {
+    "fee", "fees", "charge", "charges", "charged", "cost", "costs", "price", "limit", "limits", "maximum", "minimum",
+    "max", "min", "rate", "rates", "exchange", "tax", "taxes", "instant", "instantly", "verify", "verification",
+    "allowed", "cheaper", "expensive", "commission",
+}
+
+
+# "I'm 16", "I am 16 years old", "my daughter is 11", "aged 17": an age the customer states
+_AGE = re.compile(r"\b(?:i'?m|i\s+am|(?:he|she|they)\s+(?:is|are)|(?:he|she)'s|(?:son|daughter|child|kid|boy|girl|"
+                  r"brother|sister|partner|wife|husband|mum|mom|dad|father|mother)\s+is|aged?|turning|turned)\s+"
+                  r"(?P<age>\d{1,3})(?:\s*(?:years?|yrs?)(?:\s+old)?)?(?!\s*(?:[£$€%]|euros?|dollars?|pounds?|"
+                  r"items?|days?|weeks?|months?|kg|minutes?|hours?|times?)\b)\b", re.IGNORECASE)
+_AGE_BEARING = {"open", "account", "accounts", "card", "cards", "eligible", "eligibility", "child", "children", "kid",
+                "kids", "teen", "teenager", "teenagers", "minor", "minors", "minimum", "age", "old", "young", "apply",
+                "application", "sign", "join", "allowed", "loan", "loans", "credit", "overdraft", "mortgage", "junior"}
+
+
+def _ages(turns: tuple[Turn, ...]) -> dict[str, str]:
+    """The latest age the customer stated in ``turns`` (as ``{"age N": "amount"}``), or ``{}``."""
+    for turn in reversed(turns):
+        found = [m.group("age") for m in _AGE.finditer(turn.content)]
+        if found:
+            return {f"age {found[-1]}": "amount"}
+    return {}
+
+
+_OPEN_A_THING = re.compile(r"\bopen\s+(?:a|an|my|the|another|new|joint|second)\b", re.IGNORECASE)
+
+
 def _bears_on(message: str, kind: str) -> bool:
-    """Whether a stated condition of ``kind`` (a place, a plan, a day) bears on the message's answer."""
+    """Whether a stated condition of ``kind`` (a place, a plan, a day, ``money``) bears on the message's answer."""
     words = set(_lower_words(message))
+    if kind == "day" and _OPEN_A_THING.search(message):
+        words.discard("open")  # "can I open an account?" on Friday: opening something, not the opening hours
+    if kind == "money":
+        return bool(words & _MONEY_BEARING)
+    if kind == "age":
+        return bool(words & _AGE_BEARING)
     if kind == "day":
         return bool(words & _DAY_BEARING)
     if kind == "place":
@@ -771,7 +824,7 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a reply to the assistant's question", history=history)
     own = conditions(message)
-    if not german and not self_contained(message):
+    if not german and not self_contained(message) and not _new_subject_after_closed_topic(message, history):
         return _underspecified(message, history, running, last_assistant)
     if not german and (why := continues(message, history)):
         return _continuing(message, history, running, last_assistant, why)
@@ -780,6 +833,11 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     # they bear on the question: "what time do you open?" after "I'm coming to the Leeds branch"
     stated = _running(tuple(t for t in _since_fresh_start(history) if t.role == "user"))
     bearing = {v: k for v, k in stated.items() if k in ("place", "tier", "day") and _bears_on(message, k)}
+    # a sum of money the customer means to send, pay or top up bears on fees, limits and timings
+    bearing.update({v: k for v, k in stated.items() if k == "amount" and _MONEY.search(v) and _bears_on(message, "money")})
+    # and an age ("I'm 16", "my daughter is 11") bears on who may open, hold or apply for something
+    if _bears_on(message, "age"):
+        bearing.update(_ages(tuple(t for t in _since_fresh_start(history) if t.role == "user")))
     if not related and not bearing:
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
                           history=history)
@@ -979,6 +1037,9 @@ def _continuing(message: str, history: tuple[Turn, ...], running: dict[str, str]
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           f"{why}, after the assistant's question", history=history)
     topic = _conversation_topic(history, message)
+    if not topic and _topicless(history, message):
+        return Resolution(message, message, How.STANDALONE, f"{why}, but nothing but small talk before it",
+                          history=history)
     if not topic:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           f"{why}, and nothing in the conversation to carry", history=history)
@@ -1018,9 +1079,27 @@ def self_contained(message: str) -> bool:
     takes = _HOW_LONG_DOES.search(joined)
     if takes and len([w for w in takes.group("subject").split() if w in subject]) >= 2:
         return True  # "how long does standard delivery take?" (not "how long does it take?")
+    if "than" in words and len(subject) >= 3:
+        return True  # a comparison naming both sides: "is express shipping faster than standard?"
+    named = next((m for m in (p.search(joined) for p in _NAMED_AFTER) if m), None)
+    rest = named.group("rest").split() if named else []
+    if len([w for w in rest if w in subject]) >= 2 and not any(w in _THING_ATTRIBUTES for w in rest):
+        # "how long does it take to get a new credit card?", "what will I need for identity verification?",
+        # "how long is the password reset link valid?" (not "how much is the early exit fee?": of what?)
+        return True
     return bool(_HOW_TO.search(joined)) and len(subject) >= 2 - (len(words) >= 6)
 
 
+# A dummy "it" whose infinitive names the thing ("how long does it usually take to get a new pin?"), and
+# what a procedure needs ("what will I need for identity verification?"): with two words of a subject
+# after them, not "how long does it take to get a replacement?" (of what?).
+_TAKES_TO = re.compile(r"^how\s+(?:long|much)\s+(?:does|do|will|would|can)\s+it\s+(?:\w+\s+)?(?:take|takes|cost|costs)\s+"
+                       r"to\s+(?P<rest>.+)")
+_NEED_FOR = re.compile(r"^what\s+(?:will|would|do|does|should|must)\s+(?:i|we)\s+(?:need|have|bring)\s+"
+                       r"(?:to\s+\w+\s+)?(?:for|to)\s+(?P<rest>.+)")
+_WHAT_TO_DO = re.compile(r"^what\s+(?:should|can|do|must|shall)\s+(?:i|we)\s+do\s+(?:if|when|about|after)\s+(?P<rest>.+)")
+_HOW_LONG_IS = re.compile(r"^how\s+(?:long|much|many)\s+(?:is|are)\s+(?:the|a|an|your)\s+(?P<rest>.+)")
+_NAMED_AFTER = (_TAKES_TO, _NEED_FOR, _WHAT_TO_DO, _HOW_LONG_IS)
 _THERE_IS = re.compile(r"^(?:is|are)\s+there\s+(?:a|an|any)?\s*\w+")
 _HOW_LONG_DOES = re.compile(r"^how\s+(?:long|much)\s+(?:does|do|will|would)\s+(?!it\b|that\b|this\b|they\b|these\b|"
                             r"those\b)(?P<subject>(?:\w+\s+){1,4})(?:take|cost)\b")
@@ -1045,6 +1124,9 @@ def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, 
         previous is not None and not _only_conditions(previous.message)) else ""
     base = _with_topic(message, topic) if topic else message
     question, carried = _with_conditions(base, running, conditions(message))
+    if question == message and _topicless(history, message):
+        return Resolution(message, message, How.STANDALONE, "standalone; nothing but small talk before it",
+                          history=history)
     if question == message:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a question without a subject of its own, and nothing in the conversation to give it one",
@@ -1129,13 +1211,21 @@ _SOCIAL = {
     "we're", "i'll", "i'd", "let", "feel", "feeling", "lucky", "hello", "hi", "hey", "dear", "mate", "lot",
     "disaster", "lovely", "got", "ages", "forever", "queue", "waiting", "poor", "bad", "shame", "pity",
     "way", "btw", "clears", "cheer", "hehe", "bless", "pleased", "sounds",
+    # about the assistant itself: "are you a real person or a bot", "what is your name", "tell me a joke"
+    "bot", "robot", "name", "joke", "jokes", "assistant",
 }
+# "are you a real person or a bot?", "is this a human?": small talk about the assistant itself
+_ABOUT_ASSISTANT = re.compile(r"^\W*(?:hi|hello|hey)?\W*(?:are|r)\s+(?:you|u)\s+(?:a\s+|an\s+)?(?:real|human|bot|robot|"
+                              r"person|machine|ai|computer)\b(?:\s+(?:person|human|being|or\s+(?:a\s+|an\s+)?(?:bot|"
+                              r"robot|machine|ai|computer|human|person)))*\W*$", re.IGNORECASE)
 
 
 def _small_talk(turn: Turn) -> bool:
     """A turn of small talk ("sorry, doorbell, back now", "lovely weather today", "No problem!"):
     only social words, no condition. Its words say nothing about the case, so a conversation with
     it and one without carry the same topic."""
+    if turn.role == "user" and _ABOUT_ASSISTANT.match(turn.content):
+        return True
     words = [w for w in _lower_words(turn.content) if w not in _STOP_EN or w in _TOPIC_KEEP]
     # "typical rainy weekend here": a time word said as small talk is not a detail of the case
     return bool(_lower_words(turn.content)) and all(w in _SOCIAL or w in _STOP_EN for w in words) \
@@ -1145,8 +1235,11 @@ def _small_talk(turn: Turn) -> bool:
 def _chatter_reply(turns: tuple[Turn, ...], i: int) -> bool:
     """Whether turn ``i`` is the assistant's reply to the customer's small talk ("ugh, rainy weekend" /
     "Hope it clears up!") that states nothing of the case: small talk too."""
-    return (turns[i].role == "assistant" and i > 0 and turns[i - 1].role == "user" and _small_talk(turns[i - 1])
-            and not conditions(turns[i].content, names=False))
+    if turns[i].role != "assistant" or i == 0 or turns[i - 1].role != "user":
+        return False
+    if _ABOUT_ASSISTANT.match(turns[i - 1].content):
+        return True  # "are you a bot?" / "I'm Ask, a virtual assistant ...": about itself, whatever it says
+    return _small_talk(turns[i - 1]) and not conditions(turns[i].content, names=False)
 
 
 def _side_turns(turns: tuple[Turn, ...]) -> set[int]:
@@ -1191,6 +1284,46 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
     if len(out) > settings.CONVERSATION_TOPIC_WORDS:
         raise TooMuchContext(f"{len(out)} topic words")
     return " ".join(out)
+
+
+def _topic_closed(history: tuple[Turn, ...]) -> bool:
+    """Whether the conversation's last exchange closed its topic: the customer's thanks and the
+    assistant's reply ("ok thanks" / "You're welcome. Anything else?"). The assistant's "anything
+    else?" alone does not: "Done, it ends on 31 May. Anything else?" / "Is there a cancellation fee?"
+    is still about the gym; nor does a pause ("hang on, someone's at the door" / "Take your time.")."""
+    if not history or history[-1].role != "assistant":
+        return False
+    return (len(history) >= 2 and history[-2].role == "user" and _small_talk(history[-2])
+            and bool(set(_lower_words(history[-2].content)) & _THANKS))
+
+
+_THANKS = {"thanks", "thank", "cheers", "ta", "appreciate", "appreciated", "brilliant", "perfect", "great", "helpful"}
+# Verbs that say what the customer does, not what the question is about ("what should I bring with me?")
+_DOING = {"bring", "wear", "expect", "prepare", "arrive", "leave", "stay", "start", "stop", "happen", "happens",
+          "come", "take", "know", "tell", "ask", "said", "need", "want", "get", "put", "keep", "call", "wait"}
+
+
+def _new_subject_after_closed_topic(message: str, history: tuple[Turn, ...]) -> bool:
+    """A question with a subject of its own that no earlier turn touched, asked after the topic before it
+    was closed ("ok thanks" / "You're welcome. Anything else?" / "Do you have a student discount?"): a
+    new question, which means what it means alone. Without the close, "is there an early exit fee?"
+    after a broadband deal is about that deal."""
+    if not _topic_closed(history):
+        return False
+    subject = [w for w in _content_sequence(message) if w not in _THING_ATTRIBUTES and w not in _DOING
+               and _stem(w) not in {_stem(a) for a in _THING_ATTRIBUTES}]
+    if not subject:
+        return False
+    # a word of the subject said before in any form ("cancellation" after "cancel") ties it to the chat
+    said = {w[:5] for t in history for w in _content_sequence(t.content)}
+    return not any(w[:5] in said for w in subject)
+
+
+def _topicless(history: tuple[Turn, ...], message: str) -> bool:
+    """Whether the conversation before the message is only small talk (greetings, "are you a bot?",
+    the weather, the assistant's replies to them): it has no subject a message could rest on, so a
+    message that points nowhere means there what it means alone."""
+    return not _running(history) and not _conversation_topic(history, message)
 
 
 def _new_words(text: str, message: str, german: bool) -> str:
