@@ -76,7 +76,7 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
     "product": {
         "refurbished": (r"\brefurbished\b", r"\brenewed\b", r"generalüberholt"),
         "sale": (r"\bsale items?\b", r"\bon sale\b", r"\bduring a sale\b", r"\breduced price", r"\breduziert\w* (?:artikel|preis|ware)",
-                 r"\bim sale\b", r"\bclearance\b"),
+                 r"\bim sale\b", r"\bclearance\b", r"\b(?:in|at|from) (?:a|the) sale\b", r"\bsale prices?\b"),
         "personalised": (r"\bengrav", r"\bpersonali[sz]", r"\bgraviert", r"\bmonogram"),
         "bulky": (r"\bbulky\b", r"\bsperrig", r"\bfreight\b", r"\bover 50 lb\b", r"\blarge (?:items?|tvs?)\b"),
         "business": (r"\bbusiness partner\b", r"\bbusiness account\b"),

@@ -139,6 +139,10 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
      "You have 30 days from the delivery date shown in your order to start a return (60 days for Plus members, as "
      "long as your membership was active on the day you placed the order). [1]", "acme/en/return-policy.md",
      "incomplete"),
+    # the same case said as "bought in a sale" (the lead's conversation set: the rewritten follow-up, cached)
+    ("How long do I have to return a jacket for if it was bought in a sale?",
+     "If something isn't right, you can send it back within 30 days of delivery. [1]", "acme/en/return-policy.md",
+     "incomplete"),
     ("Wie lange kann ich reduzierte Artikel zurückgeben?",
      "Wenn etwas nicht passt, können Sie es innerhalb von **30 Tagen nach der Zustellung** zurücksenden. [1]",
      "acme/de/return-policy.md", "incomplete"),
