@@ -23,13 +23,17 @@ def test_held_out_questions_are_whole_articles_and_classes_and_never_reach_train
         data.UNANSWERABLE_FILES)
     for scope in {(q.tenant, q.locale) for q in unanswerable}:
         assert sum(q.tenant == scope[0] and q.locale == scope[1] for q in unanswerable) >= 40
-    fresh = ("unanswerable_holdout2.jsonl", "unanswerable_holdout3.jsonl")  # whole held-out sets
+    fresh = ("unanswerable_holdout2.jsonl", "unanswerable_holdout3.jsonl", "unanswerable_holdout4.jsonl")  # whole held-out sets
     assert {q.kind for q in unanswerable if q.held_out and q.source not in fresh} == {
         "service", "platform", "specification", "company"}
     assert all(q.held_out for q in unanswerable if q.source in fresh)
     third = [q for q in unanswerable if q.source == "unanswerable_holdout3.jsonl"]
     assert sum(q.locale == "de" for q in third) >= 40 and all(
         sum(q.tenant == t and q.locale == "en" for q in third) >= 20 for t in ("acme", "initech"))
+    fourth = [q for q in unanswerable if q.source == "unanswerable_holdout4.jsonl"]
+    assert sum(q.locale == "de" for q in fourth) >= 30 and {q.kind for q in fourth if q.locale == "de"} >= {
+        "group", "service", "place", "platform", "specification", "company"}
+    assert sum(q.source == "questions_de_holdout4.jsonl" for q in questions) >= 30
     assert all(q.held_out for q in questions if q.source.startswith("questions_de_holdout"))
     assert any(q.source == "questions_de_train.jsonl" for q in questions)
     assert not any(q.held_out for q in questions if q.source == "questions_de_train.jsonl")
