@@ -62,7 +62,7 @@ def refused(tenant, question: str, locale: str, keep: dict | None = None) -> tup
         from supportbot.answerability.decision import evidence
 
         embedder = query_embedder(cached=True)
-        _, _, keep["rows"], keep["stated"] = evidence(
+        _, _, keep["rows"], keep["stated"], keep["grounded"] = evidence(
             generation=active_generation_cached(), tenant_id=tenant.pk, locale=locale, question=question,
             vector=state.vector, passages=state.passages, embed=lambda texts: embed_texts(texts, embedder=embedder))
     if not pipeline.check_answerable(state):
@@ -116,7 +116,7 @@ def rescore(path: str, model) -> list[dict]:
         rows = pickle.load(f)
     for r in rows:
         if "rows" in r and len(r["rows"]):
-            ok = model.passing(model.probabilities(r["rows"]), r["stated"], r["locale"])
+            ok = model.passing(model.probabilities(r["rows"]), r["stated"], r["locale"], r.get("grounded"))
             r["refused"], r["reason"] = not any(ok), "rescored"
     return rows
 
@@ -192,7 +192,7 @@ def report(args, rows: list[dict], seconds: float) -> None:
             pickle.dump(rows, f)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([{k: v for k, v in r.items() if k not in ("rows", "stated")} for r in rows], f, indent=1,
+            json.dump([{k: v for k, v in r.items() if k not in ("rows", "stated", "grounded")} for r in rows], f, indent=1,
                       ensure_ascii=False)
     figures = {"split": args.split, "questions": len(rows), "oos_per_scope": args.oos, "seconds": round(seconds, 1),
                "model": current_model().version}

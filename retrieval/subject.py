@@ -280,15 +280,25 @@ class Nouns:
 
     stems: dict[str, str]  # noun -> stem
     unstated: dict[int, tuple[str, ...]]  # chunk id -> the nouns its article does not state
+    # chunk id -> whether its article states at least one of the question's subject terms (``grounded``); a chunk
+    # not in it is grounded (the locale is not in ``SUBJECT_GROUNDED_LOCALES``, or no terms were given)
+    grounds: dict[int, bool] = field(default_factory=dict)
 
     def stated(self, chunk_id: int) -> bool:
         return not self.unstated.get(chunk_id, tuple(self.stems))
 
+    def grounded(self, chunk_id: int) -> bool:
+        return self.grounds.get(chunk_id, True)
 
-def nouns_of(generation: IndexGeneration, tenant_id: int, locale: str, question: str, chunk_ids: list[int]) -> Nouns | None:
+
+def nouns_of(generation: IndexGeneration, tenant_id: int, locale: str, question: str, chunk_ids: list[int],
+             terms: tuple[str, ...] | None = None) -> Nouns | None:
     """For a locale whose nouns are capitalised (``settings.NOUN_SUBJECT_LOCALES``), the question's nouns
-    and which of them each chunk's article does not state; None for other locales."""
-    if locale.split("-")[0].split("_")[0].lower() not in settings.NOUN_SUBJECT_LOCALES:
+    and which of them each chunk's article does not state; None for other locales. With ``terms`` (the
+    question's subject terms, ``subject_of``), in ``settings.SUBJECT_GROUNDED_LOCALES`` also whether each
+    chunk's article states at least one of them (``grounded``)."""
+    language = locale.split("-")[0].split("_")[0].lower()
+    if language not in settings.NOUN_SUBJECT_LOCALES:
         return None
     config = text_search_config(locale)
     tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
@@ -297,4 +307,14 @@ def nouns_of(generation: IndexGeneration, tenant_id: int, locale: str, question:
     lexemes = article_lexemes(generation, tenant_id, locale, chunk_ids)
     unstated = {c: tuple(w for w, s in stems.items() if not states(s, lexemes.get(c, frozenset())))
                 for c in chunk_ids}
-    return Nouns(stems=stems, unstated=unstated)
+    grounds = {}
+    if terms is not None and language in settings.SUBJECT_GROUNDED_LOCALES:
+        grounds = {c: grounded(terms, lexemes.get(c, frozenset())) for c in chunk_ids}
+    return Nouns(stems=stems, unstated=unstated, grounds=grounds)
+
+
+def grounded(terms: tuple[str, ...], lexemes: frozenset[str] | set[str]) -> bool:
+    """Whether a text whose lexemes are ``lexemes`` states at least one of a question's subject terms, as
+    ``states`` reads a noun (a compound through all its parts, never through its head alone: "Studentenrabatt"
+    is not stated by "Rabatt"). A question without subject terms is grounded nowhere."""
+    return any(states(t, lexemes) for t in terms)

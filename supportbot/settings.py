@@ -252,6 +252,9 @@ ANSWERABILITY_MODEL = env.path("ANSWERABILITY_MODEL", default=BASE_DIR / "suppor
 # Answerability: languages that capitalise their nouns (German); there, a passage whose article does not state every
 # noun the question asks about must reach the artefact's higher "<locale>:nouns" threshold. Empty turns it off.
 NOUN_SUBJECT_LOCALES = env.list("NOUN_SUBJECT_LOCALES", default=["de"])
+# Answerability: of NOUN_SUBJECT_LOCALES, those where a passage whose article states none of the question's subject
+# terms never answers it (the embedding model is English: there, the shared words are the only evidence). Empty: off.
+SUBJECT_GROUNDED_LOCALES = env.list("SUBJECT_GROUNDED_LOCALES", default=["de"])
 # Content gaps staff page: handed-off questions at least this similar (embedding cosine) are one group.
 CONTENT_GAP_SIMILARITY = env.float("CONTENT_GAP_SIMILARITY", default=0.75)
 # Content gaps staff page: at most this many of the latest handed-off Asks of a tenant and locale are read.

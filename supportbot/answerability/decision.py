@@ -40,10 +40,10 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         return Verdict(True, 1.0, 0.0, passages[0].chunk_id, f"not checked: {exc}"[:300],
                        passing=frozenset(p.chunk_id for p in passages))
     chunk_ids = [p.chunk_id for p in passages]
-    subject, nouns, rows, stated = evidence(generation=generation, tenant_id=tenant_id, locale=locale,
-                                            question=question, vector=vector, passages=passages, embed=embed)
+    subject, nouns, rows, stated, grounded = evidence(generation=generation, tenant_id=tenant_id, locale=locale,
+                                                      question=question, vector=vector, passages=passages, embed=embed)
     probabilities = model.probabilities(rows)
-    ok = model.passing(probabilities, stated, locale)
+    ok = model.passing(probabilities, stated, locale, grounded)
     passing = frozenset(c for c, good in zip(chunk_ids, ok) if good)
     # the best passage: the likeliest of those that answer, else the likeliest of all
     best = max(range(len(passages)), key=lambda i: (ok[i], probabilities[i]))
@@ -55,7 +55,9 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         return Verdict(True, p, threshold, chunk_id, f"answerable: P={p:.3f} >= {threshold:.3f} "
                        f"({passages[best].article_id})", model.version, unseen, passing)
     detail = f"; the help centre never states {', '.join(unseen[:4])}" if unseen else ""
-    if not stated[best] and nouns is not None:
+    if not any(grounded):
+        detail += "; no retrieved article states any word the question asks about"
+    elif not stated[best] and nouns is not None:
         detail += f"; its article does not state {', '.join(nouns.unstated[chunk_id][:4])}"
     return Verdict(False, p, threshold, chunk_id, f"not answerable: P={p:.3f} < {threshold:.3f}{detail}"[:300],
                    model.version, unseen)
@@ -64,12 +66,14 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
 def evidence(*, generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
              passages: Sequence, embed: Callable[[list[str]], np.ndarray]):
     """What the model reads of ``passages``: the question's subject, its nouns (or None), one row of
-    ``features.NAMES`` a passage, and per passage whether its article states every noun."""
+    ``features.NAMES`` a passage, per passage whether its article states every noun, and per passage
+    whether its article states any subject term at all (``retrieval.subject.grounded``)."""
     chunk_ids = [p.chunk_id for p in passages]
     subject = subject_of(generation, tenant_id, locale, question, chunk_ids)
-    nouns = nouns_of(generation, tenant_id, locale, question, chunk_ids)
+    nouns = nouns_of(generation, tenant_id, locale, question, chunk_ids, subject.terms)
     rows = pair_features(passages, subject, unit_similarities(passages, vector, embed), locale, question)
-    return subject, nouns, rows, [nouns is None or nouns.stated(c) for c in chunk_ids]
+    return (subject, nouns, rows, [nouns is None or nouns.stated(c) for c in chunk_ids],
+            [nouns is None or nouns.grounded(c) for c in chunk_ids])
 
 
 def related_articles(passages: Sequence, limit: int = MAX_RELATED) -> list[dict]:

@@ -42,11 +42,14 @@ class AnswerabilityModel:
         the locale's own)."""
         return max(self.threshold(locale), float(self.thresholds.get(f"{locale}:nouns", 0.0)))
 
-    def passing(self, probabilities: np.ndarray, stated: list[bool], locale: str) -> list[bool]:
+    def passing(self, probabilities: np.ndarray, stated: list[bool], locale: str,
+                grounded: list[bool] | None = None) -> list[bool]:
         """Per passage, whether it answers: it reaches the locale's threshold and, when its article leaves a
-        noun of the question unstated, the higher nouns threshold."""
+        noun of the question unstated, the higher nouns threshold; a passage whose article states none of the
+        question's subject terms (``grounded`` False, ``SUBJECT_GROUNDED_LOCALES``) never answers."""
         low, high = self.threshold(locale), self.nouns_threshold(locale)
-        return [bool(p >= (low if ok else high)) for p, ok in zip(probabilities, stated)]
+        grounded = [True] * len(stated) if grounded is None else grounded
+        return [bool(g and p >= (low if ok else high)) for p, ok, g in zip(probabilities, stated, grounded)]
 
     @classmethod
     def from_dict(cls, data: dict) -> "AnswerabilityModel":

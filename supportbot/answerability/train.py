@@ -91,6 +91,11 @@ class Asked:
         """Per passage, whether its article states every noun of the question."""
         return [self.nouns is None or self.nouns.stated(p.chunk_id) for p in self.passages]
 
+    @property
+    def grounded(self) -> list[bool]:
+        """Per passage, whether its article states any subject term of the question (``model.passing``)."""
+        return [self.nouns is None or self.nouns.grounded(p.chunk_id) for p in self.passages]
+
 
 def swap_subject(question: str, locale: str, rng: random.Random) -> str | None:
     """The question with its longest word of five letters or more (after the first such word) replaced by
@@ -132,7 +137,7 @@ def ask(tenant, question: data.Question) -> Asked:
     subject = subject_of(active_generation_cached(), tenant.pk, question.locale, question.question,
                          [p.chunk_id for p in passages])
     nouns = nouns_of(active_generation_cached(), tenant.pk, question.locale, question.question,
-                     [p.chunk_id for p in passages])
+                     [p.chunk_id for p in passages], subject.terms)
     units = unit_similarities(passages, state.vector, lambda texts: embed_texts(texts, embedder=embedder)) if passages else []
     group = (f"{question.tenant}/{question.locale}/{question.articles[0]}" if question.answerable
              else f"q/{zlib.crc32(question.question.encode())}")
@@ -186,8 +191,14 @@ def out_of_fold(asked: list[Asked]) -> list[np.ndarray]:
 
 
 def _refused(scored: list[tuple[np.ndarray, list[bool]]], low: float, high: float) -> list[bool]:
-    """Per question, whether no passage answers it under thresholds ``low`` and ``high`` (``model.passing``)."""
+    """Per question, whether no passage answers it under thresholds ``low`` and ``high`` (``model.passing``;
+    a passage that is not grounded comes with probability -1 and never answers)."""
     return [not any(p >= (low if ok else high) for p, ok in zip(ps, stated)) for ps, stated in scored]
+
+
+def _gated(a: Asked, scores: np.ndarray) -> np.ndarray:
+    """The passages' probabilities, -1 for those whose article states no subject term (they never answer)."""
+    return np.where(a.grounded, scores, -1.0) if len(scores) else scores
 
 
 def calibrate(asked: list[Asked], scores: list[np.ndarray]) -> tuple[dict[str, float], dict]:
@@ -197,14 +208,14 @@ def calibrate(asked: list[Asked], scores: list[np.ndarray]) -> tuple[dict[str, f
     thresholds, report = {}, {}
     for locale in sorted({a.question.locale for a in asked}):
         mine = [(a, s) for a, s in zip(asked, scores) if a.question.locale == locale]
-        pos = [(s, a.stated) for a, s in mine if a.question.answerable]
-        neg = [(s, a.stated) for a, s in mine if not a.question.answerable]
+        pos = [(_gated(a, s), a.stated) for a, s in mine if a.question.answerable]
+        neg = [(_gated(a, s), a.stated) for a, s in mine if not a.question.answerable]
         if not pos:
             continue
         target = TARGET_BY_LOCALE.get(locale, TARGET_ANSWERABLE_REFUSED)
         best = sorted(float(s.max()) if len(s) else 0.0 for s, _ in pos)
         k = int(np.floor(target * len(pos)))
-        t = best[k] - 1e-6 if k < len(best) else best[-1]
+        t = max(0.0, best[k] - 1e-6 if k < len(best) else best[-1])  # a question none grounds falls anyway
         thresholds[locale] = round(float(t), 6)
         high = t
         if any(a.nouns is not None for a, _ in mine):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval.search import query_terms
-from retrieval.subject import noun_words, states, subject_terms
+from retrieval.subject import grounded, noun_words, states, subject_terms
 
 pytestmark = pytest.mark.django_db
 
@@ -49,3 +49,15 @@ def test_german_nouns_are_the_capitalised_words_after_the_first_less_the_tenants
 ])
 def test_an_article_states_a_noun_as_it_is_in_a_compound_or_by_all_its_parts(stem, lexemes, stated):
     assert states(stem, frozenset(lexemes)) is stated
+
+
+@pytest.mark.parametrize("terms, lexemes, expected", [
+    (("geld", "plus"), {"plus", "mitgliedschaft"}, True),  # one subject term stated is enough
+    (("samstagsliefer", "usa"), {"samstag", "liefer"}, True),  # a compound through all of its parts
+    (("studentenrabatt",), {"rabatt", "code"}, False),  # only the compound's head: not grounded
+    (("pflegekraft", "rabatt"), {"rabatt"}, True),  # grounded; the nouns threshold is what weighs the rest
+    (("spat", "tokio"), {"versand", "zustell"}, False),
+    ((), {"versand"}, False),  # a question without subject terms is grounded nowhere
+])
+def test_a_passage_is_grounded_when_its_article_states_any_subject_term(terms, lexemes, expected):
+    assert grounded(terms, frozenset(lexemes)) is expected

@@ -195,3 +195,20 @@ def test_a_german_question_whose_nouns_the_article_states_is_answered(demo):
     outcome = ask(demo["acme"], "Wie lange dauert der Expressversand nach Deutschland?", "de")
     assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
     assert "shipping-times-and-costs" in [c["article_id"] for c in outcome.citations]
+
+
+def test_a_german_passage_whose_article_states_no_subject_term_never_answers(acme, tmp_path):
+    """German rests on the words the question shares with an article (the embedding model is English): a
+    compound whose head alone an article has ("Studentenrabatt", "Rabatt") is handed off whatever the
+    model's probability, here with every threshold at 0; a compound stated through its parts is answered.
+    ``SUBJECT_GROUNDED_LOCALES`` empty turns the rule off."""
+    zero = {"de": 0.0, "de:nouns": 0.0, "default": 0.0}
+    with override_settings(ANSWERABILITY_MODEL=artefact_with(tmp_path, **zero)):
+        outcome = ask(acme, "Gibt es einen Studentenrabatt?", "de")
+        assert_handed_off(outcome, acme, "de")
+        assert "no retrieved article states any word the question asks about" in outcome.reason, outcome.reason
+        parts = ask(acme, "Wie teuer ist die Samstagslieferung in den USA?", "de")
+        assert parts.status == AskEvent.Status.ANSWERED, parts.reason
+        assert "weekend-delivery" in [c["article_id"] for c in parts.citations]
+        with override_settings(SUBJECT_GROUNDED_LOCALES=[]):
+            assert ask(acme, "Gibt es einen Studentenrabatt?", "de").status == AskEvent.Status.ANSWERED

@@ -23,13 +23,17 @@ def test_held_out_questions_are_whole_articles_and_classes_and_never_reach_train
         data.UNANSWERABLE_FILES)
     for scope in {(q.tenant, q.locale) for q in unanswerable}:
         assert sum(q.tenant == scope[0] and q.locale == scope[1] for q in unanswerable) >= 40
-    fresh = ("unanswerable_holdout2.jsonl", "unanswerable_holdout3.jsonl")  # whole held-out sets
+    fresh = ("unanswerable_holdout2.jsonl", "unanswerable_holdout3.jsonl", "unanswerable_holdout4.jsonl")  # whole held-out sets
     assert {q.kind for q in unanswerable if q.held_out and q.source not in fresh} == {
         "service", "platform", "specification", "company"}
     assert all(q.held_out for q in unanswerable if q.source in fresh)
     third = [q for q in unanswerable if q.source == "unanswerable_holdout3.jsonl"]
     assert sum(q.locale == "de" for q in third) >= 40 and all(
         sum(q.tenant == t and q.locale == "en" for q in third) >= 20 for t in ("acme", "initech"))
+    fourth = [q for q in unanswerable if q.source == "unanswerable_holdout4.jsonl"]
+    assert sum(q.locale == "de" for q in fourth) >= 30 and {q.kind for q in fourth if q.locale == "de"} >= {
+        "group", "service", "place", "platform", "specification", "company"}
+    assert sum(q.source == "questions_de_holdout4.jsonl" for q in questions) >= 30
     assert all(q.held_out for q in questions if q.source.startswith("questions_de_holdout"))
     assert any(q.source == "questions_de_train.jsonl" for q in questions)
     assert not any(q.held_out for q in questions if q.source == "questions_de_train.jsonl")
@@ -64,7 +68,7 @@ def test_the_nouns_threshold_is_calibrated_above_the_locales_own_within_its_extr
 
     def asked(answerable, p, stated):
         q = data.Question("acme", "de", "q", answerable, (), "x", "k", False)
-        return SimpleNamespace(question=q, stated=[stated], nouns=object()), np.array([p])
+        return SimpleNamespace(question=q, stated=[stated], grounded=[True], nouns=object()), np.array([p])
 
     rows = [asked(True, 0.5 + i / 1000, True) for i in range(90)]
     rows += [asked(True, p, False) for p in (0.02, 0.05, 0.10, 0.20, 0.30, 0.40, 0.45, 0.60, 0.70, 0.80)]
@@ -76,3 +80,23 @@ def test_the_nouns_threshold_is_calibrated_above_the_locales_own_within_its_extr
     assert report["de"]["answerable_refused"] == 0.02
     assert report["de"]["unanswerable_refused"] == 0.4  # 0.01 and 0.04
     assert thresholds["default"] == low  # a nouns threshold is never a locale's default
+
+
+def test_a_passage_that_is_not_grounded_counts_as_handing_off_in_calibration():
+    """``train.calibrate`` applies ``model.passing``'s grounding rule: an answerable question whose passages
+    state none of its subject terms is handed off whatever their probability, and uses the locale's budget."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    def asked(answerable, p, grounded=True):
+        q = data.Question("acme", "de", "q", answerable, (), "x", "k", False)
+        return SimpleNamespace(question=q, stated=[True], grounded=[grounded], nouns=object()), np.array([p])
+
+    rows = [asked(True, 0.5 + i / 1000, True) for i in range(97)]
+    rows += [asked(True, 0.99, False), asked(True, 0.10), asked(True, 0.20)]
+    rows += [asked(False, 0.95, False), asked(False, 0.15), asked(False, 0.05)]
+    thresholds, report = train.calibrate([a for a, _ in rows], [s for _, s in rows])
+    assert thresholds["de"] == pytest.approx(0.10, abs=1e-5)  # 1%: the ungrounded 0.99 falls, 0.10 must not
+    assert report["de"]["answerable_refused"] == 0.01
+    assert report["de"]["unanswerable_refused"] == pytest.approx(2 / 3, abs=1e-3)  # 0.95 ungrounded, 0.05 low
