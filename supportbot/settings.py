@@ -479,6 +479,10 @@ STREAM_MAX_DURATION_S = env.float("STREAM_MAX_DURATION_S", default=150.0)
 # A streamed answer's text goes out at most this often (ms): what the model sends meanwhile is one event;
 # the first piece goes at once. 0 writes every delta as it comes.
 STREAM_FLUSH_MS = env.float("STREAM_FLUSH_MS", default=50.0)
+# A web process's garbage-collector thresholds (gen 0, 1, 2), set after start-up's freeze. CPython's 700 collects the
+# young generation so often that open streams' live objects are promoted and full collections (100-300 ms) follow
+# every few seconds; empty keeps CPython's. Measured in docs/serving.md.
+WEB_GC_THRESHOLDS = [int(v) for v in env.list("WEB_GC_THRESHOLDS", default=["10000", "20", "10"])]
 # Retention (supportbot/retention.py): Ask and decision records older than this are purged nightly.
 RECORD_RETENTION_DAYS = env.int("RECORD_RETENTION_DAYS", default=90)
 RECORD_PURGE_BATCH_SIZE = env.int("RECORD_PURGE_BATCH_SIZE", default=2000)

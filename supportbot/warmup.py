@@ -10,6 +10,12 @@ skip, so it is called once the process has loaded what it keeps: after the WSGI 
 the query embedder (a semantic lookup needs it anyway; loading it here also spares the first
 customer the seconds it takes).
 
+Then the collector's thresholds become ``WEB_GC_THRESHOLDS`` (10,000 / 20 / 10 instead of 700 / 10 / 10): a process
+holding many open streams has many young objects that live for the stream's length; collected every 700
+allocations they reach the oldest generation within seconds, and each full collection then paused the process
+for 100-330 ms (measured with a collector callback in ``bench.stream_load`` at 1,000 streams: the held phase's
+exact-hit p99 was 50-420 ms with CPython's thresholds, 24-29 ms with these).
+
 Imported once the app is configured and called by ``supportbot.wsgi`` in every gunicorn worker
 (and by ``bench.cache_latency``'s app, as a worker would); nothing depends on it having run.
 """
@@ -19,6 +25,7 @@ import gc
 import logging
 import time
 
+from django.conf import settings
 from django.db import DatabaseError, connections
 
 from caching import guards
@@ -44,6 +51,8 @@ def warm_up() -> dict:
         connections.close_all()  # this thread serves no request: its connection would sit idle
     gc.collect()  # what start-up left behind goes now, not into the frozen generation
     gc.freeze()
+    if len(settings.WEB_GC_THRESHOLDS) == 3:
+        gc.set_threshold(*settings.WEB_GC_THRESHOLDS)
     frozen = gc.get_freeze_count()
     log.info("web warm-up: embedder %s, %d objects frozen in %.1f s", "loaded" if loaded else "deferred", frozen,
              time.perf_counter() - started)

@@ -10,8 +10,10 @@ from django.db import DatabaseError, connection
 
 @pytest.fixture
 def unfreeze():
+    thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -52,3 +54,17 @@ def test_a_model_that_cannot_load_is_logged_and_the_worker_still_starts(monkeypa
     monkeypatch.setattr(generations, "query_embedder", lambda **kwargs: Broken())
     assert not warm_up()["embedder_loaded"]
     assert "did not load" in caplog.text and "weights are corrupt" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_warm_up_sets_the_collectors_thresholds_for_a_process_holding_streams(settings, unfreeze):
+    from supportbot.warmup import warm_up
+
+    gc.set_threshold(700, 10, 10)
+    settings.WEB_GC_THRESHOLDS = [10_000, 20, 10]
+    warm_up()
+    assert gc.get_threshold() == (10_000, 20, 10)
+    gc.set_threshold(700, 10, 10)
+    settings.WEB_GC_THRESHOLDS = []  # empty keeps CPython's
+    warm_up()
+    assert gc.get_threshold() == (700, 10, 10)
