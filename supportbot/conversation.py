@@ -348,6 +348,20 @@ _ONE_ENDS_BEFORE = {"in", "for", "per", "on", "at", "with", "from", "to", "inste
                     "then", "there", "here", "now"}
 
 
+# The words before a "one" that make it stand for a noun whatever follows: "that one", "the second one".
+_ONE_AFTER_POINTER = {"that", "this", "the", "which", "other", "same", "first", "second", "cheaper", "bigger"}
+
+
+def _one_stands_for_a_noun(words: list[str], i: int) -> bool:
+    """Whether the "one" at ``i`` stands for a noun: after a pointer word, or ending its noun phrase after a
+    determiner and a modifier ("a US one in Canada")."""
+    before = words[i - 1] if i else ""
+    after = words[i + 1] if i + 1 < len(words) else ""
+    return before in _ONE_AFTER_POINTER or (i >= 2 and words[i - 2] in _DETERMINERS
+                                            and before not in _ONE_AS_NUMBER_BEFORE
+                                            and (not after or after in _ONE_ENDS_BEFORE))
+
+
 # "this is Jane", "this is the Smith household": an introduction, not a pointer into the conversation.
 _INTRODUCTION = re.compile(r"\bthis is (?:[A-Z][\w'-]+|the [A-Z][\w'-]+)")
 
@@ -359,8 +373,8 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
     for i, w in enumerate(words):
         before = words[i - 1] if i else ""
         after = words[i + 1] if i + 1 < len(words) else ""
-        if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i - (w in ("one", "ones")),
-                                                                 alone or w in ("one", "ones")):
+        one = w in ("one", "ones")
+        if w in _PRONOUNS_WITH_ANTECEDENT and _antecedent_before(words, i - one, alone or one):
             continue  # refers to something the message itself names (not "the middle one"'s own modifier)
         if alone and w in _OWN_WORDS_PRONOUNS and len([x for x in words[:i] if x not in _STOP_EN and len(x) > 2]) >= 2:
             continue  # alone, with a subject of its own before it: "... over-ear headphones once I've opened them?"
@@ -372,10 +386,7 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
                 continue  # "is there a fee", "there are two plans": existential, points nowhere
             if w == "there" and before in ("is", "are", "was", "were", "be"):
                 continue
-            if w in ("one", "ones") and before not in ("that", "this", "the", "which", "other", "same", "first",
-                                                      "second", "cheaper", "bigger", "other") and not (
-                    i >= 2 and words[i - 2] in _DETERMINERS and before not in _ONE_AS_NUMBER_BEFORE
-                    and (not after or after in _ONE_ENDS_BEFORE)):
+            if one and not _one_stands_for_a_noun(words, i):
                 continue  # "one" as a number ("one order", "only one"); "a US one in Canada" stands for a noun
             if w == "else" and before not in ("what", "anything", "something", "who", "where"):
                 continue
