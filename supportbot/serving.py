@@ -328,6 +328,33 @@ class AskASGIHandler(ASGIHandler):
             return None
         return match.func if iscoroutinefunction(match.func) else None
 
+    async def listen_for_disconnect(self, receive):
+        """Django's listener, returning on the client's disconnect instead of raising ``RequestAborted``.
+
+        The ASGI server reports a disconnect after every response, so Django's listener raised on
+        every request, and ``handle`` caught the exception there: its traceback then held
+        ``handle``'s frame, whose list of tasks held the listener's task, which held the exception.
+        That cycle kept each request's whole graph (the request, its session, the response, two
+        tasks: about 80 objects) alive until the garbage collector's next pass, and those passes,
+        at hundreds of requests a second, were the exact hits' longest pauses
+        (``bench.stream_load``). ``handle`` (Django 5.2) treats a listener that returns exactly as
+        one that raises: whichever task ends first, the other is cancelled, and a cancelled view
+        ends the request. ``test_serving`` checks both the cycle and the disconnect."""
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        # As Django's: nothing else may follow the request's body.
+        raise AssertionError(f"Invalid ASGI message after request body: {message['type']}")
+
+    async def run_get_response(self, request):
+        """Django's, and when the response is closed (after its last byte is sent) the request lets
+        go of what it holds: Django's middleware leaves it in cycles with itself (``request.user``
+        is a lazy object whose function holds the request; so do ``request.auser``, the messages'
+        storage and django-htmx's ``request.htmx``), which only the garbage collector could free."""
+        response = await super().run_get_response(request)
+        response._resource_closers.append(functools.partial(_release_request, request))
+        return response
+
     async def __call__(self, scope, receive, send):
         view = self._async_view(scope.get("path", "")) if scope["type"] == "http" else None
         if view is None:
@@ -335,6 +362,11 @@ class AskASGIHandler(ASGIHandler):
         inline = getattr(view, "serving_calls_inline", False)
         async with ThreadSensitiveContext(executor=self._inline if inline else next(self._shared)):
             await self.handle(scope, receive, send)
+
+
+def _release_request(request) -> None:
+    """Drop a finished request's attributes (see ``AskASGIHandler.run_get_response``)."""
+    request.__dict__.clear()
 
 
 def asgi_application() -> AskASGIHandler:

@@ -164,6 +164,45 @@ def test_a_fresh_streamed_ask_makes_three_hops_and_streams_every_token_in_order(
     wait_for(lambda: inflight.held(acme.pk, "ip:127.0.0.1") == 0, what="the slot's release")
 
 
+def test_a_finished_ask_leaves_no_cycle_for_the_garbage_collector(asgi_server, acme, standin, settings):
+    """Django's ASGI handler and middleware left every request in reference cycles (the disconnect
+    listener's exception held the handler's frame; ``request.user``, ``request.htmx`` and the
+    messages' storage hold the request), so each request's objects waited for the collector, whose
+    passes were the exact hits' longest pauses under load (``serving.AskASGIHandler``). Now an
+    ask's request is freed as its response closes: hits and a fresh streamed answer. (A page
+    rendered from a template still leaves the template context's own cycle: once a chat.)"""
+    import gc
+
+    from django.core.handlers.asgi import ASGIRequest
+    from django.http import HttpResponseBase
+
+    standin.tokens = 5
+    question = {"question": "What is your return policy?"}
+    with httpx.Client(base_url=asgi_server, timeout=60) as client:
+        open_stream(client, "/api/t/acme/ask", "How do I reset my password?")[0].close()  # every pool started
+        client.post("/api/t/acme/ask", json=question)
+        gc.collect()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            hits = [client.post("/api/t/acme/ask", json=question) for _ in range(10)]
+            response, lines = open_stream(client, "/api/t/acme/ask", "Can I change my delivery address?")
+            events = sse_events(list(lines))
+            response.close()
+            wait_for(lambda: AskEvent.objects.filter(tenant=acme).count() >= 3, what="the records")
+            time.sleep(0.3)  # the server's side of the last response is closed
+            gc.collect()
+            left = [type(o).__module__ + "." + type(o).__qualname__ for o in gc.garbage
+                    if isinstance(o, (ASGIRequest, HttpResponseBase, BaseException))]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+    assert all(hit.status_code == 200 for hit in hits) and hits[-1].json()["cache"]["layer"] == "exact"
+    assert events[-1][0] == "done"
+    assert left == []
+
+
 # --------------------------------------------------------------------------- in-flight caps
 
 def test_a_client_over_its_in_flight_cap_gets_a_429_while_another_tenant_asks(asgi_server, acme, initech, standin,
