@@ -482,7 +482,11 @@ STREAM_FLUSH_MS = env.float("STREAM_FLUSH_MS", default=50.0)
 # A web process's garbage-collector thresholds (gen 0, 1, 2), set after start-up's freeze. CPython's 700 collects the
 # young generation so often that open streams' live objects are promoted and full collections (100-300 ms) follow
 # every few seconds; empty keeps CPython's. Measured in docs/serving.md.
-WEB_GC_THRESHOLDS = [int(v) for v in env.list("WEB_GC_THRESHOLDS", default=["10000", "20", "10"])]
+WEB_GC_THRESHOLDS = env.list("WEB_GC_THRESHOLDS", default=["10000", "20", "10"])
+if not (WEB_GC_THRESHOLDS == [] or (len(WEB_GC_THRESHOLDS) == 3 and all(v.strip().isdigit() for v in WEB_GC_THRESHOLDS))):
+    raise ImproperlyConfigured("WEB_GC_THRESHOLDS must be three whole numbers (gen 0, 1, 2: e.g. 10000,20,10) or empty, "
+                               f"not {','.join(WEB_GC_THRESHOLDS)!r}")
+WEB_GC_THRESHOLDS = [int(v) for v in WEB_GC_THRESHOLDS]
 # Retention (supportbot/retention.py): Ask and decision records older than this are purged nightly.
 RECORD_RETENTION_DAYS = env.int("RECORD_RETENTION_DAYS", default=90)
 RECORD_PURGE_BATCH_SIZE = env.int("RECORD_PURGE_BATCH_SIZE", default=2000)

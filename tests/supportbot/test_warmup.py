@@ -68,3 +68,21 @@ def test_warm_up_sets_the_collectors_thresholds_for_a_process_holding_streams(se
     settings.WEB_GC_THRESHOLDS = []  # empty keeps CPython's
     warm_up()
     assert gc.get_threshold() == (700, 10, 10)
+
+
+@pytest.mark.parametrize("value", ["10000,20", "10000,twenty,-1"])
+def test_thresholds_that_are_not_three_whole_numbers_stop_the_start(value):
+    """A mistyped ``WEB_GC_THRESHOLDS`` is a configuration error at start-up, not silently CPython's."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, WEB_GC_THRESHOLDS=value, DJANGO_SETTINGS_MODULE="supportbot.settings")
+    done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode != 0
+    assert "ImproperlyConfigured" in done.stderr and "WEB_GC_THRESHOLDS must be three whole numbers" in done.stderr
+    ok = subprocess.run([sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
+                         "print(settings.WEB_GC_THRESHOLDS)"], env=dict(env, WEB_GC_THRESHOLDS="5000,15,10"),
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.strip() == "[5000, 15, 10]", ok.stderr
