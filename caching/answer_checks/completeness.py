@@ -33,6 +33,7 @@ from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAM
                                          specific_terms)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
+from caching.answer_checks.counted import count_of_another_thing
 from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, number, quantities
 from caching.answer_checks.text import CITATION_MARKER, sentences_of, terms
 
@@ -139,6 +140,10 @@ class CompletenessCheck(AnswerCheck):
             if not stating:
                 return Refusal(self.code, f"asks for {wanted.describe()} of what the question asks; the answer "
                                           f"states only another thing's")
+        if wanted.kind == "count":  # a figure counting the asked thing, when the passages count it by name
+            other = count_of_another_thing(evidence.question, answer, source_text)
+            if other:
+                return Refusal(self.code, other)
         # a word most of a help centre's articles share (item, Artikel) is no sign of what a line is about
         about = specific_terms(focus_terms(evidence.question, cases=False) - terms(evidence.known_names))
         # the cited sections' headings; without them (evidence from bare passages), the passages' own headings

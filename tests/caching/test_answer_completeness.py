@@ -288,3 +288,20 @@ def test_the_model_answerers_answers_get_the_same_checks(acme, settings):
             assert outcome.status == "answered" and outcome.layer == "none", outcome.layer
             admission = next(d for d in outcome.decisions if d["layer"] == "admission")
             assert admission["disposition"] == "refused" and admission["reason"].startswith("polarity:"), admission
+
+
+@pytest.mark.parametrize("question, answer, refused", [
+    # another thing's figure beside the asked word: the passages count the wishlists, the answer does not
+    ("How many wishlists am I allowed to have?",
+     "If a SKU is already on the wishlist, the quantities are added together, up to a maximum of 10.", True),
+    ("How many wishlists am I allowed to have?", "You can have up to 20 wishlists.", False),
+    ("How many rows can my wishlist CSV have?", "The file can have up to **200 rows** and must be smaller than 1 MB.",
+     False),
+    ("How many rows can my wishlist CSV have?",
+     "Quantity is optional: 1 to 10. If a SKU is already on the wishlist, the quantities are added together.", True),
+    # the passages count no "addresses" by name ("you can save up to 10"): nothing to compare, not refused
+    ("How many addresses can I save?", "Add them in Account > Addresses instead; you can save up to 10.", False),
+])
+def test_a_count_answer_counts_the_asked_thing(question, answer, refused):
+    found = CompletenessCheck().refusal(evidence(question, answer, "acme/en/import-wishlist-csv.md"))
+    assert (found is not None and found.code == "incomplete") is refused, found
