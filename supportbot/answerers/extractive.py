@@ -26,6 +26,7 @@ from django.conf import settings
 
 from caching.answer_checks import asked as asking
 from caching.answer_checks import text as words
+from caching.answer_checks.counted import counted_thing, counts
 from caching.answer_checks.facts import quantities
 from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
@@ -49,6 +50,9 @@ CASE_WEIGHT = 0.1
 # Plus members") is a neighbour's: the share of the question's words near a figure, times this.
 PROXIMITY_WEIGHT = 0.2
 TRIGGER_WEIGHT = 0.1  # the question's own word for the kind ("costs", "kostet") beside the figure
+# A figure counting the thing a count question counts ("up to 20 wishlists" for "How many wishlists can I
+# have?"), not another thing beside the question's word ("on the wishlist, ... up to a maximum of 10").
+COUNTED_WEIGHT = 0.15
 # An article states its main rule first ("comes with a 2-year limited warranty"); a numbered step of a
 # procedure states a deadline within it ("drop the parcel off within 7 days"), seldom the rule asked for.
 INTRO_WEIGHT = 0.1
@@ -255,6 +259,9 @@ class ExtractiveAnswerer(Answerer):
         event = (states and wanted.kind == "duration" and asking.same_event(event_words, unit_words)
                  and not event_words & unit_words)
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit + EVENT_WEIGHT * event
+        if states and wanted.kind == "count":  # "up to 20 wishlists" for "How many wishlists ...?"
+            thing = counted_thing(question)
+            score += COUNTED_WEIGHT * bool(thing and counts(thing, unit.text))
         if states:
             score += PROXIMITY_WEIGHT * asking.proximity(focus - words_of_title(passage), wanted.kind, unit.text)
             score += TRIGGER_WEIGHT * asking.proximity(triggers, wanted.kind, unit.text)
