@@ -48,7 +48,9 @@ _KIND_PATTERNS = (
         r"\bwhat time\b|\bopening hours\b|\bsupport hours\b|\boffice hours\b|\bhours\b|\bwhen (?:are|is) .{0,30}\bopen\b|"
         r"\bwhen can i (?:call|reach)\b|\berreichbar\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist) .{0,30}\bgeöffnet",
         re.I)),
-    ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\bwhich number\b|\be-?mail address\b|\btelefonnummer\b|"
+    ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\b(?:which|what) number\b|\bwho(?:m)? (?:do|can|should) i "
+                           r"(?:call|ring|phone|e-?mail|write to)\b|\bwelche nummer\b|\bwen (?:rufe|kann) ich\b|"
+                           r"\be-?mail address\b|\btelefonnummer\b|"
                            r"\bnummer\b|\be-?mail-adresse\b", re.I)),
     ("name", re.compile(r"^\s*(?:which|who|where|what carrier|welche[rsmn]?|wer|wo|wohin|mit welchem)\b", re.I)),
 )
@@ -199,11 +201,35 @@ def all_cases_in(text: str, *, with_currency: bool = False) -> dict[str, set[str
     return out
 
 
+# A line's head, the words before its colon or bracket ("Phone UK: +44 ...", "USA Expedited (2 Werktage): 12,95 $"),
+# or its first three words: a case named there is whose figure the line states, whatever else its section names
+# ("Customer support: UK, Germany and Austria", "USA und Kanada").
+_LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_HEAD = re.compile(r"^([^:()\n]{1,40}?)\s*[:(]|^((?:\S+\s+){0,2}\S+)")
+
+
+def head_cases(line: str) -> dict[str, set[str]]:
+    """The cases a line's head names (``_HEAD``): the line's own subject."""
+    m = _HEAD.match(_LIST_MARK.sub("", line.strip().replace("**", "")))
+    return all_cases_in(m.group(1) or m.group(2)) if m else {}
+
+
+def line_labels(text: str, context: str = "", *, with_currency: bool = False) -> dict[str, set[str]]:
+    """The cases a line is labelled with: those it or its context (its section, its list's lead-in) names, except
+    that a family its head names is labelled with that only ("Phone UK: +44 20 5550 1188" under "Customer support:
+    UK, Germany and Austria" is the UK's number, not Austria's)."""
+    labels = all_cases_in(f"{context}\n{text}", with_currency=with_currency)
+    lines = [line for line in text.split("\n") if line.strip()]
+    labels.update(head_cases(lines[-1]) if lines else {})
+    return labels
+
+
 def labels_of(text: str, section: str = "", title: str = "", *, with_currency: bool = False) -> dict[str, set[str]]:
     """The cases a unit of an article is labelled with: those its text or its section names (an amount's
-    currency its country, ``with_currency``), and for a family neither names, the one case the
-    article's title names ("Acme Plus membership"; not "Free, Pro and Premier plans": an overview)."""
-    labels = all_cases_in(f"{section}\n{text}", with_currency=with_currency)
+    currency its country, ``with_currency``; a case its head names alone: ``line_labels``), and for a family
+    neither names, the one case the article's title names ("Acme Plus membership"; not "Free, Pro and Premier
+    plans": an overview)."""
+    labels = line_labels(text, section, with_currency=with_currency)
     for family, named in all_cases_in(title).items():
         if family not in labels and len(named) == 1:
             labels[family] = set(named)
@@ -548,4 +574,4 @@ def _free_duration(sentence: str) -> bool:
 VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
                           sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
                           _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern, _RECEIVING.pattern,
-                          _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS)]
+                          _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS), _HEAD.pattern]

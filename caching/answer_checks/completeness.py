@@ -29,7 +29,7 @@ import re
 
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, case_fit,
                                          currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
-                                         instruction_verb, kinds_in, only_things_durations, same_event, special_fit,
+                                         instruction_verb, kinds_in, line_labels, only_things_durations, same_event, special_fit,
                                          specific_terms)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
@@ -157,7 +157,7 @@ class CompletenessCheck(AnswerCheck):
         if not cases:
             return None
         money = wanted.kind == "amount"
-        judged = [(case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=money)),
+        judged = [(case_fit(cases, line_labels(t, h, with_currency=money)),
                    self._only_for_other_cases(wanted.kind, t, cases, sources), t) for h, t in stating]
         right = [t for fit, foreign, t in judged if fit >= 0 and not foreign]
         unlabelled = [t for fit, foreign, t in judged if fit >= 0 and foreign]  # or labelled as the asked case
@@ -206,6 +206,6 @@ class CompletenessCheck(AnswerCheck):
         stated = figures(kind, line)
         if not stated:
             return False
-        fits = [case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=kind == "amount"))
+        fits = [case_fit(cases, line_labels(t, h, with_currency=kind == "amount"))
                 for h, t in sources if figures(kind, t) & stated]
         return bool(fits) and all(fit == -1 for fit in fits)

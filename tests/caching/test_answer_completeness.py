@@ -45,6 +45,7 @@ def evidence(question: str, answer: str, path: str, locale: str = "en") -> Evide
     ("What are the phone support hours on Saturday?", "clock", {}),
     ("What is the phone number for support in the UK?", "contact", {"country": "United Kingdom"}),
     ("Which carrier delivers orders in Canada?", "name", {"country": "Canada"}),
+    ("What number do I call for support if I live in Austria?", "contact", {"country": "Austria"}),
     ("Do you ship to Canada?", "yesno", {"country": "Canada"}),
     ("How do I reset my password?", None, {}),
     ("Can you contact us about my order?", "yesno", {}),  # "us" the pronoun is no country
@@ -151,6 +152,13 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
     ("What is the restocking fee for an opened item on the Pro plan?",
      "Return shipping costs **$7.99**, which is deducted from your refund. Return shipping is free for Premier "
      "members and for items that arrived damaged or defective. [1]", "initech/en/return-policy.md", "incomplete"),
+    # a line whose head names another country, under a section naming the asked one among others (holdout 6: the
+    # UK's number beside Austria's, the US Expedited price beside Canada's, both served again from the exact cache)
+    ("What number do I call for support if I live in Austria?",
+     "Customer support: UK, Germany and Austria:\n• Phone UK: +44 20 5550 1188 [1]", "acme/en/opening-hours.md",
+     "incomplete"),
+    ("Was kostet der Expedited-Versand nach Kanada?",
+     "USA und Kanada:\n• USA Expedited (2 Werktage): 12,95 $ [1]", "acme/de/shipping-times-and-costs.md", "incomplete"),
 ])
 def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question, answer, path, code):
     refusal = CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en"))
