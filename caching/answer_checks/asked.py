@@ -470,6 +470,70 @@ def duration_things(text: str) -> list[set[str]]:
             for m in _THING_DURATION.finditer(plain)]
 
 
+# The customer's own action a deadline question asks about: "How long do I have to drop off the parcel?", "By when
+# must I pay?", "Bis wann muss ich das Rücksendepaket abgeben?", "Wie viele Tage habe ich Zeit, ... abzugeben?". Its
+# answer is the sentence that gives that action's deadline ("drop the parcel off within 7 days", "geben Sie das Paket
+# innerhalb von 7 Tagen ab"), not another step's ("30 days ... to start a return").
+_ACTION_EN = re.compile(
+    r"\b(?:how long|how many (?:days|hours|weeks)|how much time) (?:do|will) (?:i|we) (?:still )?(?:have|get)(?: left)? "
+    r"to (?:still )?(?P<v1>\w+)(?: (?:it|them|this|that|my \w+|the \w+))?(?: (?P<p1>off|back|in|up))?\b|"
+    r"\bhow long have (?:i|we) got to (?P<v2>\w+)(?: (?:it|them|this|that|my \w+|the \w+))?(?: (?P<p2>off|back|in|up))?\b|"
+    r"\b(?:by|until|till) when (?:do|must|should|can|have) (?:i|we) (?:to )?(?P<v3>\w+)(?: (?:it|them|this|that|my \w+|"
+    r"the \w+))?(?: (?P<p3>off|back|in|up))?\b", re.I)
+_ACTION_DE = re.compile(r"\b(?:bis wann|wie lange|wie viele (?:tage|stunden|wochen)|wie viel zeit|innerhalb welcher frist)\b"
+                        r"(?P<rest>[^?]*\b(?:muss|müssen|kann|können|darf|dürfen|soll|sollen|habe|haben|hab)\b[^?]*)", re.I)
+_DE_PARTICLE = re.compile(r"^(zurück|weg|ab|an|auf|aus|ein|mit|nach|vor|her|hin)(?:zu)?(\w{3,})$")
+# Words for one customer action: sending an item back is returning it.
+_ACTION_SYNONYMS = (frozenset({"return", "send back", "zurückgeben", "zurücksenden", "zurückschicken", "rücksendung"}),
+                    frozenset({"drop off", "abgeben", "bring"}))
+_ACTION_AUX = frozenset({"be", "get", "wait", "go", "do", "make", "haben", "sein", "werden", "warten", "lassen", "zeit"})
+
+
+def asked_action(question: str) -> str:
+    """The customer's action whose deadline a question asks ("drop off", "pay", "abgeben"), or ""."""
+    m = _ACTION_EN.search(question)
+    if m:
+        verb = next(g for g in (m.group("v1"), m.group("v2"), m.group("v3")) if g).lower()
+        particle = next((g for g in (m.group("p1"), m.group("p2"), m.group("p3")) if g), "")
+        return "" if verb in _ACTION_AUX else f"{verb} {particle.lower()}".strip()
+    m = _ACTION_DE.search(question)
+    if m:  # the German verb ends the clause: "... abgeben", "... zurückzugeben"
+        words = re.findall(r"[^\W\d_]+", m.group("rest"))
+        verb = words[-1] if words else ""
+        if verb.islower() and verb.endswith(("en", "rn", "ln")) and verb not in _ACTION_AUX:
+            p = _DE_PARTICLE.match(verb)
+            return f"{p.group(1)}{p.group(2)}" if p else verb
+    return ""
+
+
+def _action_forms(action: str) -> list[tuple[str, str]]:
+    """(particle, stem) pairs an action may be written as: "abgeben" as "abgeb…" or "geb…" with "ab" apart."""
+    forms = []
+    for alias in next((group for group in _ACTION_SYNONYMS if action in group), {action}):
+        verb = alias.split()[0]
+        p = _DE_PARTICLE.match(verb)
+        forms.append(("", verb[:max(4, len(verb) - 2)]))
+        if p:
+            forms.append((p.group(1), p.group(2)[:max(3, len(p.group(2)) - 2)]))
+    return forms
+
+
+def holds_action(action: str, text: str, *, before_figure: bool = False) -> bool:
+    """Whether a text speaks of the customer's action ("drop the parcel off", "geben Sie das Paket ... ab"); with
+    ``before_figure``, before its first length of time, as the deadline's own verb ("drop the parcel off within 7
+    days", not "After 7 days ... you need to start a new return")."""
+    if not action:
+        return False
+    raw = [w.lower() for w in re.findall(r"[^\W\d_]+", text)]  # a German verb's particle ends the clause: "geben ... ab"
+    if before_figure:
+        spans = figure_spans("duration", text)
+        text = text[:spans[0][0]] if spans else ""
+    head = [w.lower() for w in re.findall(r"[^\W\d_]+", text)]
+    forms = {w for w in head} | {f"{p.group(1)}{p.group(2)}" for p in map(_DE_PARTICLE.match, head) if p}
+    return any(any(w.startswith(stem) for w in forms) and (not particle or particle in raw)
+               for particle, stem in _action_forms(action))
+
+
 # Leaving the warehouse is not arriving: "Orders placed later ... are dispatched on the next business day"
 # says when an order leaves, not how long shipping (to the customer) takes.
 _DISPATCH = re.compile(r"\bdispatch\w*|\bleaves? (?:our |the )?(?:warehouse|[A-Z]\w+)\b|\bpacked\b|\bverlässt\b|"
@@ -574,4 +638,5 @@ def _free_duration(sentence: str) -> bool:
 VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
                           sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
                           _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern, _RECEIVING.pattern,
-                          _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS), _HEAD.pattern]
+                          _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS), _HEAD.pattern,
+                          _ACTION_EN.pattern, _ACTION_DE.pattern, _DE_PARTICLE.pattern, sorted(map(sorted, _ACTION_SYNONYMS))]

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 
-from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, case_fit,
+from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, asked_action,
+                                         case_fit, holds_action,
                                          currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
                                          instruction_verb, kinds_in, line_labels, only_things_durations, same_event, special_fit,
                                          specific_terms)
@@ -127,9 +128,11 @@ class CompletenessCheck(AnswerCheck):
         if wanted.kind not in FACT_KINDS:
             return None
         asked_words = terms(evidence.question)
+        action = asked_action(evidence.question) if wanted.kind == "duration" else ""
         stating = [(h, t) for h, t in lines if any(
             wanted.kind in kinds_in(sentence) and special_fit(wanted, sentence) >= 0
-            and not foreign_instruction(sentence, asked_words) for sentence in sentences_of(t))
+            and (not foreign_instruction(sentence, asked_words) or holds_action(action, sentence))
+            for sentence in sentences_of(t))
             and not self._from_foreign_plan(wanted, evidence, t)]
         if not stating:
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states none")
@@ -139,6 +142,12 @@ class CompletenessCheck(AnswerCheck):
             if not stating:
                 return Refusal(self.code, f"asks for {wanted.describe()} of what the question asks; the answer "
                                           f"states only another thing's")
+        if action and not any(holds_action(action, s) and "duration" in kinds_in(s) for _, t in stating
+                              for s in sentences_of(t)) and any(
+                holds_action(action, s) and "duration" in kinds_in(s) for _, t in sources for s in sentences_of(t)):
+            # "Bis wann muss ich das Rücksendepaket abgeben?" answered with the 30 days to start a return
+            return Refusal(self.code, f"asks by when the customer must {action}; the passages say, the answer gives "
+                                      f"another step's deadline")
         # a word most of a help centre's articles share (item, Artikel) is no sign of what a line is about
         about = specific_terms(focus_terms(evidence.question, cases=False) - terms(evidence.known_names))
         # the cited sections' headings; without them (evidence from bare passages), the passages' own headings

@@ -254,6 +254,13 @@ class ExtractiveAnswerer(Answerer):
         event_words, unit_words = asking.asked_event(question), terms(unit.text)
         event = (states and wanted.kind == "duration" and asking.same_event(event_words, unit_words)
                  and not event_words & unit_words)
+        # the customer's own action whose deadline is asked ("abgeben": "geben Sie das Paket innerhalb von 7 Tagen ab")
+        action = asking.asked_action(question) if states and wanted.kind == "duration" else ""
+        stating = [s for s in words.sentences_of(unit.text) if "duration" in asking.kinds_in(s)] if action else []
+        # a step's deadline is its own verb's ("drop the parcel off within 7 days"); a rule's may follow its figure
+        # ("You have 30 days ... to start a return")
+        acted = any(asking.holds_action(action, s, before_figure=is_step(unit)) for s in stating)
+        event = event or acted
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit + EVENT_WEIGHT * event
         if states:
             score += PROXIMITY_WEIGHT * asking.proximity(focus - words_of_title(passage), wanted.kind, unit.text)
@@ -265,6 +272,7 @@ class ExtractiveAnswerer(Answerer):
             score -= ABOUT_ARTICLE_WEIGHT * bool(ABOUT_ARTICLE.match(unit.text))
         if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
             score -= STEP_WEIGHT * (is_step(unit) and not (event or states and asking.asked_event(question) & terms(unit.text)))
+            score -= STEP_WEIGHT * (is_step(unit) and bool(action) and not acted)  # another step's deadline
         on_about = not about or asking.same_event(about, terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
         foreign_title = asking.foreign_plan(wanted, question, passage.title, company)
         return Candidate(passage, unit, score, fit, states, on_about, foreign_title, event)
@@ -517,4 +525,4 @@ RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEI
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
-                        "v7"])[:16]
+                        "customer's action", "v8"])[:16]

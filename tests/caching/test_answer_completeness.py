@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from caching import stats
 from caching.answer_checks import Evidence
-from caching.answer_checks.asked import asked
+from caching.answer_checks.asked import asked, asked_action
 from caching.answer_checks.completeness import CompletenessCheck
 from caching.answer_checks.polarity import PolarityCheck
 from caching.models import AskEvent, SemanticEntry
@@ -159,6 +159,14 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
      "incomplete"),
     ("Was kostet der Expedited-Versand nach Kanada?",
      "USA und Kanada:\n• USA Expedited (2 Werktage): 12,95 $ [1]", "acme/de/shipping-times-and-costs.md", "incomplete"),
+    # the customer's own deadline for one step (dropping the parcel off), answered with another step's (the lead's
+    # second fact set: admitted and cached)
+    ("Bis wann muss ich das Rücksendepaket abgeben?",
+     "Die normale Rückgabefrist:\n• Sie haben 30 Tage ab dem in Ihrer Bestellung angegebenen Zustelldatum Zeit, eine "
+     "Rücksendung zu starten. [1]", "acme/de/return-policy.md", "incomplete"),
+    ("How long do I have to drop off the parcel once I've started a return?",
+     "You have 30 days from the delivery date shown in your order to start a return. [1]",
+     "acme/en/return-policy.md", "incomplete"),
 ])
 def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question, answer, path, code):
     refusal = CompletenessCheck().refusal(evidence(question, answer, path, "de" if "/de/" in path else "en"))
@@ -204,6 +212,12 @@ def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question
     ("I requested a factura, how long until I get it?",
      "Mexico: CFDI tax invoices (facturas):\n4. We email the PDF and XML files within 72 hours. [1]",
      "initech/en/tax-documents.md"),
+    # the deadline of the asked step, said with its German verb split ("geben ... ab") and as a numbered step
+    ("Bis wann muss ich das Rücksendepaket abgeben?",
+     "So starten Sie eine Rücksendung:\n5. Verpacken Sie die Artikel sicher und geben Sie das Paket innerhalb von "
+     "**7 Tagen** ab. [1]", "acme/de/return-policy.md"),
+    ("How long do I have to return an item?",
+     "You have 30 days from the delivery date shown in your order to start a return. [1]", "acme/en/return-policy.md"),
     # the named case's own rule, under its section's name; and the general rule where the passages give the named
     # case none ("within the normal window")
     ("How long do I have to return sale items as a Plus member?",
@@ -296,3 +310,16 @@ def test_the_model_answerers_answers_get_the_same_checks(acme, settings):
             assert outcome.status == "answered" and outcome.layer == "none", outcome.layer
             admission = next(d for d in outcome.decisions if d["layer"] == "admission")
             assert admission["disposition"] == "refused" and admission["reason"].startswith("polarity:"), admission
+
+
+@pytest.mark.parametrize("question, action", [
+    ("Bis wann muss ich das Rücksendepaket abgeben?", "abgeben"),
+    ("Wie viele Tage habe ich Zeit, mein Paket abzugeben?", "abgeben"),
+    ("How long do I have to drop off my parcel?", "drop off"),
+    ("How long do I have to send it back?", "send back"),
+    ("By when must I pay?", "pay"),
+    ("How long does shipping take?", ""),  # an event's length, not the customer's deadline
+    ("How long do I have to wait?", ""),
+])
+def test_the_customers_own_action_a_deadline_question_asks_about(question, action):
+    assert asked_action(question) == action

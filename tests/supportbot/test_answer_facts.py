@@ -168,3 +168,16 @@ def test_a_follow_up_is_answered_for_the_case_the_customer_named(acme):
 def test_a_line_headed_by_another_country_does_not_stand_beside_the_askers(acme, question, locale, fact, other):
     outcome = ask(acme, question, locale)
     assert fact in outcome.answer and other not in outcome.answer, outcome.answer
+
+
+@pytest.mark.parametrize("question, locale, fact", [
+    # was: "Die normale Rückgabefrist: • Sie haben 30 Tage ab dem ... Zustelldatum Zeit, eine Rücksendung zu starten"
+    # (the lead's second fact set; admitted and cached)
+    ("Bis wann muss ich das Rücksendepaket abgeben?", "de", "innerhalb von 7 Tagen ab"),
+    # was: "How to start a return: 5. Pack the items securely and drop the parcel off within 7 days. ..." first
+    ("How long do I have to return an item?", "en", "You have 30 days"),
+])
+def test_the_customers_deadline_is_the_asked_steps_own(acme, question, locale, fact):
+    outcome = ask(acme, question, locale)
+    assert outcome.answer.split("\n")[0:2] and fact in "\n".join(outcome.answer.split("\n")[:2]), outcome.answer
+    assert admission(outcome)["disposition"] == "stored"
