@@ -42,7 +42,8 @@ _KIND_PATTERNS = (
         r"\bhow much\b|\bwhat does .{0,60}\bcost\b|\bcosts?\b|\bprices?\b|\bfees?\b|\bsurcharge\b|\bcharge for\b|"
         r"\b(?:vat|tax) rate\b|\brate\b|\bminimum\b|\bmaximum\b|\blimit\b|\bkostet\b|\bkosten\b|\bpreis|\bgebühr|"
         r"\bzuschlag|\bwie hoch\b|\bwie viel\b|\bsteuersatz|\bmindest|\bhöchst|\border value\b|\bthreshold\b|"
-        r"\bbestellwert|\bab welchem betrag\b", re.I)),
+        r"\bbestellwert|\bab welchem betrag\b|\bthe least\b|\bsmallest (?:order|amount|purchase|total)\b|\blowest\b|"
+        r"\bhow much (?:do|must) i (?:at least )?spend\b", re.I)),
     ("count", re.compile(r"\bhow many\b|\bwie viele\b|\bmit wie vielen\b|\bnumber of\b|\banzahl\b", re.I)),
     ("clock", re.compile(
         r"\bwhat time\b|\bopening hours\b|\bsupport hours\b|\boffice hours\b|\bhours\b|\bwhen (?:are|is) .{0,30}\bopen\b|"
@@ -534,6 +535,27 @@ def holds_action(action: str, text: str, *, before_figure: bool = False) -> bool
                for particle, stem in _action_forms(action))
 
 
+# A question for a minimum ("the minimum order total for bank transfer", "the least I can spend", "Mindestbestellwert") is
+# answered by an amount stated as a lower bound that includes it ("for orders of $250 or more", "from $150", "mindestens
+# 50 €"), where the passages have one; an amount something must exceed ("more than $500 need extra verification") is
+# another rule's threshold.
+MINIMUM_QUESTION = re.compile(r"\bminimum\b|\bmin\.|\bthe least\b|\bsmallest\b|\blowest\b|\bat least\b|\bmindest|"
+                              r"\bwenigsten|\bkleinste", re.I)
+_MONEY = r"(?:(?:ca\$|mx\$|us\$|[$€£])\s?\d[\d.,]*|\d[\d.,]*\s?(?:ca\$|mx\$|us\$|[$€£]))"
+_LOWER_BOUND = re.compile(rf"{_MONEY}(?:\s*\([^)]*\))?\s+(?:or more|or above|oder mehr)\b|"
+                          rf"\b(?:at least|(?<!no )minimum(?: of| order(?: value| total)? of)?|from|starting at|mindestens|ab|"
+                          rf"mindestbestellwert(?: von)?)\s+{_MONEY}", re.I)
+
+
+def asks_minimum(question: str) -> bool:
+    return bool(MINIMUM_QUESTION.search(question))
+
+
+def states_minimum(text: str) -> bool:
+    """Whether a text states an amount as an inclusive lower bound ("$250 or more", "from $150 to $10,000")."""
+    return bool(_LOWER_BOUND.search(text))
+
+
 # Leaving the warehouse is not arriving: "Orders placed later ... are dispatched on the next business day"
 # says when an order leaves, not how long shipping (to the customer) takes.
 _DISPATCH = re.compile(r"\bdispatch\w*|\bleaves? (?:our |the )?(?:warehouse|[A-Z]\w+)\b|\bpacked\b|\bverlässt\b|"
@@ -639,4 +661,5 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
                           _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern, _RECEIVING.pattern,
                           _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS), _HEAD.pattern,
-                          _ACTION_EN.pattern, _ACTION_DE.pattern, _DE_PARTICLE.pattern, sorted(map(sorted, _ACTION_SYNONYMS))]
+                          _ACTION_EN.pattern, _ACTION_DE.pattern, _DE_PARTICLE.pattern, sorted(map(sorted, _ACTION_SYNONYMS)),
+                          MINIMUM_QUESTION.pattern, _LOWER_BOUND.pattern]

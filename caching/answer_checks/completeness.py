@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, asked_action,
-                                         case_fit, holds_action,
+                                         asks_minimum, case_fit, holds_action, states_minimum,
                                          currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
                                          instruction_verb, kinds_in, line_labels, only_things_durations, same_event, special_fit,
                                          specific_terms)
@@ -156,6 +156,12 @@ class CompletenessCheck(AnswerCheck):
                              for h, t in stating):  # in its words or others for the same event (delivery, shipping)
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states one, but not of "
                                       f"{', '.join(sorted(about))}")
+        if wanted.kind == "amount" and asks_minimum(evidence.question) and about and not any(
+                states_minimum(t) for _, t in stating) and any(
+                states_minimum(t) and same_event(about, terms(f"{h}\n{t}")) for h, t in sources):
+            # "the minimum order total for bank transfer": "$250 or more", not "more than $500 need extra verification"
+            return Refusal(self.code, f"asks for a minimum; the passages state one for {', '.join(sorted(about))}, the "
+                                      f"answer another rule's threshold")
         general = self._general_for_named_case(wanted, evidence, stating, sources)
         if general:
             return Refusal(self.code, general)

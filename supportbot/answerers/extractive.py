@@ -79,6 +79,9 @@ ABOUT_ARTICLE = re.compile(
     r"^(?:this article (?:explains|covers|describes|tells you|shows)|this page (?:explains|covers)|below(?:,)? you'll "
     r"find|here(?:'s| is) what happens|in (?:diesem|dem folgenden) artikel (?:erfahren|lesen|finden) sie|hier erfahren "
     r"sie|im folgenden erfahren sie|unten finden sie)\b", re.I)
+# A question for a minimum ("the least I can spend to pay by bank transfer"): a unit stating an amount as an inclusive
+# lower bound ("$250 or more", "from $150") gains MINIMUM_WEIGHT.
+MINIMUM_WEIGHT = 0.15
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -262,6 +265,9 @@ class ExtractiveAnswerer(Answerer):
         acted = any(asking.holds_action(action, s, before_figure=is_step(unit)) for s in stating)
         event = event or acted
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit + EVENT_WEIGHT * event
+        # a minimum asked for: an amount stated as one ("for orders of $250 or more"), not one a rule starts above
+        score += MINIMUM_WEIGHT * (states and wanted.kind == "amount" and asking.asks_minimum(question)
+                                   and asking.states_minimum(unit.text))
         if states:
             score += PROXIMITY_WEIGHT * asking.proximity(focus - words_of_title(passage), wanted.kind, unit.text)
             score += TRIGGER_WEIGHT * asking.proximity(triggers, wanted.kind, unit.text)
@@ -497,7 +503,8 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
 _AMOUNT = r"(?:(?:ca\$|mx\$|us\$|[$€£])\s?\d+(?:[.,]\d+)*|\d+(?:[.,]\d+)*\s?(?:ca\$|mx\$|us\$|[$€£]))"
 _AMOUNT_SEP = r"(?:\s*,\s*|\s+(?:or|oder|bzw\.|and|und)\s+)"
 CURRENCY_ALTERNATIVES = re.compile(
-    rf"(?:(?P<lead>{_AMOUNT})\s*)?\((?P<alternatives>{_AMOUNT}(?:{_AMOUNT_SEP}{_AMOUNT})+)\)", re.I)
+    rf"(?:(?P<lead>{_AMOUNT})(?P<bound>\s+(?:or more|or above|oder mehr))?\s*)?"
+    rf"\((?P<alternatives>{_AMOUNT}(?:{_AMOUNT_SEP}{_AMOUNT})+)\)", re.I)
 
 
 def asked_currency(line: str, country: str | None) -> str:
@@ -516,7 +523,7 @@ def asked_currency(line: str, country: str | None) -> str:
         mine = [a for a, c in zip(amounts, currencies) if country in asking.currency_countries(c)]
         if len(mine) != 1:
             return m.group(0)
-        return mine[0] if m.group("lead") else f"({mine[0]})"
+        return mine[0] + (m.group("bound") or "") if m.group("lead") else f"({mine[0]})"
 
     return CURRENCY_ALTERNATIVES.sub(one, line)
 
@@ -525,4 +532,4 @@ RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEI
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
-                        "customer's action", "v8"])[:16]
+                        "customer's action", MINIMUM_WEIGHT, "v9"])[:16]

@@ -323,3 +323,28 @@ def test_the_model_answerers_answers_get_the_same_checks(acme, settings):
 ])
 def test_the_customers_own_action_a_deadline_question_asks_about(question, action):
     assert asked_action(question) == action
+
+
+MINIMUM = "What is the minimum order total for bank transfer?"
+
+
+def two_articles(question: str, answer: str, *paths: str) -> Evidence:
+    sections = tuple(section for path in paths for section in article(path))
+    return Evidence(question, answer, "\n".join(f"{h}\n{t}" for h, t in sections), "en", sections=sections)
+
+
+def test_a_minimum_is_not_answered_with_another_rules_threshold():
+    # the lead's second fact set: "When extra verification is needed: • Bank transfer payments for orders with a total
+    # of more than $500 ..." for the minimum, which the payment methods article states ("$250 or more"): cached
+    paths = ("acme/en/large-transfers-verification.md", "acme/en/payment-methods-and-gift-cards.md")
+    wrong = ("When extra verification is needed:\n• Bank transfer payments for orders with a total of more than $500 "
+             "(CA$680, £400 or €460). [1]")
+    refusal = CompletenessCheck().refusal(two_articles(MINIMUM, wrong, *paths))
+    assert refusal is not None and refusal.code == "incomplete", refusal
+    right = "Accepted payment methods:\n• Bank transfer for orders of $250 or more (CA$340, £200, €230). [1]"
+    assert CompletenessCheck().refusal(two_articles(MINIMUM, right, *paths)) is None
+    # a threshold where the passages state no minimum as such answers: "free on orders over €75"
+    assert CompletenessCheck().refusal(evidence(
+        "What's the minimum order for free standard shipping in Germany?",
+        "Germany and Austria:\n• Standard with DHL (2–4 business days): €4.95, free on orders over €75 [1]",
+        SHIPPING)) is None

@@ -181,3 +181,11 @@ def test_the_customers_deadline_is_the_asked_steps_own(acme, question, locale, f
     outcome = ask(acme, question, locale)
     assert outcome.answer.split("\n")[0:2] and fact in "\n".join(outcome.answer.split("\n")[:2]), outcome.answer
     assert admission(outcome)["disposition"] == "stored"
+
+
+def test_a_minimum_is_answered_with_the_minimum_not_another_rules_threshold(acme):
+    # was: "When extra verification is needed: • Bank transfer payments for orders with a total of more than $500
+    # (CA$680, £400 or €460)." (the lead's second fact set; admitted and cached)
+    outcome = ask(acme, "What is the minimum order total for bank transfer?")
+    assert "$250 or more" in outcome.answer, outcome.answer
+    assert admission(outcome)["disposition"] == "stored"
