@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from caching.answer_checks.facts import QUANTITY, UNITS, quantities
 from caching.answer_checks.text import terms
 
-KINDS = ("amount", "duration", "count", "clock", "contact", "name", "yesno")
-FACT_KINDS = frozenset({"amount", "duration", "count", "clock", "contact"})  # a figure an answer must hold
+KINDS = ("amount", "duration", "size", "count", "clock", "contact", "name", "yesno")
+FACT_KINDS = frozenset({"amount", "duration", "size", "count", "clock", "contact"})  # a figure an answer must hold
 
 # A yes/no question starts with an auxiliary ("Do you ship ...", "Kann ich ...").
 YES_NO_QUESTION = re.compile(
@@ -38,6 +38,10 @@ _KIND_PATTERNS = (
         rf"\bwie lange\b|\bbis wann\b|\bwie schnell\b|\bwie viele {_TIME_UNIT}\b|\bwie viel zeit\b|\bwann verf[äa]ll|"
         rf"\b(?:innerhalb|in) welche[rn]? (?:frist|zeit(?:raum|spanne)?)\b|\bwelche frist\b|\bwithin what (?:period|timeframe)\b",
         re.I)),
+    # a file's or a parcel's size or weight: "How large can the CSV file be?", "Wie groß darf die Datei sein?"
+    ("size", re.compile(r"\bhow (?:large|big|heavy)\b|\bwhat(?:'s| is) the (?:maximum |max\.? )?(?:file )?size\b|"
+                        r"\bfile size\b|\bsize limit\b|\bwie groß\b|\bwie schwer\b|\bdateigröße\b|\bmaximale größe\b",
+                        re.I)),
     ("amount", re.compile(
         r"\bhow much\b|\bwhat does .{0,60}\bcost\b|\bcosts?\b|\bprices?\b|\bfees?\b|\bsurcharge\b|\bcharge for\b|"
         r"\b(?:vat|tax) rate\b|\brate\b|\bminimum\b|\bmaximum\b|\blimit\b|\bkostet\b|\bkosten\b|\bpreis|\bgebühr|"
@@ -126,6 +130,7 @@ NAMED_FAMILIES = ("product", "condition")
 
 _CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:a\.?m\.?|p\.?m\.?|uhr)(?!\w)|\bnoon\b|\bmittags?\b|\b24/7\b|"
                     r"\b24 hours a day\b|\brund um die uhr\b", re.I)
+_SIZE = re.compile(r"\b\d+(?:[.,]\d+)?\s?(?:kb|mb|gb|tb|bytes?|lbs?|kg|characters|zeichen|rows|zeilen)\b", re.I)
 _CONTACT = re.compile(r"\+?\d[\d ()./-]{6,}\d|[\w.+-]+@[\w-]+\.[\w.]+")
 # Durations and amounts said in words: "immediately", "the same day", "at no extra cost", "kostenlos".
 _DURATION_WORDS = re.compile(
@@ -253,6 +258,8 @@ def kinds_in(text: str) -> set[str]:
         found.add("duration")
     if amounts or any(unit == "percent" for _, unit in measures) or _FREE_WORDS.search(text):
         found.add("amount")
+    if _SIZE.search(text):
+        found.add("size")
     if _CLOCK.search(text):
         found.add("clock")
     if _CONTACT.search(text):
@@ -384,6 +391,8 @@ def figure_spans(kind: str | None, text: str) -> list[tuple[int, int]]:
     """Where in a text its figures of a kind are (character spans)."""
     if kind == "clock":
         return [m.span() for m in _CLOCK.finditer(text)]
+    if kind == "size":
+        return [m.span() for m in _SIZE.finditer(text)]
     if kind == "contact":
         return [m.span() for m in _CONTACT.finditer(text)]
     spans = []
@@ -662,4 +671,4 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern, _RECEIVING.pattern,
                           _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS), _HEAD.pattern,
                           _ACTION_EN.pattern, _ACTION_DE.pattern, _DE_PARTICLE.pattern, sorted(map(sorted, _ACTION_SYNONYMS)),
-                          MINIMUM_QUESTION.pattern, _LOWER_BOUND.pattern]
+                          MINIMUM_QUESTION.pattern, _LOWER_BOUND.pattern, _SIZE.pattern]

@@ -131,7 +131,7 @@ class CompletenessCheck(AnswerCheck):
         action = asked_action(evidence.question) if wanted.kind == "duration" else ""
         stating = [(h, t) for h, t in lines if any(
             wanted.kind in kinds_in(sentence) and special_fit(wanted, sentence) >= 0
-            and (not foreign_instruction(sentence, asked_words) or holds_action(action, sentence))
+            and (wanted.kind == "size" or not foreign_instruction(sentence, asked_words) or holds_action(action, sentence))
             for sentence in sentences_of(t))
             and not self._from_foreign_plan(wanted, evidence, t)]
         if not stating:
