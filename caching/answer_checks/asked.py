@@ -565,6 +565,42 @@ def states_minimum(text: str) -> bool:
     return bool(_LOWER_BOUND.search(text))
 
 
+# What a `name` question asks the name of, where the help centre names such things: a carrier ("Which carrier ...",
+# "Who delivers ...", "Mit welchem Paketdienst ...") or an app. An answer names one when its line, or the section it is
+# quoted from, speaks of carriers ("Carriers and tracking numbers") or apps, or names a company with what it does
+# ("Standard with DHL", "through Estafeta", "UPS in the US", "Canada Post in Canada").
+NAME_HEADS = {
+    "carrier": re.compile(r"\b(?:carriers?|couriers?|(?:delivery|shipping|parcel|postal) (?:company|companies|service|partner)|"
+                          r"paketdienst\w*|versanddienstleister\w*|zusteller\w*|lieferdienst\w*|transportunternehmen|"
+                          r"who (?:delivers|ships|brings|picks up)|wer (?:liefert|stellt|bringt))\b", re.I),
+    "app": re.compile(r"\bapps?\b|-app\b", re.I),
+}
+_SPEED_WORDS = r"(?!(?:Standard|Express|Expedited|Overnight|Freight|Plus|Pro|Premier)\b)"
+_NAMED_COMPANY = re.compile(
+    rf"\b(?:with|through|by|via|mit|per|über)\s+{_SPEED_WORDS}(?:[A-Z]{{2,}}|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\b|"
+    rf"\b{_SPEED_WORDS}(?:[A-Z]{{2,}}|[A-Z][a-z]+\s+[A-Z][a-z]+)\s+(?:in|for|für)\s+(?:the\s+|den\s+)?[A-ZÄÖÜ]|"
+    rf"\b{_SPEED_WORDS}(?:[A-Z]{{2,}}|[A-Z][a-z]+\s+[A-Z][a-z]+)\s+(?:\w+\s+)?(?:delivers|deliver|ships|stellt|liefert)\b")
+
+
+def name_head(question: str) -> str:
+    """What a name question asks the name of ("carrier", "app"), or "" for another or no name question."""
+    if kind_of(question) != "name" and not NAME_HEADS["carrier"].search(question):
+        return ""
+    return next((head for head, pattern in NAME_HEADS.items() if pattern.search(question)), "")
+
+
+def names_head(head: str, text: str, heading: str = "", company: str = "") -> bool:
+    """Whether a text names what a name question asks for: an app it speaks of, a company it names as a carrier
+    ("Standard with DHL", "Canada Post delivers ..."), or any line under a heading about carriers ("Carriers and
+    tracking numbers"); not a sentence that only says "the carrier" ("der Zusteller verlangt ... keine Gebühren")."""
+    if not head:
+        return True
+    if head == "carrier":  # the shop itself is no carrier: "Acme Outfitters liefert in fünf Länder"
+        own = text.replace(company, " ") if company.strip() else text
+        return bool(NAME_HEADS[head].search(heading)) or bool(_NAMED_COMPANY.search(own))
+    return bool(NAME_HEADS[head].search(f"{heading}\n{text}"))
+
+
 # Leaving the warehouse is not arriving: "Orders placed later ... are dispatched on the next business day"
 # says when an order leaves, not how long shipping (to the customer) takes.
 _DISPATCH = re.compile(r"\bdispatch\w*|\bleaves? (?:our |the )?(?:warehouse|[A-Z]\w+)\b|\bpacked\b|\bverlässt\b|"
@@ -671,4 +707,5 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern, _RECEIVING.pattern,
                           _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS), _HEAD.pattern,
                           _ACTION_EN.pattern, _ACTION_DE.pattern, _DE_PARTICLE.pattern, sorted(map(sorted, _ACTION_SYNONYMS)),
-                          MINIMUM_QUESTION.pattern, _LOWER_BOUND.pattern, _SIZE.pattern]
+                          MINIMUM_QUESTION.pattern, _LOWER_BOUND.pattern, _SIZE.pattern,
+                          sorted((k, p.pattern) for k, p in NAME_HEADS.items()), _NAMED_COMPANY.pattern]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, asked_action,
-                                         asks_minimum, case_fit, holds_action, states_minimum,
+                                         asks_minimum, case_fit, holds_action, name_head, names_head, states_minimum,
                                          currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
                                          instruction_verb, kinds_in, line_labels, only_things_durations, same_event, special_fit,
                                          specific_terms)
@@ -125,6 +125,11 @@ class CompletenessCheck(AnswerCheck):
             if country and not any(all_cases_in(f"{h}\n{t}").get("country") for h, t in lines):
                 return Refusal(self.code, f"asks whether, for {country}; the answer speaks of no country")
             return None
+        head = name_head(evidence.question) if wanted.kind in ("name", None) else ""
+        if head and not any(names_head(head, t, f"{h}\n{source_heading(t, evidence.sections) if evidence.sections else ''}",
+                                       evidence.known_names) for h, t in lines):
+            # "Which delivery company brings orders in Mexico?" answered with Mexico's shipping prices
+            return Refusal(self.code, f"asks which {head}; the answer names none")
         if wanted.kind not in FACT_KINDS:
             return None
         asked_words = terms(evidence.question)

@@ -82,6 +82,9 @@ ABOUT_ARTICLE = re.compile(
 # A question for a minimum ("the least I can spend to pay by bank transfer"): a unit stating an amount as an inclusive
 # lower bound ("$250 or more", "from $150") gains MINIMUM_WEIGHT.
 MINIMUM_WEIGHT = 0.15
+# A question for a name (which carrier, which app): a unit naming one, or under a section that does ("Carriers and
+# tracking numbers"), gains NAME_WEIGHT.
+NAME_WEIGHT = 0.15
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -274,6 +277,10 @@ class ExtractiveAnswerer(Answerer):
             score += INTRO_WEIGHT * (" — " not in passage.heading)
         if wanted.wants_fact:
             score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
+        if wanted.kind == "name":  # a unit that names what is asked for: a carrier, an app
+            head = asking.name_head(question)
+            score += NAME_WEIGHT * bool(head and asking.names_head(head, unit.text, f"{passage.heading}\n{lead_in(passage, unit)}",
+                                                                  company))
         if wanted.kind is not None:
             score -= ABOUT_ARTICLE_WEIGHT * bool(ABOUT_ARTICLE.match(unit.text))
         if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
@@ -532,4 +539,4 @@ RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEI
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
-                        "customer's action", MINIMUM_WEIGHT, "v9"])[:16]
+                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "v10"])[:16]

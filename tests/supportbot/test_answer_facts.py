@@ -196,3 +196,11 @@ def test_a_size_asked_for_is_answered_with_the_size(acme):
     # one. You can have up to 20 wishlists." (holdout 6; a question of no kind: admitted and served again)
     outcome = ask(acme, "How large can the CSV file for a wishlist import be?")
     assert "1 MB" in outcome.answer, outcome.answer
+
+
+def test_a_carrier_asked_for_is_named_or_the_answer_is_never_cached(initech):
+    # was: "Mexico: • Standard (7–12 business days): MX$149, ..." (holdout 6; admitted and served again): the passages
+    # retrieval returns for it do not name Estafeta
+    outcome = ask(initech, "Which delivery company brings Initech orders in Mexico?")
+    if "Estafeta" not in outcome.answer:
+        assert admission(outcome)["disposition"] == "refused", outcome.answer
