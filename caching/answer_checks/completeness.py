@@ -73,12 +73,12 @@ def _plain(text: str) -> str:
 _MD_HEADING = re.compile(r"^#{1,6}\s+(.+)$", re.M)
 
 
-def source_heading(line: str, sections: tuple[tuple[str, str], ...]) -> str:
+def source_heading(line: str, sections: tuple[tuple[str, str], ...], *, quoted_only: bool = False) -> str:
     """The heading (article title and section) of the cited section a quoted line comes from; for a
-    line quoted from none (a model's own words), the headings of every cited section."""
+    line quoted from none (a model's own words), the headings of every cited section (``quoted_only``: "")."""
     quoted = _plain(_LIST_ITEM.sub("", line))[:60]
     found = next((heading for heading, text in sections if quoted in _plain(text)), None) if len(quoted) >= 12 else None
-    return found if found is not None else "\n".join(heading for heading, _ in sections)
+    return found if found is not None else "" if quoted_only else "\n".join(heading for heading, _ in sections)
 
 
 def figures(kind: str, text: str) -> set:
@@ -126,7 +126,8 @@ class CompletenessCheck(AnswerCheck):
                 return Refusal(self.code, f"asks whether, for {country}; the answer speaks of no country")
             return None
         head = name_head(evidence.question) if wanted.kind in ("name", None) else ""
-        if head and not any(names_head(head, t, f"{h}\n{source_heading(t, evidence.sections) if evidence.sections else ''}",
+        # a heading about carriers names one only for a line quoted under it, not for a model's own words
+        if head and not any(names_head(head, t, f"{h}\n{source_heading(t, evidence.sections, quoted_only=True)}",
                                        evidence.known_names) for h, t in lines):
             # "Which delivery company brings orders in Mexico?" answered with Mexico's shipping prices
             return Refusal(self.code, f"asks which {head}; the answer names none")
@@ -147,9 +148,11 @@ class CompletenessCheck(AnswerCheck):
             if not stating:
                 return Refusal(self.code, f"asks for {wanted.describe()} of what the question asks; the answer "
                                           f"states only another thing's")
+        # what the retrieved passages state, cited or not: the fact the answer should have quoted instead
+        retrieved = [line for heading, text in evidence.retrieved for line in labelled_lines(text, heading)] or sources
         if action and not any(holds_action(action, s) and "duration" in kinds_in(s) for _, t in stating
                               for s in sentences_of(t)) and any(
-                holds_action(action, s) and "duration" in kinds_in(s) for _, t in sources for s in sentences_of(t)):
+                holds_action(action, s) and "duration" in kinds_in(s) for _, t in retrieved for s in sentences_of(t)):
             # "Bis wann muss ich das Rücksendepaket abgeben?" answered with the 30 days to start a return
             return Refusal(self.code, f"asks by when the customer must {action}; the passages say, the answer gives "
                                       f"another step's deadline")
@@ -163,7 +166,7 @@ class CompletenessCheck(AnswerCheck):
                                       f"{', '.join(sorted(about))}")
         if wanted.kind == "amount" and asks_minimum(evidence.question) and about and not any(
                 states_minimum(t) for _, t in stating) and any(
-                states_minimum(t) and same_event(about, terms(f"{h}\n{t}")) for h, t in sources):
+                states_minimum(t) and same_event(about, terms(f"{h}\n{t}")) for h, t in retrieved):
             # "the minimum order total for bank transfer": "$250 or more", not "more than $500 need extra verification"
             return Refusal(self.code, f"asks for a minimum; the passages state one for {', '.join(sorted(about))}, the "
                                       f"answer another rule's threshold")

@@ -376,3 +376,18 @@ def test_a_minimum_is_not_answered_with_another_rules_threshold():
         "What's the minimum order for free standard shipping in Germany?",
         "Germany and Austria:\n• Standard with DHL (2–4 business days): €4.95, free on orders over €75 [1]",
         SHIPPING)) is None
+
+
+def test_the_model_answerers_minimum_and_name_answers_get_the_same_checks(acme, settings):
+    """With ASK_ANSWERER=model, another rule's threshold for a minimum and an answer naming no carrier for "which
+    carrier" are shown, refused as incomplete, and not served again from a cache."""
+    settings.ASK_ANSWERER, settings.GENERATION_TRUST = "model", "standard"
+    threshold = "Bank transfer payments for orders with a total of more than $500 need extra verification [1]."
+    no_carrier = "Canada: all provinces and territories are delivered to [1]."
+    with scripted_model(threshold, threshold, no_carrier, no_carrier):
+        for question in (MINIMUM, "Which carrier delivers orders in Canada?"):
+            for _ in range(2):
+                outcome = pipeline.ask(asker(acme), question)
+                assert outcome.status == "answered" and outcome.layer == "none", outcome.layer
+                admission = next(d for d in outcome.decisions if d["layer"] == "admission")
+                assert admission["disposition"] == "refused" and admission["reason"].startswith("incomplete:"), admission
