@@ -246,6 +246,11 @@ def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question
      "**7 Tagen** ab. [1]", "acme/de/return-policy.md"),
     ("How long do I have to return an item?",
      "You have 30 days from the delivery date shown in your order to start a return. [1]", "acme/en/return-policy.md"),
+    # the action named in the sentence after the figure's (bench.answer_quality initech-en-16)
+    ("How long do I have to cancel an order?",
+     "That's usually the first 2 hours after ordering, though it can be shorter for orders placed just before the "
+     "12:00 p.m. CT dispatch cut-off. You can cancel an order yourself while its status is Placed or Confirmed. [1]",
+     "initech/en/cancel-or-modify-order.md"),
     # the named case's own rule, under its section's name; and the general rule where the passages give the named
     # case none ("within the normal window")
     ("How long do I have to return sale items as a Plus member?",
