@@ -601,6 +601,35 @@ def names_head(head: str, text: str, heading: str = "", company: str = "") -> bo
     return bool(NAME_HEADS[head].search(f"{heading}\n{text}"))
 
 
+# The day of the week a question about hours asks for ("on Sundays", "sonntags"): a line answers it when it names
+# that day, a range of days holding it ("Monday to Saturday", "dienstags bis samstags") or every day ("24/7").
+_DAYS = {day: i for i, names in enumerate((
+    ("monday", "montag"), ("tuesday", "dienstag"), ("wednesday", "mittwoch"), ("thursday", "donnerstag"),
+    ("friday", "freitag"), ("saturday", "samstag", "sonnabend"), ("sunday", "sonntag"))) for day in names}
+_DAY = re.compile(r"\b(" + "|".join(_DAYS) + r")(?:s|e|en)?\b", re.I)
+_DAY_RANGE = re.compile(r"\b(" + "|".join(_DAYS) + r")s?\s*(?:to|through|until|bis|–|-)\s*(" + "|".join(_DAYS) + r")s?\b",
+                        re.I)
+_EVERY_DAY = re.compile(r"\bevery day\b|\bdaily\b|\b24/7\b|\b7 days a week\b|\btäglich\b|\bjeden tag\b|"
+                        r"\brund um die uhr\b|\baround the clock\b|\b24 hours a day\b", re.I)
+
+
+def asked_day(question: str) -> int | None:
+    """The day of the week (0 = Monday) a question names, where it names exactly one."""
+    days = {_DAYS[m.group(1).lower()] for m in _DAY.finditer(question)}
+    return days.pop() if len(days) == 1 else None
+
+
+def covers_day(day: int, text: str) -> bool:
+    """Whether a text states something for a day of the week: by its name, a range holding it, or every day."""
+    if _EVERY_DAY.search(text):
+        return True
+    for m in _DAY_RANGE.finditer(text):
+        first, last = _DAYS[m.group(1).lower()], _DAYS[m.group(2).lower()]
+        if first <= day <= last or (first > last and (day >= first or day <= last)):
+            return True
+    return any(_DAYS[m.group(1).lower()] == day for m in _DAY.finditer(_DAY_RANGE.sub(" ", text)))
+
+
 # Leaving the warehouse is not arriving: "Orders placed later ... are dispatched on the next business day"
 # says when an order leaves, not how long shipping (to the customer) takes.
 _DISPATCH = re.compile(r"\bdispatch\w*|\bleaves? (?:our |the )?(?:warehouse|[A-Z]\w+)\b|\bpacked\b|\bverlässt\b|"
@@ -708,4 +737,5 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS), _HEAD.pattern,
                           _ACTION_EN.pattern, _ACTION_DE.pattern, _DE_PARTICLE.pattern, sorted(map(sorted, _ACTION_SYNONYMS)),
                           MINIMUM_QUESTION.pattern, _LOWER_BOUND.pattern, _SIZE.pattern,
-                          sorted((k, p.pattern) for k, p in NAME_HEADS.items()), _NAMED_COMPANY.pattern]
+                          sorted((k, p.pattern) for k, p in NAME_HEADS.items()), _NAMED_COMPANY.pattern,
+                          _DAY.pattern, _DAY_RANGE.pattern, _EVERY_DAY.pattern]

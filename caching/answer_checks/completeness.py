@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, asked_action,
-                                         asks_minimum, case_fit, holds_action, name_head, names_head, states_minimum,
+                                         asks_minimum, asked_day, case_fit, covers_day, holds_action, name_head,
+                                         names_head, states_minimum,
                                          currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
                                          instruction_verb, kinds_in, line_labels, only_things_durations, same_event, special_fit,
                                          specific_terms)
@@ -148,6 +149,11 @@ class CompletenessCheck(AnswerCheck):
             if not stating:
                 return Refusal(self.code, f"asks for {wanted.describe()} of what the question asks; the answer "
                                           f"states only another thing's")
+        day = asked_day(evidence.question) if wanted.kind == "clock" else None
+        if day is not None and not any(covers_day(day, f"{h}\n{t}") for h, t in stating):
+            # "What time does the store close on Sundays?" answered with Monday-to-Friday hours
+            return Refusal(self.code, f"asks for {wanted.describe()} on one day of the week; the answer states hours "
+                                      f"for other days")
         # what the retrieved passages state, cited or not: the fact the answer should have quoted instead
         retrieved = [line for heading, text in evidence.retrieved for line in labelled_lines(text, heading)] or sources
         if action and not any(holds_action(action, t) for _, t in stating) and any(  # "That's the first 2 hours. You can cancel ..."

@@ -204,3 +204,11 @@ def test_a_carrier_asked_for_is_named_or_the_answer_is_never_cached(initech):
     outcome = ask(initech, "Which delivery company brings Initech orders in Mexico?")
     if "Estafeta" not in outcome.answer:
         assert admission(outcome)["disposition"] == "refused", outcome.answer
+
+
+def test_hours_for_another_day_are_never_cached(acme):
+    # was: "Customer support: UK, Germany and Austria: • Monday to Friday: 9:00 a.m. – 6:00 p.m. CET ... Holiday hours:
+    # • December 24 and December 31: the store is open 10:00 a.m. – 3:00 p.m. ..." (a probe of this session: stored)
+    outcome = ask(acme, "What time does the Basecamp store close on Sundays?")
+    if "Sunday" not in outcome.answer:
+        assert admission(outcome)["disposition"] == "refused", outcome.answer
