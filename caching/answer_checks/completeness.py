@@ -102,11 +102,13 @@ def figures(kind: str, text: str) -> set:
 def _other_currencies_beside(line: str, country: str) -> bool:
     """Whether a line gives amounts in the asked country's currency and in another country's, with no country
     named in words ("$49 per year (CA$65 in Canada, £42 in the UK)" labels each; "$5.95, CA$7.95, £4.95" does not)."""
-    if country in all_cases_in(line).get("country", ()):
+    named = all_cases_in(line).get("country", set())
+    if country in named:
         return False
     currencies = {currency for currency, _ in quantities(line)[2]}
+    # another country's amount with its country named beside it is labelled: "($7.99, or MX$159 for Mexico)"
     return (len(currencies) > 1 and any(country in currency_countries(c) for c in currencies)
-            and any(country not in currency_countries(c) for c in currencies))
+            and any(country not in currency_countries(c) and not currency_countries(c) & named for c in currencies))
 
 
 class CompletenessCheck(AnswerCheck):

@@ -241,6 +241,10 @@ def test_an_answer_without_the_asked_fact_for_the_asked_case_is_refused(question
     ("When is the repair desk open on Wednesdays?",
      "• The repair desk is open Tuesday to Saturday only. Monday to Saturday: 10:00 a.m. – 7:00 p.m. MT [1]",
      "acme/en/opening-hours.md"),
+    # another country's amount with its country named beside it (a probe of this session: refused as mixed_cases)
+    ("How much is the return label fee in the US?",
+     "What's deducted:\n• The return label fee ($7.99, or MX$159 for Mexico), unless you're on Premier or the item was "
+     "defective [1]", "initech/en/refunds.md"),
     # a carrier named under a heading about carriers, or as the one that delivers; an app named
     ("Which carrier delivers orders in Canada?",
      "Carriers and tracking numbers:\n• Canada: Canada Post (16-digit tracking numbers) [1]", "acme/en/order-tracking.md"),
