@@ -66,6 +66,7 @@ def evidence_of(state) -> Evidence:
     return Evidence(question=state.question, answer=state.answer, locale=state.asker.locale,
                     passages_text="\n".join(f"{p.title}\n{p.heading}\n{p.text}" for p in passages),
                     sections=tuple((p.heading or p.title, p.text) for p in passages),
+                    retrieved=tuple((p.heading or p.title, p.text) for p in state.passages),
                     known_names=state.asker.tenant.name, tenant_slug=state.asker.tenant.slug,
                     tenant_id=state.asker.tenant.pk,
                     trust=generation_trust(), answerable=cites_answering_passage(state))

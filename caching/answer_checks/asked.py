@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from caching.answer_checks.facts import QUANTITY, UNITS, quantities
 from caching.answer_checks.text import terms
 
-KINDS = ("amount", "duration", "count", "clock", "contact", "name", "yesno")
-FACT_KINDS = frozenset({"amount", "duration", "count", "clock", "contact"})  # a figure an answer must hold
+KINDS = ("amount", "duration", "size", "count", "clock", "contact", "name", "yesno")
+FACT_KINDS = frozenset({"amount", "duration", "size", "count", "clock", "contact"})  # a figure an answer must hold
 
 # A yes/no question starts with an auxiliary ("Do you ship ...", "Kann ich ...").
 YES_NO_QUESTION = re.compile(
@@ -38,17 +38,24 @@ _KIND_PATTERNS = (
         rf"\bwie lange\b|\bbis wann\b|\bwie schnell\b|\bwie viele {_TIME_UNIT}\b|\bwie viel zeit\b|\bwann verf[äa]ll|"
         rf"\b(?:innerhalb|in) welche[rn]? (?:frist|zeit(?:raum|spanne)?)\b|\bwelche frist\b|\bwithin what (?:period|timeframe)\b",
         re.I)),
+    # a file's or a parcel's size or weight: "How large can the CSV file be?", "Wie groß darf die Datei sein?"
+    ("size", re.compile(r"\bhow (?:large|big|heavy)\b|\bwhat(?:'s| is) the (?:maximum |max\.? )?(?:file )?size\b|"
+                        r"\bfile size\b|\bsize limit\b|\bwie groß\b|\bwie schwer\b|\bdateigröße\b|\bmaximale größe\b",
+                        re.I)),
     ("amount", re.compile(
         r"\bhow much\b|\bwhat does .{0,60}\bcost\b|\bcosts?\b|\bprices?\b|\bfees?\b|\bsurcharge\b|\bcharge for\b|"
         r"\b(?:vat|tax) rate\b|\brate\b|\bminimum\b|\bmaximum\b|\blimit\b|\bkostet\b|\bkosten\b|\bpreis|\bgebühr|"
         r"\bzuschlag|\bwie hoch\b|\bwie viel\b|\bsteuersatz|\bmindest|\bhöchst|\border value\b|\bthreshold\b|"
-        r"\bbestellwert|\bab welchem betrag\b", re.I)),
+        r"\bbestellwert|\bab welchem betrag\b|\bthe least\b|\bsmallest (?:order|amount|purchase|total)\b|\blowest\b|"
+        r"\bhow much (?:do|must) i (?:at least )?spend\b", re.I)),
     ("count", re.compile(r"\bhow many\b|\bwie viele\b|\bmit wie vielen\b|\bnumber of\b|\banzahl\b", re.I)),
     ("clock", re.compile(
         r"\bwhat time\b|\bopening hours\b|\bsupport hours\b|\boffice hours\b|\bhours\b|\bwhen (?:are|is) .{0,30}\bopen\b|"
         r"\bwhen can i (?:call|reach)\b|\berreichbar\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist) .{0,30}\bgeöffnet",
         re.I)),
-    ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\bwhich number\b|\be-?mail address\b|\btelefonnummer\b|"
+    ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\b(?:which|what) number\b|\bwho(?:m)? (?:do|can|should) i "
+                           r"(?:call|ring|phone|e-?mail|write to)\b|\bwelche nummer\b|\bwen (?:rufe|kann) ich\b|"
+                           r"\be-?mail address\b|\btelefonnummer\b|"
                            r"\bnummer\b|\be-?mail-adresse\b", re.I)),
     ("name", re.compile(r"^\s*(?:which|who|where|what carrier|welche[rsmn]?|wer|wo|wohin|mit welchem)\b", re.I)),
 )
@@ -123,6 +130,7 @@ NAMED_FAMILIES = ("product", "condition")
 
 _CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:a\.?m\.?|p\.?m\.?|uhr)(?!\w)|\bnoon\b|\bmittags?\b|\b24/7\b|"
                     r"\b24 hours a day\b|\brund um die uhr\b", re.I)
+_SIZE = re.compile(r"\b\d+(?:[.,]\d+)?\s?(?:kb|mb|gb|tb|bytes?|lbs?|kg|characters|zeichen|rows|zeilen)\b", re.I)
 _CONTACT = re.compile(r"\+?\d[\d ()./-]{6,}\d|[\w.+-]+@[\w-]+\.[\w.]+")
 # Durations and amounts said in words: "immediately", "the same day", "at no extra cost", "kostenlos".
 _DURATION_WORDS = re.compile(
@@ -199,11 +207,35 @@ def all_cases_in(text: str, *, with_currency: bool = False) -> dict[str, set[str
     return out
 
 
+# A line's head, the words before its colon or bracket ("Phone UK: +44 ...", "USA Expedited (2 Werktage): 12,95 $"),
+# or its first three words: a case named there is whose figure the line states, whatever else its section names
+# ("Customer support: UK, Germany and Austria", "USA und Kanada").
+_LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_HEAD = re.compile(r"^([^:()\n]{1,40}?)\s*[:(]|^((?:\S+\s+){0,2}\S+)")
+
+
+def head_cases(line: str) -> dict[str, set[str]]:
+    """The cases a line's head names (``_HEAD``): the line's own subject."""
+    m = _HEAD.match(_LIST_MARK.sub("", line.strip().replace("**", "")))
+    return all_cases_in(m.group(1) or m.group(2)) if m else {}
+
+
+def line_labels(text: str, context: str = "", *, with_currency: bool = False) -> dict[str, set[str]]:
+    """The cases a line is labelled with: those it or its context (its section, its list's lead-in) names, except
+    that a family its head names is labelled with that only ("Phone UK: +44 20 5550 1188" under "Customer support:
+    UK, Germany and Austria" is the UK's number, not Austria's)."""
+    labels = all_cases_in(f"{context}\n{text}", with_currency=with_currency)
+    lines = [line for line in text.split("\n") if line.strip()]
+    labels.update(head_cases(lines[-1]) if lines else {})
+    return labels
+
+
 def labels_of(text: str, section: str = "", title: str = "", *, with_currency: bool = False) -> dict[str, set[str]]:
     """The cases a unit of an article is labelled with: those its text or its section names (an amount's
-    currency its country, ``with_currency``), and for a family neither names, the one case the
-    article's title names ("Acme Plus membership"; not "Free, Pro and Premier plans": an overview)."""
-    labels = all_cases_in(f"{section}\n{text}", with_currency=with_currency)
+    currency its country, ``with_currency``; a case its head names alone: ``line_labels``), and for a family
+    neither names, the one case the article's title names ("Acme Plus membership"; not "Free, Pro and Premier
+    plans": an overview)."""
+    labels = line_labels(text, section, with_currency=with_currency)
     for family, named in all_cases_in(title).items():
         if family not in labels and len(named) == 1:
             labels[family] = set(named)
@@ -226,6 +258,8 @@ def kinds_in(text: str) -> set[str]:
         found.add("duration")
     if amounts or any(unit == "percent" for _, unit in measures) or _FREE_WORDS.search(text):
         found.add("amount")
+    if _SIZE.search(text):
+        found.add("size")
     if _CLOCK.search(text):
         found.add("clock")
     if _CONTACT.search(text):
@@ -357,6 +391,8 @@ def figure_spans(kind: str | None, text: str) -> list[tuple[int, int]]:
     """Where in a text its figures of a kind are (character spans)."""
     if kind == "clock":
         return [m.span() for m in _CLOCK.finditer(text)]
+    if kind == "size":
+        return [m.span() for m in _SIZE.finditer(text)]
     if kind == "contact":
         return [m.span() for m in _CONTACT.finditer(text)]
     spans = []
@@ -442,6 +478,156 @@ def duration_things(text: str) -> list[set[str]]:
     plain = text.replace("*", "")
     return [terms(" ".join(g for g in (m.group("adj"), m.group("thing"), m.group("thing2")) if g))
             for m in _THING_DURATION.finditer(plain)]
+
+
+# The customer's own action a deadline question asks about: "How long do I have to drop off the parcel?", "By when
+# must I pay?", "Bis wann muss ich das Rücksendepaket abgeben?", "Wie viele Tage habe ich Zeit, ... abzugeben?". Its
+# answer is the sentence that gives that action's deadline ("drop the parcel off within 7 days", "geben Sie das Paket
+# innerhalb von 7 Tagen ab"), not another step's ("30 days ... to start a return").
+_ACTION_EN = re.compile(
+    r"\b(?:how long|how many (?:days|hours|weeks)|how much time) (?:do|will) (?:i|we) (?:still )?(?:have|get)(?: left)? "
+    r"to (?:still )?(?P<v1>\w+)(?: (?:it|them|this|that|my \w+|the \w+))?(?: (?P<p1>off|back|in|up))?\b|"
+    r"\bhow long have (?:i|we) got to (?P<v2>\w+)(?: (?:it|them|this|that|my \w+|the \w+))?(?: (?P<p2>off|back|in|up))?\b|"
+    r"\b(?:by|until|till) when (?:do|must|should|can|have) (?:i|we) (?:to )?(?P<v3>\w+)(?: (?:it|them|this|that|my \w+|"
+    r"the \w+))?(?: (?P<p3>off|back|in|up))?\b", re.I)
+_ACTION_DE = re.compile(r"\b(?:bis wann|wie lange|wie viele (?:tage|stunden|wochen)|wie viel zeit|innerhalb welcher frist)\b"
+                        r"(?P<rest>[^?]*\b(?:muss|müssen|kann|können|darf|dürfen|soll|sollen|habe|haben|hab)\b[^?]*)", re.I)
+_DE_PARTICLE = re.compile(r"^(zurück|weg|ab|an|auf|aus|ein|mit|nach|vor|her|hin)(?:zu)?(\w{3,})$")
+# Words for one customer action: sending an item back is returning it.
+_ACTION_SYNONYMS = (frozenset({"return", "send back", "zurückgeben", "zurücksenden", "zurückschicken", "rücksendung"}),
+                    frozenset({"drop off", "abgeben", "bring"}))
+_ACTION_AUX = frozenset({"be", "get", "wait", "go", "do", "make", "haben", "sein", "werden", "warten", "lassen", "zeit"})
+
+
+def asked_action(question: str) -> str:
+    """The customer's action whose deadline a question asks ("drop off", "pay", "abgeben"), or ""."""
+    m = _ACTION_EN.search(question)
+    if m:
+        verb = next(g for g in (m.group("v1"), m.group("v2"), m.group("v3")) if g).lower()
+        particle = next((g for g in (m.group("p1"), m.group("p2"), m.group("p3")) if g), "")
+        return "" if verb in _ACTION_AUX else f"{verb} {particle.lower()}".strip()
+    m = _ACTION_DE.search(question)
+    if m:  # the German verb ends the clause: "... abgeben", "... zurückzugeben"
+        words = re.findall(r"[^\W\d_]+", m.group("rest"))
+        verb = words[-1] if words else ""
+        if verb.islower() and verb.endswith(("en", "rn", "ln")) and verb not in _ACTION_AUX:
+            p = _DE_PARTICLE.match(verb)
+            return f"{p.group(1)}{p.group(2)}" if p else verb
+    return ""
+
+
+def _action_forms(action: str) -> list[tuple[str, str]]:
+    """(particle, stem) pairs an action may be written as: "abgeben" as "abgeb…" or "geb…" with "ab" apart."""
+    forms = []
+    for alias in next((group for group in _ACTION_SYNONYMS if action in group), {action}):
+        verb = alias.split()[0]
+        p = _DE_PARTICLE.match(verb)
+        forms.append(("", verb[:max(4, len(verb) - 2)]))
+        if p:
+            forms.append((p.group(1), p.group(2)[:max(3, len(p.group(2)) - 2)]))
+    return forms
+
+
+def holds_action(action: str, text: str, *, before_figure: bool = False) -> bool:
+    """Whether a text speaks of the customer's action ("drop the parcel off", "geben Sie das Paket ... ab"); with
+    ``before_figure``, before its first length of time, as the deadline's own verb ("drop the parcel off within 7
+    days", not "After 7 days ... you need to start a new return")."""
+    if not action:
+        return False
+    raw = [w.lower() for w in re.findall(r"[^\W\d_]+", text)]  # a German verb's particle ends the clause: "geben ... ab"
+    if before_figure:
+        spans = figure_spans("duration", text)
+        text = text[:spans[0][0]] if spans else ""
+    head = [w.lower() for w in re.findall(r"[^\W\d_]+", text)]
+    forms = {w for w in head} | {f"{p.group(1)}{p.group(2)}" for p in map(_DE_PARTICLE.match, head) if p}
+    return any(any(w.startswith(stem) for w in forms) and (not particle or particle in raw)
+               for particle, stem in _action_forms(action))
+
+
+# A question for a minimum ("the minimum order total for bank transfer", "the least I can spend", "Mindestbestellwert") is
+# answered by an amount stated as a lower bound that includes it ("for orders of $250 or more", "from $150", "mindestens
+# 50 €"), where the passages have one; an amount something must exceed ("more than $500 need extra verification") is
+# another rule's threshold.
+MINIMUM_QUESTION = re.compile(r"\bminimum\b|\bmin\.|\bthe least\b|\bsmallest\b|\blowest\b|\bat least\b|\bmindest|"
+                              r"\bwenigsten|\bkleinste", re.I)
+_MONEY = r"(?:(?:ca\$|mx\$|us\$|[$€£])\s?\d[\d.,]*|\d[\d.,]*\s?(?:ca\$|mx\$|us\$|[$€£]))"
+_LOWER_BOUND = re.compile(rf"{_MONEY}(?:\s*\([^)]*\))?\s+(?:or more|or above|oder mehr)\b|"
+                          rf"\b(?:at least|(?<!no )minimum(?: of| order(?: value| total)? of)?|from|starting at|mindestens|ab|"
+                          rf"mindestbestellwert(?: von)?)\s+{_MONEY}", re.I)
+
+
+def asks_minimum(question: str) -> bool:
+    return bool(MINIMUM_QUESTION.search(question))
+
+
+def states_minimum(text: str) -> bool:
+    """Whether a text states an amount as an inclusive lower bound ("$250 or more", "from $150 to $10,000")."""
+    return bool(_LOWER_BOUND.search(text))
+
+
+# What a `name` question asks the name of, where the help centre names such things: a carrier ("Which carrier ...",
+# "Who delivers ...", "Mit welchem Paketdienst ...") or an app. An answer names one when its line, or the section it is
+# quoted from, speaks of carriers ("Carriers and tracking numbers") or apps, or names a company with what it does
+# ("Standard with DHL", "through Estafeta", "UPS in the US", "Canada Post in Canada").
+NAME_HEADS = {
+    "carrier": re.compile(r"\b(?:carriers?|couriers?|(?:delivery|shipping|parcel|postal) (?:company|companies|service|partner)|"
+                          r"paketdienst\w*|versanddienstleister\w*|zusteller\w*|lieferdienst\w*|transportunternehmen|"
+                          r"who (?:delivers|ships|brings|picks up)|wer (?:liefert|stellt|bringt))\b", re.I),
+    "app": re.compile(r"\bapps?\b|-app\b", re.I),
+}
+_SPEED_WORDS = r"(?!(?:Standard|Express|Expedited|Overnight|Freight|Plus|Pro|Premier)\b)"
+_NAMED_COMPANY = re.compile(
+    rf"\b(?:with|through|by|via|mit|per|über)\s+{_SPEED_WORDS}(?:[A-Z]{{2,}}|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\b|"
+    rf"\b{_SPEED_WORDS}(?:[A-Z]{{2,}}|[A-Z][a-z]+\s+[A-Z][a-z]+)\s+(?:in|for|für)\s+(?:the\s+|den\s+)?[A-ZÄÖÜ]|"
+    rf"\b{_SPEED_WORDS}(?:[A-Z]{{2,}}|[A-Z][a-z]+\s+[A-Z][a-z]+)\s+(?:\w+\s+)?(?:delivers|deliver|ships|stellt|liefert)\b")
+
+
+def name_head(question: str) -> str:
+    """What a name question asks the name of ("carrier", "app"), or "" for another or no name question."""
+    if kind_of(question) != "name" and not NAME_HEADS["carrier"].search(question):
+        return ""
+    return next((head for head, pattern in NAME_HEADS.items() if pattern.search(question)), "")
+
+
+def names_head(head: str, text: str, heading: str = "", company: str = "") -> bool:
+    """Whether a text names what a name question asks for: an app it speaks of, a company it names as a carrier
+    ("Standard with DHL", "Canada Post delivers ..."), or any line under a heading about carriers ("Carriers and
+    tracking numbers"); not a sentence that only says "the carrier" ("der Zusteller verlangt ... keine Gebühren")."""
+    if not head:
+        return True
+    if head == "carrier":  # the shop itself is no carrier: "Acme Outfitters liefert in fünf Länder"
+        own = text.replace(company, " ") if company.strip() else text
+        return bool(NAME_HEADS[head].search(heading)) or bool(_NAMED_COMPANY.search(own))
+    return bool(NAME_HEADS[head].search(f"{heading}\n{text}"))
+
+
+# The day of the week a question about hours asks for ("on Sundays", "sonntags"): a line answers it when it names
+# that day, a range of days holding it ("Monday to Saturday", "dienstags bis samstags") or every day ("24/7").
+_DAYS = {day: i for i, names in enumerate((
+    ("monday", "montag"), ("tuesday", "dienstag"), ("wednesday", "mittwoch"), ("thursday", "donnerstag"),
+    ("friday", "freitag"), ("saturday", "samstag", "sonnabend"), ("sunday", "sonntag"))) for day in names}
+_DAY = re.compile(r"\b(" + "|".join(_DAYS) + r")(?:s|e|en)?\b", re.I)
+_DAY_RANGE = re.compile(r"\b(" + "|".join(_DAYS) + r")s?\s*(?:to|through|until|bis|–|-)\s*(" + "|".join(_DAYS) + r")s?\b",
+                        re.I)
+_EVERY_DAY = re.compile(r"\bevery day\b|\bdaily\b|\b24/7\b|\b7 days a week\b|\btäglich\b|\bjeden tag\b|"
+                        r"\brund um die uhr\b|\baround the clock\b|\b24 hours a day\b", re.I)
+
+
+def asked_day(question: str) -> int | None:
+    """The day of the week (0 = Monday) a question names, where it names exactly one."""
+    days = {_DAYS[m.group(1).lower()] for m in _DAY.finditer(question)}
+    return days.pop() if len(days) == 1 else None
+
+
+def covers_day(day: int, text: str) -> bool:
+    """Whether a text states something for a day of the week: by its name, a range holding it, or every day."""
+    if _EVERY_DAY.search(text):
+        return True
+    for m in _DAY_RANGE.finditer(text):
+        first, last = _DAYS[m.group(1).lower()], _DAYS[m.group(2).lower()]
+        if first <= day <= last or (first > last and (day >= first or day <= last)):
+            return True
+    return any(_DAYS[m.group(1).lower()] == day for m in _DAY.finditer(_DAY_RANGE.sub(" ", text)))
 
 
 # Leaving the warehouse is not arriving: "Orders placed later ... are dispatched on the next business day"
@@ -548,4 +734,8 @@ def _free_duration(sentence: str) -> bool:
 VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
                           sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
                           _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern, _RECEIVING.pattern,
-                          _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS)]
+                          _CUSTOMER_DEADLINE.pattern, sorted(_RECEIVING_VERBS), _HEAD.pattern,
+                          _ACTION_EN.pattern, _ACTION_DE.pattern, _DE_PARTICLE.pattern, sorted(map(sorted, _ACTION_SYNONYMS)),
+                          MINIMUM_QUESTION.pattern, _LOWER_BOUND.pattern, _SIZE.pattern,
+                          sorted((k, p.pattern) for k, p in NAME_HEADS.items()), _NAMED_COMPANY.pattern,
+                          _DAY.pattern, _DAY_RANGE.pattern, _EVERY_DAY.pattern]

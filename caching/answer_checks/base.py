@@ -19,6 +19,9 @@ class Evidence:
     # (supportbot.answerability); None when no check ran
     answerable: bool | None = None
     sections: tuple[tuple[str, str], ...] = ()  # (section heading, text) of each cited passage, when known
+    # (section heading, text) of every retrieved passage, cited or not: where completeness looks for the asked fact the
+    # answer should have quoted instead ("$250 or more" for a minimum, the asked step's deadline); () = the cited ones
+    retrieved: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import re
 
-from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, case_fit,
+from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, asked_action,
+                                         asks_minimum, asked_day, case_fit, covers_day, holds_action, name_head,
+                                         names_head, states_minimum,
                                          currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
-                                         instruction_verb, kinds_in, only_things_durations, same_event, special_fit,
+                                         instruction_verb, kinds_in, line_labels, only_things_durations, same_event, special_fit,
                                          specific_terms)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
@@ -73,12 +75,12 @@ def _plain(text: str) -> str:
 _MD_HEADING = re.compile(r"^#{1,6}\s+(.+)$", re.M)
 
 
-def source_heading(line: str, sections: tuple[tuple[str, str], ...]) -> str:
+def source_heading(line: str, sections: tuple[tuple[str, str], ...], *, quoted_only: bool = False) -> str:
     """The heading (article title and section) of the cited section a quoted line comes from; for a
-    line quoted from none (a model's own words), the headings of every cited section."""
+    line quoted from none (a model's own words), the headings of every cited section (``quoted_only``: "")."""
     quoted = _plain(_LIST_ITEM.sub("", line))[:60]
     found = next((heading for heading, text in sections if quoted in _plain(text)), None) if len(quoted) >= 12 else None
-    return found if found is not None else "\n".join(heading for heading, _ in sections)
+    return found if found is not None else "" if quoted_only else "\n".join(heading for heading, _ in sections)
 
 
 def figures(kind: str, text: str) -> set:
@@ -101,11 +103,13 @@ def figures(kind: str, text: str) -> set:
 def _other_currencies_beside(line: str, country: str) -> bool:
     """Whether a line gives amounts in the asked country's currency and in another country's, with no country
     named in words ("$49 per year (CA$65 in Canada, £42 in the UK)" labels each; "$5.95, CA$7.95, £4.95" does not)."""
-    if country in all_cases_in(line).get("country", ()):
+    named = all_cases_in(line).get("country", set())
+    if country in named:
         return False
     currencies = {currency for currency, _ in quantities(line)[2]}
+    # another country's amount with its country named beside it is labelled: "($7.99, or MX$159 for Mexico)"
     return (len(currencies) > 1 and any(country in currency_countries(c) for c in currencies)
-            and any(country not in currency_countries(c) for c in currencies))
+            and any(country not in currency_countries(c) and not currency_countries(c) & named for c in currencies))
 
 
 class CompletenessCheck(AnswerCheck):
@@ -125,12 +129,20 @@ class CompletenessCheck(AnswerCheck):
             if country and not any(all_cases_in(f"{h}\n{t}").get("country") for h, t in lines):
                 return Refusal(self.code, f"asks whether, for {country}; the answer speaks of no country")
             return None
+        head = name_head(evidence.question) if wanted.kind in ("name", None) else ""
+        # a heading about carriers names one only for a line quoted under it, not for a model's own words
+        if head and not any(names_head(head, t, f"{h}\n{source_heading(t, evidence.sections, quoted_only=True)}",
+                                       evidence.known_names) for h, t in lines):
+            # "Which delivery company brings orders in Mexico?" answered with Mexico's shipping prices
+            return Refusal(self.code, f"asks which {head}; the answer names none")
         if wanted.kind not in FACT_KINDS:
             return None
         asked_words = terms(evidence.question)
+        action = asked_action(evidence.question) if wanted.kind == "duration" else ""
         stating = [(h, t) for h, t in lines if any(
             wanted.kind in kinds_in(sentence) and special_fit(wanted, sentence) >= 0
-            and not foreign_instruction(sentence, asked_words) for sentence in sentences_of(t))
+            and (wanted.kind == "size" or not foreign_instruction(sentence, asked_words) or holds_action(action, sentence))
+            for sentence in sentences_of(t))
             and not self._from_foreign_plan(wanted, evidence, t)]
         if not stating:
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states none")
@@ -144,6 +156,18 @@ class CompletenessCheck(AnswerCheck):
             other = count_of_another_thing(evidence.question, answer, source_text)
             if other:
                 return Refusal(self.code, other)
+        day = asked_day(evidence.question) if wanted.kind == "clock" else None
+        if day is not None and not any(covers_day(day, f"{h}\n{t}") for h, t in stating):
+            # "What time does the store close on Sundays?" answered with Monday-to-Friday hours
+            return Refusal(self.code, f"asks for {wanted.describe()} on one day of the week; the answer states hours "
+                                      f"for other days")
+        # what the retrieved passages state, cited or not: the fact the answer should have quoted instead
+        retrieved = [line for heading, text in evidence.retrieved for line in labelled_lines(text, heading)] or sources
+        if action and not any(holds_action(action, t) for _, t in stating) and any(  # "That's the first 2 hours. You can cancel ..."
+                holds_action(action, s) and "duration" in kinds_in(s) for _, t in retrieved for s in sentences_of(t)):
+            # "Bis wann muss ich das Rücksendepaket abgeben?" answered with the 30 days to start a return
+            return Refusal(self.code, f"asks by when the customer must {action}; the passages say, the answer gives "
+                                      f"another step's deadline")
         # a word most of a help centre's articles share (item, Artikel) is no sign of what a line is about
         about = specific_terms(focus_terms(evidence.question, cases=False) - terms(evidence.known_names))
         # the cited sections' headings; without them (evidence from bare passages), the passages' own headings
@@ -152,6 +176,12 @@ class CompletenessCheck(AnswerCheck):
                              for h, t in stating):  # in its words or others for the same event (delivery, shipping)
             return Refusal(self.code, f"asks for {wanted.describe()}; the answer states one, but not of "
                                       f"{', '.join(sorted(about))}")
+        if wanted.kind == "amount" and asks_minimum(evidence.question) and about and not any(
+                states_minimum(t) for _, t in stating) and any(
+                states_minimum(t) and same_event(about, terms(f"{h}\n{t}")) for h, t in retrieved):
+            # "the minimum order total for bank transfer": "$250 or more", not "more than $500 need extra verification"
+            return Refusal(self.code, f"asks for a minimum; the passages state one for {', '.join(sorted(about))}, the "
+                                      f"answer another rule's threshold")
         general = self._general_for_named_case(wanted, evidence, stating, sources)
         if general:
             return Refusal(self.code, general)
@@ -162,7 +192,7 @@ class CompletenessCheck(AnswerCheck):
         if not cases:
             return None
         money = wanted.kind == "amount"
-        judged = [(case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=money)),
+        judged = [(case_fit(cases, line_labels(t, h, with_currency=money)),
                    self._only_for_other_cases(wanted.kind, t, cases, sources), t) for h, t in stating]
         right = [t for fit, foreign, t in judged if fit >= 0 and not foreign]
         unlabelled = [t for fit, foreign, t in judged if fit >= 0 and foreign]  # or labelled as the asked case
@@ -211,6 +241,6 @@ class CompletenessCheck(AnswerCheck):
         stated = figures(kind, line)
         if not stated:
             return False
-        fits = [case_fit(cases, all_cases_in(f"{h}\n{t}", with_currency=kind == "amount"))
+        fits = [case_fit(cases, line_labels(t, h, with_currency=kind == "amount"))
                 for h, t in sources if figures(kind, t) & stated]
         return bool(fits) and all(fit == -1 for fit in fits)

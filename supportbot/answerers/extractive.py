@@ -83,6 +83,12 @@ ABOUT_ARTICLE = re.compile(
     r"^(?:this article (?:explains|covers|describes|tells you|shows)|this page (?:explains|covers)|below(?:,)? you'll "
     r"find|here(?:'s| is) what happens|in (?:diesem|dem folgenden) artikel (?:erfahren|lesen|finden) sie|hier erfahren "
     r"sie|im folgenden erfahren sie|unten finden sie)\b", re.I)
+# A question for a minimum ("the least I can spend to pay by bank transfer"): a unit stating an amount as an inclusive
+# lower bound ("$250 or more", "from $150") gains MINIMUM_WEIGHT.
+MINIMUM_WEIGHT = 0.15
+# A question for a name (which carrier, which app): a unit naming one, or under a section that does ("Carriers and
+# tracking numbers"), gains NAME_WEIGHT.
+NAME_WEIGHT = 0.15
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -258,20 +264,35 @@ class ExtractiveAnswerer(Answerer):
         event_words, unit_words = asking.asked_event(question), terms(unit.text)
         event = (states and wanted.kind == "duration" and asking.same_event(event_words, unit_words)
                  and not event_words & unit_words)
+        # the customer's own action whose deadline is asked ("abgeben": "geben Sie das Paket innerhalb von 7 Tagen ab")
+        action = asking.asked_action(question) if states and wanted.kind == "duration" else ""
+        stating = [s for s in words.sentences_of(unit.text) if "duration" in asking.kinds_in(s)] if action else []
+        # a step's deadline is its own verb's ("drop the parcel off within 7 days"); a rule's may follow its figure
+        # ("You have 30 days ... to start a return")
+        acted = any(asking.holds_action(action, s, before_figure=is_step(unit)) for s in stating)
+        event = event or acted
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit + EVENT_WEIGHT * event
         if states and wanted.kind == "count":  # "up to 20 wishlists" for "How many wishlists ...?"
             thing = counted_thing(question)
             score += COUNTED_WEIGHT * bool(thing and counts(thing, unit.text))
+        # a minimum asked for: an amount stated as one ("for orders of $250 or more"), not one a rule starts above
+        score += MINIMUM_WEIGHT * (states and wanted.kind == "amount" and asking.asks_minimum(question)
+                                   and asking.states_minimum(unit.text))
         if states:
             score += PROXIMITY_WEIGHT * asking.proximity(focus - words_of_title(passage), wanted.kind, unit.text)
             score += TRIGGER_WEIGHT * asking.proximity(triggers, wanted.kind, unit.text)
             score += INTRO_WEIGHT * (" — " not in passage.heading)
         if wanted.wants_fact:
             score += TITLE_WEIGHT * len(focus & words_of_title(passage)) / max(1, len(focus))
+        if wanted.kind == "name":  # a unit that names what is asked for: a carrier, an app
+            head = asking.name_head(question)
+            score += NAME_WEIGHT * bool(head and asking.names_head(head, unit.text, f"{passage.heading}\n{lead_in(passage, unit)}",
+                                                                  company))
         if wanted.kind is not None:
             score -= ABOUT_ARTICLE_WEIGHT * bool(ABOUT_ARTICLE.match(unit.text))
         if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
             score -= STEP_WEIGHT * (is_step(unit) and not (event or states and asking.asked_event(question) & terms(unit.text)))
+            score -= STEP_WEIGHT * (is_step(unit) and bool(action) and not acted)  # another step's deadline
         on_about = not about or asking.same_event(about, terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
         foreign_title = asking.foreign_plan(wanted, question, passage.title, company)
         return Candidate(passage, unit, score, fit, states, on_about, foreign_title, event)
@@ -496,7 +517,8 @@ def render(passage: Passage, units: list[Unit], number: int) -> list[str]:
 _AMOUNT = r"(?:(?:ca\$|mx\$|us\$|[$€£])\s?\d+(?:[.,]\d+)*|\d+(?:[.,]\d+)*\s?(?:ca\$|mx\$|us\$|[$€£]))"
 _AMOUNT_SEP = r"(?:\s*,\s*|\s+(?:or|oder|bzw\.|and|und)\s+)"
 CURRENCY_ALTERNATIVES = re.compile(
-    rf"(?:(?P<lead>{_AMOUNT})\s*)?\((?P<alternatives>{_AMOUNT}(?:{_AMOUNT_SEP}{_AMOUNT})+)\)", re.I)
+    rf"(?:(?P<lead>{_AMOUNT})(?P<bound>\s+(?:or more|or above|oder mehr))?\s*)?"
+    rf"\((?P<alternatives>{_AMOUNT}(?:{_AMOUNT_SEP}{_AMOUNT})+)\)", re.I)
 
 
 def asked_currency(line: str, country: str | None) -> str:
@@ -515,7 +537,7 @@ def asked_currency(line: str, country: str | None) -> str:
         mine = [a for a, c in zip(amounts, currencies) if country in asking.currency_countries(c)]
         if len(mine) != 1:
             return m.group(0)
-        return mine[0] if m.group("lead") else f"({mine[0]})"
+        return mine[0] + (m.group("bound") or "") if m.group("lead") else f"({mine[0]})"
 
     return CURRENCY_ALTERNATIVES.sub(one, line)
 
@@ -524,4 +546,4 @@ RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEI
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
-                        "v7"])[:16]
+                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "v10"])[:16]

@@ -155,3 +155,60 @@ def test_a_follow_up_is_answered_for_the_case_the_customer_named(acme):
     and Canada's delivery time leads."""
     outcome = pipeline.ask(pipeline.Asker(acme, "en"), FOLLOW_UP)
     assert "5–8 business days" in outcome.answer, outcome.answer
+
+
+@pytest.mark.parametrize("question, locale, fact, other", [
+    # was: "Customer support: UK, Germany and Austria: • Phone UK: +44 20 5550 1188 • Phone Germany and Austria: +49 89
+    # 5550 4400" (and served again from the exact cache)
+    ("What number do I call for support if I live in Austria?", "en", "+49 89 5550 4400", "+44 20"),
+    # was: "USA und Kanada: • USA Expedited (2 Werktage): 12,95 $ • Kanada Standard ... • Kanada Expedited (3 Werktage):
+    # 19,95 CA$"
+    ("Was kostet der Expedited-Versand nach Kanada?", "de", "19,95 CA$", "12,95 $"),
+])
+def test_a_line_headed_by_another_country_does_not_stand_beside_the_askers(acme, question, locale, fact, other):
+    outcome = ask(acme, question, locale)
+    assert fact in outcome.answer and other not in outcome.answer, outcome.answer
+
+
+@pytest.mark.parametrize("question, locale, fact", [
+    # was: "Die normale Rückgabefrist: • Sie haben 30 Tage ab dem ... Zustelldatum Zeit, eine Rücksendung zu starten"
+    # (the lead's second fact set; admitted and cached)
+    ("Bis wann muss ich das Rücksendepaket abgeben?", "de", "innerhalb von 7 Tagen ab"),
+    # was: "How to start a return: 5. Pack the items securely and drop the parcel off within 7 days. ..." first
+    ("How long do I have to return an item?", "en", "You have 30 days"),
+])
+def test_the_customers_deadline_is_the_asked_steps_own(acme, question, locale, fact):
+    outcome = ask(acme, question, locale)
+    assert outcome.answer.split("\n")[0:2] and fact in "\n".join(outcome.answer.split("\n")[:2]), outcome.answer
+    assert admission(outcome)["disposition"] == "stored"
+
+
+def test_a_minimum_is_answered_with_the_minimum_not_another_rules_threshold(acme):
+    # was: "When extra verification is needed: • Bank transfer payments for orders with a total of more than $500
+    # (CA$680, £400 or €460)." (the lead's second fact set; admitted and cached)
+    outcome = ask(acme, "What is the minimum order total for bank transfer?")
+    assert "$250 or more" in outcome.answer, outcome.answer
+    assert admission(outcome)["disposition"] == "stored"
+
+
+def test_a_size_asked_for_is_answered_with_the_size(acme):
+    # was: "Planning gear for a trip or a whole group? ... Import the file: 3. Pick an existing wishlist or create a new
+    # one. You can have up to 20 wishlists." (holdout 6; a question of no kind: admitted and served again)
+    outcome = ask(acme, "How large can the CSV file for a wishlist import be?")
+    assert "1 MB" in outcome.answer, outcome.answer
+
+
+def test_a_carrier_asked_for_is_named_or_the_answer_is_never_cached(initech):
+    # was: "Mexico: • Standard (7–12 business days): MX$149, ..." (holdout 6; admitted and served again): the passages
+    # retrieval returns for it do not name Estafeta
+    outcome = ask(initech, "Which delivery company brings Initech orders in Mexico?")
+    if "Estafeta" not in outcome.answer:
+        assert admission(outcome)["disposition"] == "refused", outcome.answer
+
+
+def test_hours_for_another_day_are_never_cached(acme):
+    # was: "Customer support: UK, Germany and Austria: • Monday to Friday: 9:00 a.m. – 6:00 p.m. CET ... Holiday hours:
+    # • December 24 and December 31: the store is open 10:00 a.m. – 3:00 p.m. ..." (a probe of this session: stored)
+    outcome = ask(acme, "What time does the Basecamp store close on Sundays?")
+    if "Sunday" not in outcome.answer:
+        assert admission(outcome)["disposition"] == "refused", outcome.answer
