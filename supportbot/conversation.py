@@ -849,6 +849,13 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     # and an age ("I'm 16", "my daughter is 11") bears on who may open, hold or apply for something
     if _bears_on(message, "age"):
         bearing.update(_ages(tuple(t for t in _since_fresh_start(history) if t.role == "user")))
+    # and where the customer is or is going and when, from any turn of theirs since the topic was last
+    # closed, a wander or not ("I'm in Thailand for the week" ... "Which ATMs am I allowed to use?"):
+    # which questions such a detail bears on no word list can say, so it travels unless the message
+    # states its own detail of that kind
+    own_kinds = set(_where_and_when(message).values())
+    if not set(_lower_words(message)) & _SITUATION_FREE:
+        bearing.update({v: k for v, k in _situation(history).items() if k not in own_kinds})
     if not related and not bearing:
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
                           history=history)
@@ -866,6 +873,57 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
                           history=history)
     return Resolution(message, question, How.REWRITTEN, "standalone wording; conditions stated earlier carried",
                       conditions=carried, history=history)
+
+
+# A name after these is where the customer is, goes or travels with ("I'm staying in Bristol", "flying
+# with Ryanair", "a table at Luigi's"): a place in all but the word list of countries.
+_AT_PLACE = r"\b(?:in|to|from|near|visiting|via|around)\s+(?:the\s+)?"
+
+
+# What a customer's sign-in and the app's own settings are about: the same wherever and whenever the
+# customer is ("how do I turn on two-factor authentication?" in Canada or on Friday).
+_SITUATION_FREE = {"password", "passcode", "two-factor", "2fa", "authentication", "login", "log-in", "username",
+                   "app", "email", "emails", "notifications", "paperless", "newsletter", "newsletters", "unsubscribe"}
+
+
+def _where_and_when(text: str) -> dict[str, str]:
+    """The places (a country, or a name after "in", "to", "from", "near") and days or dates a text states."""
+    found = {}
+    for value, kind in conditions(text).items():
+        if value.startswith("not "):
+            continue
+        if kind in ("place", "day") or (kind == "name" and re.search(
+                _AT_PLACE + re.escape(value) + r"(?!\w)", text.casefold())):
+            found[value] = "place" if kind == "name" else kind
+    return found
+
+
+def _situation(history: tuple[Turn, ...]) -> dict[str, str]:
+    """The customer's running situation: the places (countries, and names said after "in", "to",
+    "from", "near": "I'm travelling to Lisbon", "I'm staying in Bristol") and the days and dates ("on
+    Friday", "in March") the customer stated, in a turn of theirs that asks nothing (it sets the
+    scene for what follows), since the topic was last closed (their thanks and the assistant's
+    reply), the later of one kind replacing the earlier. A detail inside a question of theirs
+    ("I'm flying to Rome on Friday, will my card work there?") was asked about and answered there.
+    Side questions and a wandering chat do not end a situation: "I'm in Thailand for the week",
+    then "is there an app for android?", then "which ATMs can I use?" is still asked from Thailand."""
+    state: dict[str, str] = {}
+    for i, turn in enumerate(history):
+        if turn.role != "user":
+            continue
+        words = _lower_words(turn.content)
+        if set(words) & _THANKS and len(words) <= 4 and i + 1 < len(history):
+            state = {}  # "done, thanks" / "You're welcome. Anything else?": that topic is done
+            continue
+        if _small_talk(turn):
+            continue
+        if _asked(turn.content):
+            continue  # "I'm flying to Rome on Friday, will my card work there?": asked and answered there
+        found = _where_and_when(turn.content)
+        for kind in set(found.values()):
+            state = {v: k for v, k in state.items() if k != kind}
+        state.update(found)
+    return state
 
 
 def _asked(text: str) -> str:
