@@ -887,11 +887,14 @@ _SITUATION_FREE = {"password", "passcode", "two-factor", "2fa", "authentication"
 
 
 def _where_and_when(text: str) -> dict[str, str]:
-    """The places (a country, or a name after "in", "to", "from", "near") and days or dates a text states."""
+    """The places (a country, or a name after "in", "to", "from", "near") and the days and dates ("Friday",
+    "in March", "on the 3rd") a text states."""
     found = {}
     for value, kind in conditions(text).items():
         if value.startswith("not "):
             continue
+        if kind == "day" and value not in _DAYS and ":" not in value and not re.search(r"\d", value):
+            continue  # "every evening", "next week": when something happens, not a day of the customer's
         if kind in ("place", "day") or (kind == "name" and re.search(
                 _AT_PLACE + re.escape(value) + r"(?!\w)", text.casefold())):
             found[value] = "place" if kind == "name" else kind
