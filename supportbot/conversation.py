@@ -639,15 +639,60 @@ def clarify_text(resolution: Resolution, locale: str) -> str:
     return template.format(message=resolution.message[:80])
 
 
-def resolve(conversation: Conversation, locale: str = "en", rewriter=None) -> Resolution:
+def resolve(conversation: Conversation, locale: str = "en", rewriter=None, *, scoped: bool = True) -> Resolution:
     """The standalone question of the conversation's last message (see the module docstring).
-    ``rewriter``: an optional callable ``(conversation, locale) -> str | None`` (the trusted model)."""
+    ``rewriter``: an optional callable ``(conversation, locale) -> str | None`` (the trusted model).
+    ``scoped=False``: an unresolved message stays unresolved (how an earlier turn is read, ``_previous_resolution``)."""
     try:
-        return _resolve(conversation, locale, rewriter)
+        resolution = _resolve(conversation, locale, rewriter)
     except TooMuchContext as exc:
         return Resolution(conversation.message, _context_question(conversation.message, conversation.history),
                           How.UNRESOLVED, f"too much context to carry in a question ({exc})",
                           history=conversation.history)
+    if resolution.how == How.UNRESOLVED and scoped and rewriter is None and settings.CONVERSATION_SCOPED_KEY:
+        return _scoped(conversation, locale, resolution)
+    return resolution
+
+
+_REPLY_WORDS = {"yes", "yeah", "yep", "yup", "no", "nope", "nah", "ok", "okay", "sure", "alright", "fine",
+                "correct", "right", "agreed", "neither", "both", "either"}
+
+
+def _scoped(conversation: Conversation, locale: str, unresolved: Resolution) -> Resolution:
+    """A message the rules could not rewrite (a reply to the assistant's offer, a bare "why?", a
+    follow-up after the assistant's question), keyed by the conversation itself: the message with
+    every word of every turn (the assistant's last turn, which a reply answers, always among them;
+    a customer's yes or no always; only pure small talk, side exchanges and the replies to them
+    left out) and the running conditions. Two conversations get one key only if they said the same
+    things, the same details, and end in the same words, so they have one answer; it is looked up
+    by the exact cache only (``Resolution.exact_only``). German, or more than
+    ``CONVERSATION_TOPIC_WORDS`` words or ``CONVERSATION_MAX_CONDITIONS`` conditions: unresolved."""
+    message, history = conversation.message, conversation.history
+    if is_german(message, locale) or not history or _topicless(history, message):
+        return unresolved  # "is it free?" after nothing but "hi, how are you?" has nothing to be keyed by
+    side = _side_turns(history)
+    have = {_stem(w) for w in _lower_words(message)}
+    words: list[str] = []
+    last_assistant = max((i for i, t in enumerate(history) if t.role == "assistant"), default=None)
+    for i, turn in enumerate(history):
+        said_yes_or_no = turn.role == "user" and set(_lower_words(turn.content)) & _REPLY_WORDS
+        if i != last_assistant and not said_yes_or_no and (
+                _small_talk(turn) or i in side or _chatter_reply(history, i)):
+            continue
+        for w in map(_stem, _topic_words(turn.content)):
+            if (w not in have and w not in words) or i == last_assistant:
+                words.append(w)
+    if not words:
+        return unresolved
+    if len(words) > settings.CONVERSATION_TOPIC_WORDS:
+        return unresolved
+    try:
+        question, carried = _with_conditions(_with_topic(message, " ".join(words)), _running(history),
+                                             conditions(message))
+    except TooMuchContext:
+        return unresolved
+    return Resolution(message, question, How.REWRITTEN, f"keyed by the conversation ({unresolved.detail})"[:300],
+                      conditions=carried, history=history)
 
 
 def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
@@ -706,7 +751,7 @@ def _previous_resolution(conversation: Conversation, locale: str) -> Resolution 
         idx = max((i for i in users if len(_topic(turns[i].content, False).split()) >= 2), default=None)
     if idx is None:
         return None
-    return resolve(Conversation(turns[:idx + 1]), locale)
+    return resolve(Conversation(turns[:idx + 1]), locale, scoped=False)
 
 
 def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]) -> tuple[str, tuple[str, ...]]:
