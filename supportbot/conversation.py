@@ -1168,7 +1168,7 @@ def _continuing(message: str, history: tuple[Turn, ...], running: dict[str, str]
 _HOW_TO = re.compile(r"^(?:how|where|when)\s+(?:do|can|could|should|would|will|may)\s+(?:i|we|you)\b|"
                      r"^how\s+(?:long|much|many|soon|often)\s+(?:\w+\s+)?(?:do|does|can|will|should)\s+(?:i|we)\b|"
                      r"^(?:how|where)\s+(?:to|is|are)\b|^(?:can|could|may|should|do|does|will|would|is|are)\s+"
-                     r"(?:i|we|you)\b|^what\s+(?:is|are|does|do)\s+(?:your|the|a|an)\b", re.IGNORECASE)
+                     r"(?:i|we|you)\b|^what(?:'s\s+|\s+(?:is|are|does|do)\s+)(?:your|the|a|an)\b", re.IGNORECASE)
 
 
 def self_contained(message: str) -> bool:

@@ -55,3 +55,11 @@ def test_the_situation_is_the_latest_of_each_kind_and_ends_with_thanks():
     assert _situation(turns) == {"france": "place", "sunday": "day"}
     closed = turns + (Turn("user", "ok thanks"), Turn("assistant", "Anything else?"))
     assert _situation(closed) == {}
+
+
+@pytest.mark.django_db
+def test_whats_reads_like_what_is():
+    """"What's the process for terminating an account?" names its subject as "What is the ..." does."""
+    message = "What's the process for terminating an account?"
+    r = resolved("I paid £89.99 at Tesco twice", "One of them is a pending authorisation; it will drop off.", message)
+    assert (r.how, r.question) == (How.STANDALONE, message)
