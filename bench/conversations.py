@@ -23,6 +23,10 @@ caches got wrong, with both resolutions (never for the external set).
 in-sample, and ``..._real_heldout.jsonl``, split from it by intent before tuning and never tuned on;
 ``scripts/conversation_pairs_real.py`` writes both).
 
+The pairs on a detail stated earlier (``tests/data/conversation_pairs_facts_dev.jsonl``, in-sample, and
+``..._facts_heldout.jsonl``, split by intent; ``scripts/conversation_pairs_facts.py`` writes both) run as
+``FILE`` arguments.
+
 ``--kb`` runs instead the conversations of ``tests/data/conversations_kb.jsonl`` (follow-ups over
 the demo knowledge base, both tenants) through the Ask API with ``messages``, twice each, and
 judges every answer (``run_kb``); its last line is ``conversations=… answers=… correct=… wrong=…

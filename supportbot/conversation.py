@@ -639,15 +639,60 @@ def clarify_text(resolution: Resolution, locale: str) -> str:
     return template.format(message=resolution.message[:80])
 
 
-def resolve(conversation: Conversation, locale: str = "en", rewriter=None) -> Resolution:
+def resolve(conversation: Conversation, locale: str = "en", rewriter=None, *, scoped: bool = True) -> Resolution:
     """The standalone question of the conversation's last message (see the module docstring).
-    ``rewriter``: an optional callable ``(conversation, locale) -> str | None`` (the trusted model)."""
+    ``rewriter``: an optional callable ``(conversation, locale) -> str | None`` (the trusted model).
+    ``scoped=False``: an unresolved message stays unresolved (how an earlier turn is read, ``_previous_resolution``)."""
     try:
-        return _resolve(conversation, locale, rewriter)
+        resolution = _resolve(conversation, locale, rewriter)
     except TooMuchContext as exc:
         return Resolution(conversation.message, _context_question(conversation.message, conversation.history),
                           How.UNRESOLVED, f"too much context to carry in a question ({exc})",
                           history=conversation.history)
+    if resolution.how == How.UNRESOLVED and scoped and rewriter is None and settings.CONVERSATION_SCOPED_KEY:
+        return _scoped(conversation, locale, resolution)
+    return resolution
+
+
+_REPLY_WORDS = {"yes", "yeah", "yep", "yup", "no", "nope", "nah", "ok", "okay", "sure", "alright", "fine",
+                "correct", "right", "agreed", "neither", "both", "either"}
+
+
+def _scoped(conversation: Conversation, locale: str, unresolved: Resolution) -> Resolution:
+    """A message the rules could not rewrite (a reply to the assistant's offer, a bare "why?", a
+    follow-up after the assistant's question), keyed by the conversation itself: the message with
+    every word of every turn (the assistant's last turn, which a reply answers, always among them;
+    a customer's yes or no always; only pure small talk, side exchanges and the replies to them
+    left out) and the running conditions. Two conversations get one key only if they said the same
+    things, the same details, and end in the same words, so they have one answer; it is looked up
+    by the exact cache only (``Resolution.exact_only``). German, or more than
+    ``CONVERSATION_TOPIC_WORDS`` words or ``CONVERSATION_MAX_CONDITIONS`` conditions: unresolved."""
+    message, history = conversation.message, conversation.history
+    if is_german(message, locale) or not history or _topicless(history, message):
+        return unresolved  # "is it free?" after nothing but "hi, how are you?" has nothing to be keyed by
+    side = _side_turns(history)
+    have = {_stem(w) for w in _lower_words(message)}
+    words: list[str] = []
+    last_assistant = max((i for i, t in enumerate(history) if t.role == "assistant"), default=None)
+    for i, turn in enumerate(history):
+        said_yes_or_no = turn.role == "user" and set(_lower_words(turn.content)) & _REPLY_WORDS
+        if i != last_assistant and not said_yes_or_no and (
+                _small_talk(turn) or i in side or _chatter_reply(history, i)):
+            continue
+        for w in map(_stem, _topic_words(turn.content)):
+            if (w not in have and w not in words) or i == last_assistant:
+                words.append(w)
+    if not words:
+        return unresolved
+    if len(words) > settings.CONVERSATION_TOPIC_WORDS:
+        return unresolved
+    try:
+        question, carried = _with_conditions(_with_topic(message, " ".join(words)), _running(history),
+                                             conditions(message))
+    except TooMuchContext:
+        return unresolved
+    return Resolution(message, question, How.REWRITTEN, f"keyed by the conversation ({unresolved.detail})"[:300],
+                      conditions=carried, history=history)
 
 
 def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
@@ -706,7 +751,7 @@ def _previous_resolution(conversation: Conversation, locale: str) -> Resolution 
         idx = max((i for i in users if len(_topic(turns[i].content, False).split()) >= 2), default=None)
     if idx is None:
         return None
-    return resolve(Conversation(turns[:idx + 1]), locale)
+    return resolve(Conversation(turns[:idx + 1]), locale, scoped=False)
 
 
 def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]) -> tuple[str, tuple[str, ...]]:
@@ -849,6 +894,13 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     # and an age ("I'm 16", "my daughter is 11") bears on who may open, hold or apply for something
     if _bears_on(message, "age"):
         bearing.update(_ages(tuple(t for t in _since_fresh_start(history) if t.role == "user")))
+    # and where the customer is or is going and when, from any turn of theirs since the topic was last
+    # closed, a wander or not ("I'm in Thailand for the week" ... "Which ATMs am I allowed to use?"):
+    # which questions such a detail bears on no word list can say, so it travels unless the message
+    # states its own detail of that kind
+    own_kinds = set(_where_and_when(message).values())
+    if not set(_lower_words(message)) & _SITUATION_FREE:
+        bearing.update({v: k for v, k in _situation(history).items() if k not in own_kinds})
     if not related and not bearing:
         return Resolution(message, message, How.STANDALONE, "standalone; the conversation is about something else",
                           history=history)
@@ -866,6 +918,60 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
                           history=history)
     return Resolution(message, question, How.REWRITTEN, "standalone wording; conditions stated earlier carried",
                       conditions=carried, history=history)
+
+
+# A name after these is where the customer is, goes or travels with ("I'm staying in Bristol", "flying
+# with Ryanair", "a table at Luigi's"): a place in all but the word list of countries.
+_AT_PLACE = r"\b(?:in|to|from|near|visiting|via|around)\s+(?:the\s+)?"
+
+
+# What a customer's sign-in and the app's own settings are about: the same wherever and whenever the
+# customer is ("how do I turn on two-factor authentication?" in Canada or on Friday).
+_SITUATION_FREE = {"password", "passcode", "two-factor", "2fa", "authentication", "login", "log-in", "username",
+                   "app", "email", "emails", "notifications", "paperless", "newsletter", "newsletters", "unsubscribe"}
+
+
+def _where_and_when(text: str) -> dict[str, str]:
+    """The places (a country, or a name after "in", "to", "from", "near") and the days and dates ("Friday",
+    "in March", "on the 3rd") a text states."""
+    found = {}
+    for value, kind in conditions(text).items():
+        if value.startswith("not "):
+            continue
+        if kind == "day" and value not in _DAYS and ":" not in value and not re.search(r"\d", value):
+            continue  # "every evening", "next week": when something happens, not a day of the customer's
+        if kind in ("place", "day") or (kind == "name" and re.search(
+                _AT_PLACE + re.escape(value) + r"(?!\w)", text.casefold())):
+            found[value] = "place" if kind == "name" else kind
+    return found
+
+
+def _situation(history: tuple[Turn, ...]) -> dict[str, str]:
+    """The customer's running situation: the places (countries, and names said after "in", "to",
+    "from", "near": "I'm travelling to Lisbon", "I'm staying in Bristol") and the days and dates ("on
+    Friday", "in March") the customer stated, in a turn of theirs that asks nothing (it sets the
+    scene for what follows), since the topic was last closed (their thanks and the assistant's
+    reply), the later of one kind replacing the earlier. A detail inside a question of theirs
+    ("I'm flying to Rome on Friday, will my card work there?") was asked about and answered there.
+    Side questions and a wandering chat do not end a situation: "I'm in Thailand for the week",
+    then "is there an app for android?", then "which ATMs can I use?" is still asked from Thailand."""
+    state: dict[str, str] = {}
+    for i, turn in enumerate(history):
+        if turn.role != "user":
+            continue
+        words = _lower_words(turn.content)
+        if set(words) & _THANKS and len(words) <= 4 and i + 1 < len(history):
+            state = {}  # "done, thanks" / "You're welcome. Anything else?": that topic is done
+            continue
+        if _small_talk(turn):
+            continue
+        if _asked(turn.content):
+            continue  # "I'm flying to Rome on Friday, will my card work there?": asked and answered there
+        found = _where_and_when(turn.content)
+        for kind in set(found.values()):
+            state = {v: k for v, k in state.items() if k != kind}
+        state.update(found)
+    return state
 
 
 def _asked(text: str) -> str:
@@ -1062,7 +1168,7 @@ def _continuing(message: str, history: tuple[Turn, ...], running: dict[str, str]
 _HOW_TO = re.compile(r"^(?:how|where|when)\s+(?:do|can|could|should|would|will|may)\s+(?:i|we|you)\b|"
                      r"^how\s+(?:long|much|many|soon|often)\s+(?:\w+\s+)?(?:do|does|can|will|should)\s+(?:i|we)\b|"
                      r"^(?:how|where)\s+(?:to|is|are)\b|^(?:can|could|may|should|do|does|will|would|is|are)\s+"
-                     r"(?:i|we|you)\b|^what\s+(?:is|are|does|do)\s+(?:your|the|a|an)\b", re.IGNORECASE)
+                     r"(?:i|we|you)\b|^what(?:'s\s+|\s+(?:is|are|does|do)\s+)(?:your|the|a|an)\b", re.IGNORECASE)
 
 
 def self_contained(message: str) -> bool:

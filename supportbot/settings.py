@@ -176,6 +176,8 @@ CONVERSATION_SHARED_WORD_TURNS = env.int("CONVERSATION_SHARED_WORD_TURNS", defau
 CONVERSATION_MAX_CONDITIONS = env.int("CONVERSATION_MAX_CONDITIONS", default=24)
 # Let the trusted model (VLLM_BASE_URL) rewrite follow-ups; off: the rules rewrite them.
 CONVERSATION_MODEL_REWRITE = env.bool("CONVERSATION_MODEL_REWRITE", default=False)
+# Key a follow-up the rules cannot rewrite by its whole conversation (exact cache only); off: it bypasses every shared cache.
+CONVERSATION_SCOPED_KEY = env.bool("CONVERSATION_SCOPED_KEY", default=True)
 # The chat page keeps this many of its latest messages in the session (the thread sent with a follow-up).
 CHAT_THREAD_MAX_MESSAGES = env.int("CHAT_THREAD_MAX_MESSAGES", default=20)
 KB_DEMO_DIR = env.path("KB_DEMO_DIR", default=BASE_DIR / "kb")

@@ -3,6 +3,7 @@ ever see resolved questions (supportbot.conversation, docs/conversations.md)."""
 import json
 
 import pytest
+from django.test import override_settings
 
 from caching.models import AskEvent, CacheDecision, SemanticEntry
 from caching.layers import exact_layer, search_layer
@@ -130,6 +131,7 @@ def test_an_ellipsis_swaps_the_detail_of_its_kind():
     assert "germany" not in r.question.casefold()  # the detail of its kind is replaced, not kept
 
 
+@override_settings(CONVERSATION_SCOPED_KEY=False)
 def test_a_reply_to_the_assistants_offer_is_not_resolved():
     r = resolve(Conversation((Turn("user", "I want to stop my Plus membership"),
                               Turn("assistant", "Shall I cancel it or pause it?"), Turn("user", "yes please"))))
@@ -137,6 +139,20 @@ def test_a_reply_to_the_assistants_offer_is_not_resolved():
     assert "Plus membership" in r.question  # retrieval still reads the conversation
 
 
+def test_a_reply_to_the_assistants_offer_is_keyed_by_the_whole_conversation():
+    """The same "yes please" after two offers: two keys, each carrying the offer and the customer's words,
+    looked up by the exact cache only."""
+    keys = []
+    for offer in ("Shall I cancel it?", "Shall I renew it?"):
+        r = resolve(Conversation((Turn("user", "I want to stop my Plus membership"), Turn("assistant", offer),
+                                  Turn("user", "yes please"))))
+        assert r.how == How.REWRITTEN and r.exact_only and "keyed by the conversation" in r.detail
+        assert "plus" in r.question.casefold() and offer.split()[2] in r.question
+        keys.append(r.question)
+    assert keys[0] != keys[1]
+
+
+@override_settings(CONVERSATION_SCOPED_KEY=False)
 def test_a_dependent_message_after_the_assistants_question_is_not_resolved():
     for offer in ("Shall I cancel it?", "Shall I renew it?"):
         r = resolve(Conversation((Turn("user", "My Plus membership renews next week"), Turn("assistant", offer),
@@ -144,12 +160,30 @@ def test_a_dependent_message_after_the_assistants_question_is_not_resolved():
         assert r.how == How.UNRESOLVED
 
 
+def test_a_dependent_message_after_the_assistants_question_is_keyed_by_it():
+    first, second = (resolve(Conversation((Turn("user", "My Plus membership renews next week"),
+                                           Turn("assistant", offer), Turn("user", "can you do it today?"))))
+                     for offer in ("Shall I cancel it?", "Shall I renew it?"))
+    assert first.exact_only and second.exact_only and first.question != second.question
+
+
 @pytest.mark.django_db
+@override_settings(CONVERSATION_SCOPED_KEY=False)
 def test_a_statement_answering_the_assistants_question_is_not_resolved():
     r = resolve(Conversation((Turn("user", "My jacket is faulty"),
                               Turn("assistant", "Do you want a refund or a replacement?"),
                               Turn("user", "The replacement would be better"))))
     assert r.how == How.UNRESOLVED
+
+
+@pytest.mark.django_db
+def test_a_reply_to_a_yes_or_no_is_keyed_with_the_customers_answer():
+    """A customer's "no" earlier is part of the key: it is not small talk."""
+    def last(answer):
+        return resolve(Conversation((Turn("user", "I'm buying the Fibre 100 package"),
+                                     Turn("assistant", "Would you like the router insurance?"), Turn("user", answer),
+                                     Turn("assistant", "Okay. Shall I place the order?"), Turn("user", "yes please"))))
+    assert last("yes").question != last("no").question
 
 
 @pytest.mark.django_db
@@ -404,6 +438,7 @@ def test_a_rewritten_follow_up_is_looked_up_in_the_exact_cache_only(client, acme
     assert not CacheDecision.objects.filter(ask=event, layer="semantic", disposition__in=("hit", "miss")).exists()
 
 
+@override_settings(CONVERSATION_SCOPED_KEY=False)
 def test_an_unresolved_follow_up_is_answered_from_its_context_and_bypasses_every_shared_cache(client, acme):
     messages = convo("Do you ship to Canada?", "Yes, to every province. Would you like the rates?", "yes")
     for _ in range(2):

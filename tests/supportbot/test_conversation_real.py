@@ -100,7 +100,8 @@ def test_a_sum_of_money_travels_with_a_question_about_fees_but_not_with_one_abou
 def test_an_order_number_or_a_table_size_is_not_an_age():
     message = "Can I open an account with you?"
     r = resolved("I'd like to book a table for 4 on Friday", "Booked! See you then.", message)
-    assert (r.how, r.question) == (How.STANDALONE, message)
+    # (the day the customer stated travels with a later self-contained question: see test_conversation_facts.py)
+    assert "age" not in r.question and "4" not in r.question.replace(message, "")
 
 
 def test_a_rewrite_carrying_a_name_the_guards_do_not_know_is_looked_up_by_its_exact_words_only():
