@@ -363,8 +363,9 @@ def _sentence_start(text: str, at: int) -> bool:
 # word must be named, German setting nouns of two phrases side by side). In English a run of capitalised words is one name, and the help centre names it only where
 # a passage has the whole phrase ("Apple Pay" does not name the "Apple Watch").
 # Prepositions after which a bare capitalised word is a name; not "für" or "unter", after which a plural common
-# noun stands bare too ("für Garantieanfragen", "unter Umständen").
-NAME_PREPOSITIONS = {"german": frozenset({"in", "von", "aus", "bei", "nach", "über"})}
+# noun stands bare too ("für Garantieanfragen", "unter Umständen"), nor "nach": a destination ("nach England")
+# is what a shipping article's list of countries answers, named there or not.
+NAME_PREPOSITIONS = {"german": frozenset({"in", "von", "aus", "bei", "über"})}
 # Words capitalised as pronouns are, not as names: German's polite forms, English's "I".
 CAPITALISED_PRONOUNS = {
     "german": frozenset({"sie", "ihr", "ihre", "ihrem", "ihren", "ihrer", "ihres", "ihnen", "du", "dein", "deine",
@@ -405,13 +406,14 @@ def name_phrases(question: str, config: str, tenant_name: str = "") -> list[tupl
         if not token[:1].isalpha():
             close()
             continue
-        parts = [p for p in re.split(r"-", token) if p]
+        parts = [p for p in re.split(r"-", re.sub(r"['’]s$", "", token)) if p]  # "Acme's" is "Acme"
         head = parts[0]
         if (_sentence_start(question, at) or not _capitalised(head) or head.casefold() in skip
                 or len(head) < MIN_NAME):
             close()
-            # a hyphenated compound's capitalised parts before its last ("Acme-Garmin-App") are names too
-            if german and len(parts) > 1 and not _sentence_start(question, at):
+            # after the tenant's name, a hyphenated compound's capitalised parts before its last are names too
+            # ("Acme-Garmin-App"); not after a short word ("E-Mail-Adresse" is one word)
+            if german and len(parts) > 1 and head.casefold() in skip and not _sentence_start(question, at):
                 names.extend((p,) for p in parts[1:-1] if _capitalised(p) and p.casefold() not in skip
                              and len(p) >= MIN_NAME)
             continue
@@ -425,7 +427,7 @@ def name_phrases(question: str, config: str, tenant_name: str = "") -> list[tupl
             if previous in prepositions:
                 marked.append(head)  # bare after a preposition: "in Leipzig", "von Mammut"
             names.extend((w,) for w in dict.fromkeys(marked))
-        run.append(head if len(parts) > 1 and german else token)
+        run.append(head if len(parts) > 1 and german else "-".join(parts))
     close()
     return list(dict.fromkeys(names))
 
@@ -471,3 +473,25 @@ class _Phrase(SearchQuery):
 
     def __init__(self, stems: list[str]):
         super().__init__(" <-> ".join("'" + s.replace("\\", "\\\\").replace("'", "''") + "'" for s in stems))
+
+
+def stems_of(config: str, words: list[str]) -> dict[str, str]:
+    """Word -> its stem as the text-search configuration ``config`` stems it (stop words left out)."""
+    return _stems(config, words)
+
+
+def phrase_stated(config: str, text: str, stems: list[str]) -> bool:
+    """Whether ``text`` has the stems in a row, as the configuration reads it."""
+    query = " <-> ".join("'" + s.replace("\\", "\\\\").replace("'", "''") + "'" for s in stems)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_tsvector(%s::regconfig, %s) @@ %s::tsquery", [config, text, query])
+        return bool(cursor.fetchone()[0])
+
+
+def unseen_in_scope(generation: IndexGeneration, tenant_id: int, locale: str, stems: list[str]) -> set[str]:
+    """The stems no passage of the tenant's help centre in the locale has (as they are)."""
+    if not stems:
+        return set()
+    scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
+    _, df = term_weights(scope, {s: [s] for s in dict.fromkeys(stems)})
+    return {s for s, n in df.items() if not n}
