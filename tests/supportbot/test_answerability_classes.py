@@ -110,11 +110,10 @@ def answered_with(acme, question, locale, article):
 
 
 @pytest.mark.parametrize("locale, question, article, reason", [
-    ("en", "Does the Acme app work with a Garmin Fenix?", "order-tracking", "garmin"),
+    ("en", "Does the Acme app work with a Garmin Fenix?", "order-tracking", "never name Garmin Fenix"),
     ("en", "Is the Acme app available for Apple Watch?", "return-policy", "never name Apple Watch"),
-    ("de", "Reparieren Sie auch Jacken von Mammut?", "warranty-and-repairs", "never state mammut"),
-    ("de", "Haben Sie eine Filiale in Leipzig?", "shipping-times-and-costs", "never state filial"),
-    ("en", "Can I rent a tent for a weekend?", "weekend-delivery", "never state rent"),
+    ("de", "Reparieren Sie auch Jacken von Mammut?", "warranty-and-repairs", "never state Mammut"),
+    ("de", "Haben Sie eine Filiale in Leipzig?", "shipping-times-and-costs", "never state Filiale"),
 ])
 def test_admission_refuses_an_answer_whose_cited_passages_do_not_cover_the_question(acme, locale, question, article,
                                                                                     reason):
