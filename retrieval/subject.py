@@ -495,3 +495,9 @@ def unseen_in_scope(generation: IndexGeneration, tenant_id: int, locale: str, st
     scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
     _, df = term_weights(scope, {s: [s] for s in dict.fromkeys(stems)})
     return {s for s, n in df.items() if not n}
+
+
+def named_in_scope(generation: IndexGeneration, tenant_id: int, locale: str, stems: list[str]) -> bool:
+    """Whether a passage of the tenant's help centre in the locale has the stems in a row (one stem: has it)."""
+    scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
+    return scope.filter(chunk__search_vector=_Phrase(stems)).exists()

@@ -15,6 +15,8 @@ Two checks, the second a defence in depth behind the first:
   ("Hotline") is then shown but not cached, which costs a cache hit, never an answer. (Every subject term, verbs
   too, was tried: "much", "braucht", "gratis" kept a quarter of the development set's answers out of the cache.) This part stems with the locale's PostgreSQL text-search configuration and reads
   the tenant's help centre, so it runs on evidence that admission builds for a request (``Evidence.tenant_id``).
+  A name or noun the help centre has elsewhere is the cited passage's to say another way ("United Kingdom" of the
+  question, "UK" of the shipping table): only what no article has at all is refused.
 """
 from __future__ import annotations
 
@@ -24,8 +26,8 @@ from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from ingestion.textsearch import text_search_config
 from retrieval.search import query_terms
 from retrieval.services import active_generation_cached
-from retrieval.subject import (irregular_alternatives, name_phrases, noun_words, phrase_stated, states, stems_of,
-                               subject_terms, unseen_in_scope)
+from retrieval.subject import (irregular_alternatives, name_phrases, named_in_scope, noun_words, phrase_stated, states,
+                               stems_of, subject_terms, unseen_in_scope)
 
 
 class AnswerableCheck(AnswerCheck):
@@ -73,8 +75,12 @@ def uncovered_subject(question: str, passages_text: str, locale: str, known_name
         if not stems:
             continue
         named = all(states(s, lexemes) if compounding else s in lexemes for s in stems) and (len(stems) == 1 or phrase_stated(config, passages_text, stems))
-        if not named:
-            return f"the cited passages never name {' '.join(phrase)}"
+        if named:
+            continue
+        # a name the help centre has elsewhere is the cited passage's to say another way ("United Kingdom": "UK")
+        generation = active_generation_cached() if tenant_id is not None else None
+        if generation is None or not named_in_scope(generation, tenant_id, locale, stems):
+            return f"the cited passages never name {' '.join(phrase)}, nor does any article"
     if not any(stated(t) for t in terms):
         return f"the cited passages state none of {', '.join(terms[:5])}"
     return None
