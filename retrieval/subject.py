@@ -373,6 +373,11 @@ CAPITALISED_PRONOUNS = {
     "english": frozenset({"i", "i'm", "i've", "i'd", "i'll"}),
 }
 MIN_NAME = 3
+# A customer's introduction names the customer, not what is asked ("Hello, this is Jane Quimbyfrost from Baker
+# Street, do you ship to Canada?"): its clause is left out before names are read.
+_INTRODUCTION = re.compile(r"(?:^|(?<=[,.!?;:]))\s*(?:(?:hello|hi|hey|hallo|guten tag|moin)\W+)?"
+                           r"(?:this is|i am|i'm|my name is|ich bin|hier ist|hier spricht|mein name ist)\b[^,.!?;:]*",
+                           re.I)
 _TOKEN = re.compile(r"[^\W_][\w'’-]*|[^\w\s]", re.U)
 
 
@@ -386,6 +391,7 @@ def name_phrases(question: str, config: str, tenant_name: str = "") -> list[tupl
     name, a pronoun or a word of fewer than ``MIN_NAME`` letters."""
     skip = {w.casefold() for w in _WORD.findall(tenant_name)} | CAPITALISED_PRONOUNS.get(config, frozenset())
     prepositions = NAME_PREPOSITIONS.get(config)
+    question = _INTRODUCTION.sub(lambda m: " " * len(m.group(0)), question)  # positions kept
     tokens = [(m.group(0), m.start()) for m in _TOKEN.finditer(question)]
     german = prepositions is not None
     names: list[tuple[str, ...]] = []

@@ -86,6 +86,9 @@ def test_founded_is_no_form_of_find_but_found_is():
      [("Samsung",), ("Galaxy",), ("Watch",)]),  # capitalised words in a row: each word
     ("Wie lange habe ich Zeit, einen Artikel zurückzugeben?", "german", []),  # nouns, no names
     ("Gibt es eine E-Mail-Adresse für Garantieanfragen?", "german", []),  # a plural stands bare after "für"
+    ("Hello, this is Jane Quimbyfrost from Baker Street, do you ship to Canada?", "english",
+     [("Canada",)]),  # a customer's introduction names the customer, not what is asked
+    ("Hallo, hier ist Jana Berger aus Köln. Liefern Sie samstags?", "german", []),
 ])
 def test_the_names_a_question_asks_about(question, config, names):
     assert name_phrases(question, config, "Acme Outfitters") == names
