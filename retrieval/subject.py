@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.contrib.postgres.search import SearchQuery
 from django.db import connection
 from django.db.models import Case, IntegerField, Value, When
 
@@ -77,21 +78,37 @@ def subject_terms(config: str, question: str, tenant_name: str = "") -> tuple[st
 
 
 @functools.lru_cache(maxsize=4)
-def _irregular_stems(config: str) -> dict[str, tuple[str, ...]]:
-    """Stem -> the other stems of its verb's forms, as the configuration stems them (one query a process)."""
+def _irregular_forms(config: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Irregular form -> (its stem, the other stems of its verb's forms), as the configuration stems them
+    (one query a process)."""
+    words = [w for group in IRREGULAR_EN for w in group.split()]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT tsvector_to_array(to_tsvector(%s::regconfig, g)) FROM unnest(%s::text[]) AS g",
-                       [config, list(IRREGULAR_EN)])
-        groups = [tuple(dict.fromkeys(row[0] or [])) for row in cursor.fetchall()]
-    return {stem: tuple(s for s in group if s != stem) for group in groups for stem in group if len(group) > 1}
+        cursor.execute("SELECT w, tsvector_to_array(to_tsvector(%s::regconfig, w)) FROM unnest(%s::text[]) AS w",
+                       [config, words])
+        stem_of = {w: (lexemes or [w])[0] for w, lexemes in cursor.fetchall()}
+    out = {}
+    for group in IRREGULAR_EN:
+        stems = tuple(dict.fromkeys(stem_of[w] for w in group.split()))
+        for w in group.split():
+            others = tuple(s for s in stems if s != stem_of[w])
+            if others:
+                out[w] = (stem_of[w], others)
+    return out
 
 
-def irregular_alternatives(config: str, terms: list[str]) -> dict[str, list[str]]:
-    """For English, the other forms of each term that is an irregular verb form ("wore" -> "wear", "worn")."""
+def irregular_alternatives(config: str, terms: list[str], question: str) -> dict[str, list[str]]:
+    """For English, the other forms of each term that the question writes as an irregular verb form ("wore"
+    -> "wear", "worn"). The word itself must be the form: "founded" stems to "found" as "found" does, yet it
+    is not a form of "find" (a question about who founded the company is not about finding an order)."""
     if config != "english" or not terms:
         return {}
-    stems = _irregular_stems(config)
-    return {t: list(stems[t]) for t in terms if stems.get(t)}
+    forms = _irregular_forms(config)
+    out: dict[str, list[str]] = {}
+    for word in re.findall(r"[a-z]+", question.casefold()):
+        stem, others = forms.get(word, ("", ()))
+        if stem in terms:
+            out.setdefault(stem, list(others))
+    return out
 
 
 @dataclass(frozen=True)
@@ -153,7 +170,7 @@ def subject_of(generation: IndexGeneration, tenant_id: int, locale: str, questio
     groups = {t: [t] for t in terms}
     weights, df = term_weights(scope, groups)
     partial: set[str] = set()
-    forms = irregular_alternatives(config, [t for t in terms if not df[t]])
+    forms = irregular_alternatives(config, [t for t in terms if not df[t]], question)
     if forms:  # another form of the same verb is the same subject, stated as it is
         groups.update({t: [t, *alts] for t, alts in forms.items()})
         weights, df = term_weights(scope, groups)
@@ -201,6 +218,8 @@ def noun_words(question: str, tenant_name: str = "") -> list[str]:
     for match in re.finditer(r"[^\W\d_][\w-]*", question):
         if match.start() == question.find(first) and match.group(0).split("-")[0] == first:
             continue  # the question's first word is capitalised as a sentence's first word is
+        if _sentence_start(question, match.start()):
+            continue  # so is the first word of a later sentence ("... anzugeben. Könnt ihr ...?")
         for part in match.group(0).split("-"):
             if (part[:1].isupper() or (part[:1].isalpha() and not part.islower())) and len(part) > 2 \
                     and part.casefold() not in name:
@@ -250,12 +269,19 @@ def states(stem: str, lexemes: frozenset[str] | set[str]) -> bool:
     ("studentenrabatt" is not stated by "rabatt")."""
     if stem in lexemes:
         return True
-    if len(stem) >= MIN_COMPOUND_NOUN and any(stem in lexeme for lexeme in lexemes if len(lexeme) > len(stem)):
+    if len(stem) >= MIN_COMPOUND_NOUN and any(_inside(stem, lexeme) for lexeme in lexemes if len(lexeme) > len(stem)):
         return True
     return compound_of(stem, lexemes)
 
 
 MIN_COMPOUND_NOUN = 4
+# A stem this short is stated inside a longer word only as its end (the compound's head: "zelt" of
+# "familienzelt"); anywhere else it is as likely a piece of an unrelated word ("akti" of "aktivier" is no "Aktie").
+MIN_INSIDE_ANYWHERE = 5
+
+
+def _inside(stem: str, lexeme: str) -> bool:
+    return lexeme.endswith(stem) if len(stem) < MIN_INSIDE_ANYWHERE else stem in lexeme
 
 
 def article_lexemes(generation: IndexGeneration, tenant_id: int, locale: str, chunk_ids: list[int]) -> dict[int, frozenset[str]]:
@@ -318,3 +344,166 @@ def grounded(terms: tuple[str, ...], lexemes: frozenset[str] | set[str]) -> bool
     ``states`` reads a noun (a compound through all its parts, never through its head alone: "Studentenrabatt"
     is not stated by "Rabatt"). A question without subject terms is grounded nowhere."""
     return any(states(t, lexemes) for t in terms)
+
+
+def _sentence_start(text: str, at: int) -> bool:
+    """Whether the word at ``at`` begins a sentence (the text's start, or after ". ", "? ", "! ", ": ")."""
+    before = text[:at].rstrip()
+    return not before or before[-1] in ".?!:"
+
+
+# --- The names a question asks about ------------------------------------------------------------------
+# A brand, a place, a device or a platform the help centre never names ("Garmin", "Stuttgart", "Apple
+# Watch") is what the question asks about, and no passage that shares its other words ("app", "Filiale",
+# "reparieren") answers it. In English a name is any capitalised word after a sentence's first; German
+# capitalises every noun, so there a capitalised word is read as a name only where German grammar marks one:
+# written inside with a capital ("iPad", "GoPro"), the first part of a hyphenated compound ("Garmin-Uhr",
+# "Samsung-Handy"), bare after a preposition ("in Leipzig", "von Mammut", "über WhatsApp": a singular common
+# noun there takes an article, "in der Stadt"), or one of two capitalised words in a row ("Apple Watch": each
+# word must be named, German setting nouns of two phrases side by side). In English a run of capitalised words is one name, and the help centre names it only where
+# a passage has the whole phrase ("Apple Pay" does not name the "Apple Watch").
+# Prepositions after which a bare capitalised word is a name; not "für" or "unter", after which a plural common
+# noun stands bare too ("für Garantieanfragen", "unter Umständen"), nor "nach": a destination ("nach England")
+# is what a shipping article's list of countries answers, named there or not.
+NAME_PREPOSITIONS = {"german": frozenset({"in", "von", "aus", "bei", "über"})}
+# Words capitalised as pronouns are, not as names: German's polite forms, English's "I".
+CAPITALISED_PRONOUNS = {
+    "german": frozenset({"sie", "ihr", "ihre", "ihrem", "ihren", "ihrer", "ihres", "ihnen", "du", "dein", "deine",
+                         "deinem", "deinen", "deiner", "dich", "dir", "euch", "euer", "eure"}),
+    "english": frozenset({"i", "i'm", "i've", "i'd", "i'll"}),
+}
+MIN_NAME = 3
+# A customer's introduction names the customer, not what is asked ("Hello, this is Jane Quimbyfrost from Baker
+# Street, do you ship to Canada?"): its clause is left out before names are read.
+_INTRODUCTION = re.compile(r"(?:^|(?<=[,.!?;:]))\s*(?:(?:hello|hi|hey|hallo|guten tag|moin)\W+)?"
+                           r"(?:this is|i am|i'm|my name is|ich bin|hier ist|hier spricht|mein name ist)\b[^,.!?;:]*",
+                           re.I)
+_TOKEN = re.compile(r"[^\W_][\w'’-]*|[^\w\s]", re.U)
+
+
+def _capitalised(word: str) -> bool:
+    return any(ch.isupper() for ch in word)
+
+
+def name_phrases(question: str, config: str, tenant_name: str = "") -> list[tuple[str, ...]]:
+    """The names of ``question`` as runs of words ("Apple Watch" -> ("Apple", "Watch")), read as the
+    language of the text-search configuration ``config`` marks names (see above); never the tenant's own
+    name, a pronoun or a word of fewer than ``MIN_NAME`` letters."""
+    skip = {w.casefold() for w in _WORD.findall(tenant_name)} | CAPITALISED_PRONOUNS.get(config, frozenset())
+    prepositions = NAME_PREPOSITIONS.get(config)
+    question = _INTRODUCTION.sub(lambda m: " " * len(m.group(0)), question)  # positions kept
+    tokens = [(m.group(0), m.start()) for m in _TOKEN.finditer(question)]
+    german = prepositions is not None
+    names: list[tuple[str, ...]] = []
+    run: list[str] = []  # the capitalised words in a row so far
+
+    def close() -> None:
+        if german:
+            # German puts nouns of two phrases side by side ("nach Kanada Zoll", "haben Plus-Mitglieder Zeit"), so a
+            # run is no phrase there; but each of its words is read as a name ("Samsung Galaxy Watch", "Apple
+            # Watch"): the help centre must have each word, not the phrase
+            if len(run) >= 2:
+                names.extend((w,) for w in run)
+        elif run:
+            names.append(tuple(run))
+        run.clear()
+
+    for i, (token, at) in enumerate(tokens):
+        if not token[:1].isalpha():
+            close()
+            continue
+        parts = [p for p in re.split(r"-", re.sub(r"['’]s$", "", token)) if p]  # "Acme's" is "Acme"
+        head = parts[0]
+        if (_sentence_start(question, at) or not _capitalised(head) or head.casefold() in skip
+                or len(head) < MIN_NAME):
+            close()
+            # after the tenant's name, a hyphenated compound's capitalised parts before its last are names too
+            # ("Acme-Garmin-App"); not after a short word ("E-Mail-Adresse" is one word)
+            if german and len(parts) > 1 and head.casefold() in skip and not _sentence_start(question, at):
+                names.extend((p,) for p in parts[1:-1] if _capitalised(p) and p.casefold() not in skip
+                             and len(p) >= MIN_NAME)
+            continue
+        if german:
+            marked = []
+            if not head[:1].isupper() or any(ch.isupper() for ch in head[1:]):
+                marked.append(head)  # "iPad", "GoPro"
+            if len(parts) > 1:  # the first parts of a hyphenated compound: "Garmin" of "Garmin-Uhr"
+                marked.extend(p for p in parts[:-1] if _capitalised(p) and p.casefold() not in skip and len(p) >= MIN_NAME)
+            previous = tokens[i - 1][0].casefold() if i else ""
+            if previous in prepositions:
+                marked.append(head)  # bare after a preposition: "in Leipzig", "von Mammut"
+            names.extend((w,) for w in dict.fromkeys(marked))
+        run.append(head if len(parts) > 1 and german else "-".join(parts))
+    close()
+    return list(dict.fromkeys(names))
+
+
+def unnamed(generation: IndexGeneration, tenant_id: int, locale: str, question: str, subject: Subject,
+            tenant_name: str | None = None) -> tuple[str, ...]:
+    """The names the question asks about (``name_phrases``) that the tenant's help centre never names in the
+    locale: a one-word name whose subject term no passage has, not even as a compound part, a name of several
+    words that no passage has as a phrase. Empty for a locale not in ``settings.NAME_CHECK_LOCALES``."""
+    language = locale.split("-")[0].split("_")[0].lower()
+    if language not in settings.NAME_CHECK_LOCALES:
+        return ()
+    config = text_search_config(locale)
+    if tenant_name is None:
+        tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+    phrases = name_phrases(question, config, tenant_name)
+    if not phrases:
+        return ()
+    # a name no passage has even as a part of a compound (a compound matched through its parts, "Zollgebühren"
+    # = "Zoll" + "Gebühren", is a noun the help centre states in two words, not an unknown name)
+    unseen = {t for t in subject.terms if not subject.df.get(t)}
+    stems = _stems(config, [w for phrase in phrases for w in phrase])
+    out = []
+    scope = None
+    for phrase in phrases:
+        words = [stems[w] for w in phrase if w in stems]
+        if not words:
+            continue  # stop words only ("Sie")
+        if any(s in unseen for s in words):
+            out.append(" ".join(phrase))
+        elif len(words) > 1:
+            if scope is None:
+                scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
+            if not scope.filter(chunk__search_vector=_Phrase(words)).exists():
+                out.append(" ".join(phrase))
+    return tuple(dict.fromkeys(out))
+
+
+class _Phrase(SearchQuery):
+    """A tsquery matching a passage with the stems in a row ("appl <-> watch")."""
+
+    template = "(%(expressions)s)::tsquery"
+
+    def __init__(self, stems: list[str]):
+        super().__init__(" <-> ".join("'" + s.replace("\\", "\\\\").replace("'", "''") + "'" for s in stems))
+
+
+def stems_of(config: str, words: list[str]) -> dict[str, str]:
+    """Word -> its stem as the text-search configuration ``config`` stems it (stop words left out)."""
+    return _stems(config, words)
+
+
+def phrase_stated(config: str, text: str, stems: list[str]) -> bool:
+    """Whether ``text`` has the stems in a row, as the configuration reads it."""
+    query = " <-> ".join("'" + s.replace("\\", "\\\\").replace("'", "''") + "'" for s in stems)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_tsvector(%s::regconfig, %s) @@ %s::tsquery", [config, text, query])
+        return bool(cursor.fetchone()[0])
+
+
+def unseen_in_scope(generation: IndexGeneration, tenant_id: int, locale: str, stems: list[str]) -> set[str]:
+    """The stems no passage of the tenant's help centre in the locale has (as they are)."""
+    if not stems:
+        return set()
+    scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
+    _, df = term_weights(scope, {s: [s] for s in dict.fromkeys(stems)})
+    return {s for s, n in df.items() if not n}
+
+
+def named_in_scope(generation: IndexGeneration, tenant_id: int, locale: str, stems: list[str]) -> bool:
+    """Whether a passage of the tenant's help centre in the locale has the stems in a row (one stem: has it)."""
+    scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
+    return scope.filter(chunk__search_vector=_Phrase(stems)).exists()

@@ -257,6 +257,9 @@ NOUN_SUBJECT_LOCALES = env.list("NOUN_SUBJECT_LOCALES", default=["de"])
 # Answerability: of NOUN_SUBJECT_LOCALES, those where a passage whose article states none of the question's subject
 # terms never answers it (the embedding model is English: there, the shared words are the only evidence). Empty: off.
 SUBJECT_GROUNDED_LOCALES = env.list("SUBJECT_GROUNDED_LOCALES", default=["de"])
+# Answerability: languages where a name the question asks about (a brand, place, device or platform: retrieval.subject.
+# name_phrases) that no passage of the help centre names makes the question not covered, whatever the model says.
+NAME_CHECK_LOCALES = env.list("NAME_CHECK_LOCALES", default=["en", "de"])
 # Content gaps staff page: handed-off questions at least this similar (embedding cosine) are one group.
 CONTENT_GAP_SIMILARITY = env.float("CONTENT_GAP_SIMILARITY", default=0.75)
 # Content gaps staff page: at most this many of the latest handed-off Asks of a tenant and locale are read.

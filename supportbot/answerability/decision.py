@@ -7,8 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.models import Tenant
+from ingestion.textsearch import text_search_config
 from retrieval.models import IndexGeneration
-from retrieval.subject import nouns_of, subject_of
+from retrieval.subject import nouns_of, subject_of, unnamed
+from supportbot.answerability.company import unstated_company_facts
 from supportbot.answerability.features import pair_features, unit_similarities
 from supportbot.answerability.model import ModelUnavailable, current_model
 
@@ -51,6 +54,16 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     threshold = model.threshold(locale) if stated[best] else model.nouns_threshold(locale)
     unseen = tuple(subject.unseen())
     chunk_id = passages[best].chunk_id
+    tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+    names = unnamed(generation, tenant_id, locale, question, subject, tenant_name)
+    if names:  # a brand, place or device the help centre never names: no passage is about it
+        return Verdict(False, p, threshold, chunk_id, f"not answerable: the help centre never names "
+                       f"{', '.join(names[:4])}"[:300], model.version, unseen)
+    company = unstated_company_facts(question, text_search_config(locale), tenant_name, passages)
+    if company:  # the company itself: only a passage that says it of the company answers
+        return Verdict(False, p, threshold, chunk_id, f"not answerable: asks about the company itself "
+                       f"({', '.join(company[:3])}), which no retrieved passage states of {tenant_name}"[:300],
+                       model.version, unseen)
     if ok[best]:
         return Verdict(True, p, threshold, chunk_id, f"answerable: P={p:.3f} >= {threshold:.3f} "
                        f"({passages[best].article_id})", model.version, unseen, passing)

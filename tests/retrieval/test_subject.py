@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval.search import query_terms
-from retrieval.subject import grounded, noun_words, states, subject_terms
+from retrieval.subject import grounded, irregular_alternatives, name_phrases, noun_words, states, subject_terms
 
 pytestmark = pytest.mark.django_db
 
@@ -46,6 +46,8 @@ def test_german_nouns_are_the_capitalised_words_after_the_first_less_the_tenants
     ("familienzelt", {"zelt", "famili"}, True),  # both parts, glued with "en"
     ("skiservic", {"servic", "kundenservic"}, False),
     ("schwerbehindert", {"rabatt"}, False),
+    ("akti", {"aktivier", "konto"}, False),  # a four-letter stem inside a word is no compound part: "Aktie"
+    ("zelt", {"familienzelt"}, True),  # ... but as its head it is
 ])
 def test_an_article_states_a_noun_as_it_is_in_a_compound_or_by_all_its_parts(stem, lexemes, stated):
     assert states(stem, frozenset(lexemes)) is stated
@@ -61,3 +63,32 @@ def test_an_article_states_a_noun_as_it_is_in_a_compound_or_by_all_its_parts(ste
 ])
 def test_a_passage_is_grounded_when_its_article_states_any_subject_term(terms, lexemes, expected):
     assert grounded(terms, frozenset(lexemes)) is expected
+
+
+def test_a_later_sentences_first_word_is_no_noun():
+    assert noun_words("Ich habe meinen Firmennamen vergessen. Könnt ihr die Rechnung ändern?") == [
+        "Firmennamen", "Rechnung"]
+
+
+def test_founded_is_no_form_of_find_but_found_is():
+    assert irregular_alternatives("english", ["found"], "Who founded Acme Outfitters?") == {}
+    assert irregular_alternatives("english", ["found"], "I found a scratch on my jacket") == {"found": ["find"]}
+
+
+@pytest.mark.parametrize("question, config, names", [
+    ("Is the Acme app available for Apple Watch?", "english", [("Apple", "Watch")]),  # a run is one name
+    ("What is Acme's return policy?", "english", []),  # the tenant's own name, possessive too
+    ("Can I visit your support team in person in Atlanta?", "english", [("Atlanta",)]),
+    ("Reparieren Sie auch Jacken von Mammut?", "german", [("Mammut",)]),  # bare after a preposition
+    ("Passt Ihr Ladekabel an ein Samsung-Handy?", "german", [("Samsung",)]),  # a hyphenated compound's first part
+    ("Gibt es eine eigene Acme-App für das iPad?", "german", [("iPad",)]),  # a capital inside
+    ("Kann ich die App auf meiner Samsung Galaxy Watch nutzen?", "german",
+     [("Samsung",), ("Galaxy",), ("Watch",)]),  # capitalised words in a row: each word
+    ("Wie lange habe ich Zeit, einen Artikel zurückzugeben?", "german", []),  # nouns, no names
+    ("Gibt es eine E-Mail-Adresse für Garantieanfragen?", "german", []),  # a plural stands bare after "für"
+    ("Hello, this is Jane Quimbyfrost from Baker Street, do you ship to Canada?", "english",
+     [("Canada",)]),  # a customer's introduction names the customer, not what is asked
+    ("Hallo, hier ist Jana Berger aus Köln. Liefern Sie samstags?", "german", []),
+])
+def test_the_names_a_question_asks_about(question, config, names):
+    assert name_phrases(question, config, "Acme Outfitters") == names

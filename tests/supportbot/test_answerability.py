@@ -169,16 +169,17 @@ def artefact_with(tmp_path, **thresholds):
 
 def test_a_german_passage_whose_article_does_not_state_the_asked_noun_needs_the_nouns_threshold(acme, tmp_path):
     """The warehouse in Leipzig is stated, Dresden is not: the passage about the warehouses must reach the
-    nouns threshold, not only German's own. A question whose nouns the article states is not affected."""
+    nouns threshold, not only German's own. A question whose nouns the article states is not affected. (The
+    names check, which hands off "in Dresden" before any threshold, is off here: this is the threshold's test.)"""
     question = "Haben Sie ein Lager in Dresden?"
-    with override_settings(ANSWERABILITY_MODEL=artefact_with(tmp_path, **{"de:nouns": 0.999})):
+    with override_settings(ANSWERABILITY_MODEL=artefact_with(tmp_path, **{"de:nouns": 0.999}), NAME_CHECK_LOCALES=[]):
         outcome = ask(acme, question, "de")
         assert_handed_off(outcome, acme, "de")
         assert "its article does not state Dresden" in outcome.reason, outcome.reason
         stated = ask(acme, "Wie lange dauert der Expressversand nach Deutschland?", "de")
         assert stated.status == AskEvent.Status.ANSWERED, stated.reason
     (tmp_path / "plain").mkdir()
-    with override_settings(ANSWERABILITY_MODEL=artefact_with(tmp_path / "plain", **{"de:nouns": 0.0})):
+    with override_settings(ANSWERABILITY_MODEL=artefact_with(tmp_path / "plain", **{"de:nouns": 0.0}), NAME_CHECK_LOCALES=[]):
         state = pipeline.prepare(pipeline.Asker(acme, "de"), question)
         pipeline.retrieve(state)
         if state.vector is None:
