@@ -494,7 +494,8 @@ _ACTION_DE = re.compile(r"\b(?:bis wann|wie lange|wie viele (?:tage|stunden|woch
                         r"(?P<rest>[^?]*\b(?:muss|müssen|kann|können|darf|dürfen|soll|sollen|habe|haben|hab)\b[^?]*)", re.I)
 _DE_PARTICLE = re.compile(r"^(zurück|weg|ab|an|auf|aus|ein|mit|nach|vor|her|hin)(?:zu)?(\w{3,})$")
 # Words for one customer action: sending an item back is returning it.
-_ACTION_SYNONYMS = (frozenset({"return", "send back", "zurückgeben", "zurücksenden", "zurückschicken", "rücksendung"}),
+_ACTION_SYNONYMS = (frozenset({"return", "send back", "sent back", "ship back", "mail back", "zurückgeben", "zurücksenden",
+                               "zurückschicken", "rücksendung"}),
                     frozenset({"drop off", "abgeben", "bring"}))
 _ACTION_AUX = frozenset({"be", "get", "wait", "go", "do", "make", "haben", "sein", "werden", "warten", "lassen", "zeit"})
 
