@@ -16,20 +16,10 @@ question's intent (a hash of it), fixed before any rule was written to them.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "tests" / "data"
-
-
-def u(text):
-    return {"role": "user", "content": text}
-
-
-def a(text):
-    return {"role": "assistant", "content": text}
+# the same turn builders, output folder and dev/held-out split by intent as the real-question pairs
+from conversation_pairs_real import OUT, a, split_of, u
 
 
 WANDER = [u("oh and is there an app for android?"), a("Yes: search for Ask Bank in Google Play.")]
@@ -125,15 +115,12 @@ FINALS = [
 ]
 
 
-def heldout(intent: str) -> bool:
-    return int(hashlib.sha256(intent.encode()).hexdigest(), 16) % 2 == 1
-
-
 def pairs():
     out = []
     for n, (final, intent, source, turn, reply, (x, y)) in enumerate(TRAPS, 1):
         wander = WANDER if n % 2 == 0 else []
-        conv = [lambda v: [u(turn.format(v)), a(reply), *wander, u(final)]][0]
+        def conv(value):
+            return [u(turn.format(value)), a(reply), *wander, u(final)]
         out.append({"id": f"facts-trap{n:02d}", "subtype": "detail_swap", "same_answer": False, "source": source,
                     "intent": intent, "a": conv(x), "b": conv(y),
                     "note": f"the answer depends on the detail stated earlier ({x} / {y})"})
@@ -149,9 +136,9 @@ def pairs():
 
 def main():
     rows = pairs()
-    for name, keep in (("dev", False), ("heldout", True)):
+    for name in ("dev", "heldout"):
         path = OUT / f"conversation_pairs_facts_{name}.jsonl"
-        chosen = [r for r in rows if heldout(r["intent"]) == keep]
+        chosen = [r for r in rows if split_of(r["intent"]) == name]
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen))
         print(path.name, len(chosen), sum(not r["same_answer"] for r in chosen), "traps")
 
