@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import re
 
-from caching.answer_checks.facts import NUMBER_WORDS
+from caching.answer_checks.facts import _WORD_NUMBER
 from caching.answer_checks.text import STOPWORDS, WORDS, stem
 
 # "how many", "wie viele", then the counted thing's first word ("how many backup codes": "backup").
 _HOW_MANY = re.compile(r"\b(?:how many|wie viele|mit wie vielen)\s+(?P<noun>[^\W\d_][\w-]*)", re.I)
 # A figure, then up to two words before the counted thing ("2 active live keys", "up to 20 wishlists").
-_NUMBER_WORD = "|".join(sorted(map(re.escape, NUMBER_WORDS), key=len, reverse=True))
-_FIGURE = re.compile(rf"(?<![\w.,])(?:\d+(?:,\d{{3}})*|{_NUMBER_WORD})\b((?:\s+[^\W\d_][\w-]*){{1,3}})", re.I)
+_FIGURE = re.compile(rf"(?<![\w.,])(?:\d+(?:,\d{{3}})*|{_WORD_NUMBER})\b((?:\s+[^\W\d_][\w-]*){{1,3}})", re.I)
 # Words after "how many" that are no counted thing of their own ("how many more", "how many of my orders").
 _NOT_A_THING = frozenset({"more", "of", "times", "other", "different", "weitere", "andere", "mal"})
 
