@@ -78,10 +78,23 @@ def machine() -> dict[str, str]:
             "load average at start (1/5/15 min)": load}
 
 
+def commit() -> str:
+    """The commit the run measured, short, with "+changes" when the checkout differs from it (tracked files
+    only): what a reader needs to know that a section comes from the current main."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f"{head}+changes" if dirty else head
+
+
 def run(name: str, timeout_s: float, full: bool = False) -> dict:
     extra = [] if full else ROUTINE_ARGS.get(name, [])
     print(f"== bench.{name} {' '.join(extra)}".rstrip(), flush=True)
-    started = time.monotonic()
+    started, measured = time.monotonic(), commit()
     stored = RESULTS_DIR / f"{name}.json"
     before = stored.stat().st_mtime if stored.exists() else None
     try:
@@ -101,7 +114,7 @@ def run(name: str, timeout_s: float, full: bool = False) -> dict:
     result = {"name": name, "status": status, "seconds": time.monotonic() - started, "last_line": last,
               "output": lines[-OUTPUT_LINES:], "errors": stderr.strip().splitlines()[-15:], "figures": figures,
               "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
-              "command": " ".join(["python -m", f"bench.{name}", *extra]), "full": full}
+              "command": " ".join(["python -m", f"bench.{name}", *extra]), "full": full, "commit": measured}
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
     (RUNS_DIR / f"{name}{'@full' if full else ''}.json").write_text(json.dumps(result, indent=2, default=str))
     print(f"   {'ok' if status == 0 else f'FAILED ({status})'} in {result['seconds']:.0f} s: {last}", flush=True)
@@ -190,7 +203,8 @@ def row(r: dict) -> str:
     status = _status(r)
     title = f"`{r['name']}`{' (full size)' if r.get('full') else ''}"
     seconds = f"{r['seconds']:.0f}" if r.get("seconds") else "-"
-    return f"| {title} | {status} | {r.get('date', '?')} | {seconds} | `{scrub(r['last_line'] or '-')}` |"
+    at = f" at `{r['commit']}`" if r.get("commit") else ""
+    return f"| {title} | {status} | {r.get('date', '?')}{at} | {seconds} | `{scrub(r['last_line'] or '-')}` |"
 
 
 def section(r: dict) -> list[str]:
@@ -202,7 +216,8 @@ def section(r: dict) -> list[str]:
         return out + [f"Not run yet: `python -m bench.all --only {r['name']}` (or `make bench`) writes this section."]
     info = r.get("machine", {})
     load = info.get("load average at start (1/5/15 min)")
-    out += [f"Command: `{r.get('command') or 'python -m bench.' + r['name']}`, run {r.get('date', '?')} on "
+    at = f" at commit `{r['commit']}`" if r.get("commit") else ""
+    out += [f"Command: `{r.get('command') or 'python -m bench.' + r['name']}`, run {r.get('date', '?')}{at} on "
             f"{machine_kind(info)}{f' (load average at start {load})' if load else ''}.", ""]
     if r["status"] != 0:
         out += [f"Status: failed ({r['status']}).", ""]
@@ -222,7 +237,7 @@ def render(results: list[dict]) -> str:
            "in place by the next. Each says its command, date and kind of machine. Do not edit by hand. The benchmarks "
            "that read the public data sets or the evaluation pairs find them in the shared data folder: "
            "`ASK_SHARED_DIR`, by default a folder `shared` beside the checkout.", "",
-           "## Summary", "", "| benchmark | status | run | seconds | last line |", "| --- | --- | --- | --- | --- |"]
+           "## Summary", "", "| benchmark | status | run (date, commit) | seconds | last line |", "| --- | --- | --- | --- | --- |"]
     out += [r["carried"]["row"] if r.get("carried") else row(r) for r in results]
     for r in results:
         out += ["", *(r["carried"]["lines"] if r.get("carried") else section(r))]

@@ -121,10 +121,19 @@ def test_a_section_says_command_date_and_machine_and_no_paths(tmp_path, monkeypa
     run = {**_run("reembed", "chunks=20000", False),
            "machine": {"CPU": "AMD EPYC", "cores": "2", "RAM": "23.5 GiB", "load average at start (1/5/15 min)": "1 / 1 / 1"},
            "output": [f"read {bench_all.ROOT}/kb/questions.jsonl and /srv/someone/shared/data, see https://example.org/a/b"]}
-    text = bench_all.render([run])
+    text = bench_all.render([run, {**run, "commit": "1d1bff0+changes"}])
     assert "Command: `python -m bench.reembed`, run 2026-12-01 10:00 UTC on AMD EPYC, 2 cores, 23.5 GiB RAM" in text
+    assert "run 2026-12-01 10:00 UTC at commit `1d1bff0+changes` on AMD EPYC" in text  # the code it measured
+    assert "| `reembed` | ok | 2026-12-01 10:00 UTC at `1d1bff0+changes` |" in text
     assert "read kb/questions.jsonl and …/shared/data, see https://example.org/a/b" in text
     assert str(bench_all.ROOT) not in text and "/srv/someone" not in text
+
+
+def test_a_run_records_the_commit_it_measured():
+    measured = bench_all.commit()
+    head = bench_all.subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=bench_all.ROOT,
+                                    capture_output=True, text=True, check=True).stdout.strip()
+    assert measured.split("+")[0] == head and measured in (head, head + "+changes")
 
 
 def test_every_benchmark_has_a_section_even_before_its_first_run(tmp_path, monkeypatch):
