@@ -94,7 +94,7 @@ def commit() -> str:
 def run(name: str, timeout_s: float, full: bool = False) -> dict:
     extra = [] if full else ROUTINE_ARGS.get(name, [])
     print(f"== bench.{name} {' '.join(extra)}".rstrip(), flush=True)
-    started, measured = time.monotonic(), commit()
+    started, measured, info = time.monotonic(), commit(), machine()  # the load before the run, not its own
     stored = RESULTS_DIR / f"{name}.json"
     before = stored.stat().st_mtime if stored.exists() else None
     try:
@@ -113,7 +113,7 @@ def run(name: str, timeout_s: float, full: bool = False) -> dict:
             figures = None
     result = {"name": name, "status": status, "seconds": time.monotonic() - started, "last_line": last,
               "output": lines[-OUTPUT_LINES:], "errors": stderr.strip().splitlines()[-15:], "figures": figures,
-              "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
+              "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": info,
               "command": " ".join(["python -m", f"bench.{name}", *extra]), "full": full, "commit": measured}
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
     (RUNS_DIR / f"{name}{'@full' if full else ''}.json").write_text(json.dumps(result, indent=2, default=str))
