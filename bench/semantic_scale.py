@@ -1,7 +1,7 @@
 """The semantic cache at hosted scale: a million entries over a thousand tenants, three index designs.
 
     .venv/bin/python -m bench.semantic_scale [--entries 1000000] [--tenants 1000] [--data ../shared/data]
-        [--queries 200] [--designs global,partial,partitioned] [--partitions 16] [--partial-min-rows 2000] [--pool N]
+        [--queries 200] [--designs global,partial,partitioned] [--partitions 16] [--partial-min-rows 1000] [--pool N]
 
 Entries are spread over the tenants with a Zipf skew (tenant of rank r holds a share proportional to
 1/r: at 1M over 1,000 tenants the largest holds ~134,000 entries and the smallest ~134), in two
@@ -17,13 +17,14 @@ All rows live in scratch tables of the run (``bench_semscale_<run>_*``, same col
 tenants), dropped at the end: the app's data is untouched. The designs, measured in the same run
 against the same rows:
 
-- ``global``: today's schema. The production HNSW index (``semantic_entry_hnsw``: partial on
-  active rows, built from the model's own ``HnswIndex``) and the (tenant, locale, status) B-tree;
-  lookups filtered by the iterative scan (``hnsw.iterative_scan=relaxed_order``, settings'
-  ``HNSW_EF_SEARCH``) or by the B-tree, as the planner chooses.
-- ``partial``: no global HNSW; one HNSW partial index per tenant with at least
-  ``--partial-min-rows`` active entries (``WHERE status = 'active' AND tenant_id = …``), every
-  other tenant read through the B-tree and sorted exactly.
+- ``partial``: today's schema (migration 0015, ``caching.tenant_indexes``): no global HNSW; one HNSW
+  partial index per tenant with at least ``--partial-min-rows`` active entries (default
+  ``SEMANTIC_TENANT_INDEX_MIN_ROWS``; ``WHERE status = 'active' AND tenant_id = …``, built from
+  ``tenant_indexes.tenant_index``), every other tenant read through the B-tree and sorted exactly.
+- ``global``: the schema before it. One HNSW index over every tenant's active rows
+  (``semantic_entry_hnsw``) and the (tenant, locale, status) B-tree; lookups filtered by the iterative
+  scan (``hnsw.iterative_scan=relaxed_order``, settings' ``HNSW_EF_SEARCH``) or by the B-tree, as the
+  planner chooses.
 - ``partitioned``: the table hash-partitioned on tenant (``--partitions`` tenant buckets), the
   production HNSW and B-tree on each partition.
 
@@ -55,6 +56,7 @@ setup()
 
 import numpy as np  # noqa: E402
 import psycopg  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models import Q  # noqa: E402
 from pgvector import Vector  # noqa: E402
@@ -64,6 +66,7 @@ from pgvector.psycopg import register_vector  # noqa: E402
 from caching.layers import semantic_layer  # noqa: E402
 from caching.layers.base import CachedAnswer  # noqa: E402
 from caching.layers.semantic import CANDIDATES, SemanticScope, candidates_query  # noqa: E402
+from caching import tenant_indexes  # noqa: E402
 from caching.models import SemanticEntry  # noqa: E402
 
 TABLE_PREFIX = "bench_semscale_"
@@ -275,9 +278,15 @@ def index_sql(index, table: str, name: str) -> str:
     return sql.replace(production, f'"{table}"').replace(connection.ops.quote_name(index.name), f'"{name}"')
 
 
+# The global index of the schema before migration 0015, measured as the design it replaced.
+GLOBAL_HNSW = HnswIndex(name="semantic_entry_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                        opclasses=["vector_cosine_ops"], condition=Q(status="active"))
+
+
 def production_indexes() -> tuple[HnswIndex, object]:
-    indexes = {type(i).__name__: i for i in SemanticEntry._meta.indexes}
-    return indexes["HnswIndex"], indexes["Index"]
+    """(the previous schema's global HNSW index, today's B-tree: the model's own)."""
+    btree = next(i for i in SemanticEntry._meta.indexes if type(i).__name__ == "Index")
+    return GLOBAL_HNSW, btree
 
 
 def build(sql: str, args) -> float:
@@ -428,7 +437,8 @@ def measure(design: Design, probe_list: list[Probe], sizes: np.ndarray, embedder
 
 def design_global(table: str, btree_s: float, args) -> Design:
     hnsw, _ = production_indexes()
-    d = Design("global", table, notes="today's schema: one HNSW (active rows) + (tenant, locale, status) B-tree")
+    d = Design("global", table, notes="the schema before migration 0015: one HNSW (active rows) + "
+               "(tenant, locale, status) B-tree")
     hnsw_s = build(index_sql(hnsw, table, f"{table}_hnsw"), args)
     d.build_s = hnsw_s + btree_s
     d.sizes_mb = {"table": relation_mb(table), "hnsw": relation_mb(f"{table}_hnsw"), "btree": relation_mb(f"{table}_btree")}
@@ -437,16 +447,14 @@ def design_global(table: str, btree_s: float, args) -> Design:
 
 
 def design_partial(table: str, btree_s: float, rows: Rows, args) -> Design:
-    hnsw, _ = production_indexes()
     active = np.bincount(rows.tenant[~rows.retired], minlength=len(rows.sizes))
     large = [int(r) for r in np.flatnonzero(active >= args.partial_min_rows)]
-    d = Design("partial", table, notes=f"one HNSW per tenant with >= {args.partial_min_rows} active entries "
+    d = Design("partial", table, notes=f"today's schema: one HNSW per tenant with >= {args.partial_min_rows} active entries "
                f"({len(large)} tenants), B-tree + exact sort for the rest")
     names, seconds = [], btree_s
     for rank in large:
         name = f"{table}_hnsw_t{rank}"
-        index = HnswIndex(name=hnsw.name, fields=hnsw.fields, m=hnsw.m, ef_construction=hnsw.ef_construction,
-                          opclasses=hnsw.opclasses, condition=hnsw.condition & Q(tenant_id=TENANT_ID_BASE + rank))
+        index = tenant_indexes.tenant_index(TENANT_ID_BASE + rank)  # the production index, on the scratch table
         seconds += build(index_sql(index, table, name), args)
         names.append(name)
     d.build_s = seconds
@@ -515,7 +523,7 @@ def main(argv=None) -> int:
     parser.add_argument("--partitions", type=int, default=16, help="tenant buckets of the partitioned design")
     parser.add_argument("--ef-search-variants", default="200",
                         help="further hnsw.ef_search values the global design is measured with (comma-separated)")
-    parser.add_argument("--partial-min-rows", type=int, default=1000,
+    parser.add_argument("--partial-min-rows", type=int, default=settings.SEMANTIC_TENANT_INDEX_MIN_ROWS,
                         help="active entries from which a tenant gets its own HNSW index in the partial design")
     parser.add_argument("--entry-noise", type=float, default=0.35, help="norm of the noise added to entry vectors")
     parser.add_argument("--query-noise", type=float, default=0.2, help="norm of the noise added to query vectors")

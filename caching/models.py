@@ -2,7 +2,7 @@ import uuid
 
 from django.db import models
 from django.db.models import Q
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 from core.cachelayer import Disposition
 
@@ -115,9 +115,9 @@ class SemanticEntry(models.Model):
 
     class Meta:
         verbose_name_plural = "semantic entries"
+        # No index over every tenant's vectors: large tenants get an HNSW index each (caching/tenant_indexes.py,
+        # outside the migration state like the data they index); the others are read through this B-tree.
         indexes = [
-            HnswIndex(name="semantic_entry_hnsw", fields=["embedding"], m=16, ef_construction=64,
-                      opclasses=["vector_cosine_ops"], condition=Q(status="active")),
             models.Index(fields=["tenant", "locale", "status"]),
         ]
 

@@ -68,3 +68,14 @@ def semantic_expired_cleanup(self) -> int | None:
         return purge.semantic_expired_cleanup(task_id=self.request.id or "", attempt=self.request.retries + 1).pk
     except LockHeld:
         return None
+
+
+@shared_task(name="caching.tasks.semantic_tenant_indexes", bind=True, ignore_result=True, **RETRY_POLICY)
+def semantic_tenant_indexes(self) -> int | None:
+    """Hourly: one HNSW index per tenant with SEMANTIC_TENANT_INDEX_MIN_ROWS active semantic entries."""
+    from caching import tenant_indexes
+
+    try:
+        return tenant_indexes.run_job(task_id=self.request.id or "", attempt=self.request.retries + 1).pk
+    except LockHeld:
+        return None

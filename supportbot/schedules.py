@@ -34,6 +34,9 @@ DEFAULT_SCHEDULES = (
     Schedule("Nightly semantic cache TTL clean-up", "caching.tasks.semantic_expired_cleanup",
              {"minute": "0", "hour": "3"},
              "Retires expired semantic entries; deletes purged/retired ones older than SEMANTIC_CACHE_RETENTION_DAYS."),
+    Schedule("Hourly semantic cache tenant indexes", "caching.tasks.semantic_tenant_indexes", {"minute": "40"},
+             "Builds an HNSW index for every tenant with SEMANTIC_TENANT_INDEX_MIN_ROWS active semantic entries "
+             "(concurrently: lookups never wait) and drops those of tenants below half of it. Each run is a Job run."),
     Schedule("Hourly metric roll-ups", "caching.tasks.rollup_hourly", {"minute": "5"},
              "Rolls up the cache decisions of every complete hour for the staff dashboard.",
              requires="caching.rollups"),

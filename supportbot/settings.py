@@ -361,6 +361,11 @@ GENERATION_DROP_GRACE_S = env.int("GENERATION_DROP_GRACE_S", default=120)
 # Purged/retired semantic entries are deleted this long after they stopped serving (quarantined ones are kept
 # until the record retention purge, RECORD_RETENTION_DAYS).
 SEMANTIC_CACHE_RETENTION_DAYS = env.int("SEMANTIC_CACHE_RETENTION_DAYS", default=30)
+# A tenant with this many active semantic entries gets an HNSW index of its own (caching/tenant_indexes.py,
+# hourly); smaller tenants are read through the B-tree and sorted exactly; an index is dropped below half.
+SEMANTIC_TENANT_INDEX_MIN_ROWS = env.int("SEMANTIC_TENANT_INDEX_MIN_ROWS", default=1000)
+if SEMANTIC_TENANT_INDEX_MIN_ROWS < 1:
+    raise ImproperlyConfigured(f"SEMANTIC_TENANT_INDEX_MIN_ROWS must be at least 1, not {SEMANTIC_TENANT_INDEX_MIN_ROWS}")
 # Re-index a changed article's tenant right after the change (the nightly job is the safety net).
 JOBS_INDEX_ON_CHANGE = env.bool("JOBS_INDEX_ON_CHANGE", default=True)
 # (issue 5 settings go here)

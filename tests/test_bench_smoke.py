@@ -29,7 +29,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         "eligibility_heldout_general_precision", "eligibility_heldout_general_recall",
         "eligibility_seen_general_precision", "eligibility_seen_general_recall", "eligibility_heldout_questions",
         "strict_heldout_pairs_hit_rate", "strict_heldout_pairs_false_rate", "strict_fow_hit_rate", "strict_fow_false_rate"]),
-    "semantic_scale": (["--entries", "2000", "--tenants", "10", "--pool", "300", "--queries", "10", "--designs", "global"],
+    "semantic_scale": (["--entries", "2000", "--tenants", "10", "--pool", "300", "--queries", "10", "--designs", "partial,global",
+                        "--partial-min-rows", "200"],
                        ["entries", "tenants", "design", "p50_ms_large", "p50_ms_small", "recall_at_1_small", "build_s"]),
     "hit_path_overhead": (["--iterations", "200"], [
         "exact_hit_us", "metrics_us", "tracing_off_us", "tracing_on_us", "cachetools_us", "localcache_us", "dict_us"]),
