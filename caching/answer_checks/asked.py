@@ -521,9 +521,10 @@ def _action_forms(action: str) -> list[tuple[str, str]]:
     """(particle, stem) pairs an action may be written as: "abgeben" as "abgeb…" or "geb…" with "ab" apart."""
     forms = []
     for alias in next((group for group in _ACTION_SYNONYMS if action in group), {action}):
-        verb = alias.split()[0]
+        verb, *rest = alias.split()
         p = _DE_PARTICLE.match(verb)
-        forms.append(("", verb[:max(4, len(verb) - 2)]))
+        # "ship back", "sent back": the particle too, or any "Ship the item within 10 days" would be the return
+        forms.append(("back" if rest == ["back"] else "", verb[:max(4, len(verb) - 2)]))
         if p:
             forms.append((p.group(1), p.group(2)[:max(3, len(p.group(2)) - 2)]))
     return forms
@@ -739,4 +740,4 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           _ACTION_EN.pattern, _ACTION_DE.pattern, _DE_PARTICLE.pattern, sorted(map(sorted, _ACTION_SYNONYMS)),
                           MINIMUM_QUESTION.pattern, _LOWER_BOUND.pattern, _SIZE.pattern,
                           sorted((k, p.pattern) for k, p in NAME_HEADS.items()), _NAMED_COMPANY.pattern,
-                          _DAY.pattern, _DAY_RANGE.pattern, _EVERY_DAY.pattern]
+                          _DAY.pattern, _DAY_RANGE.pattern, _EVERY_DAY.pattern, "action particle: back"]

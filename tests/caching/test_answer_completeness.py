@@ -169,6 +169,11 @@ SHIPPING = "acme/en/shipping-times-and-costs.md"
     ("How long do I have to drop off the parcel once I've started a return?",
      "You have 30 days from the delivery date shown in your order to start a return. [1]",
      "acme/en/return-policy.md", "incomplete"),
+    # the return window asked for, answered with the label's shipping deadline ("ship back" names the return,
+    # "ship" alone does not: bench.answer_quality initech-en-02, admitted and served from the exact cache)
+    ("How long do I have to return an item?",
+     "How to return an item:\n5. Ship the item within 10 days, after which the label expires. [1]",
+     "initech/en/return-policy.md", "incomplete"),
     # a size asked for, answered with the procedure around it (holdout 6: served again from the exact cache)
     ("How large can the CSV file for a wishlist import be?",
      "Planning gear for a trip or a whole group? Instead of adding products one by one, you can upload a CSV file to "
