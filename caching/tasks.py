@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from caching import calibration, modes, purge, rollups, verification
+from caching import calibration, modes, purge, rollups, tenant_indexes, verification
 from core.locks import LockHeld
 from core.retry import RETRY_POLICY
 
@@ -73,8 +73,6 @@ def semantic_expired_cleanup(self) -> int | None:
 @shared_task(name="caching.tasks.semantic_tenant_indexes", bind=True, ignore_result=True, **RETRY_POLICY)
 def semantic_tenant_indexes(self) -> int | None:
     """Hourly: one HNSW index per tenant with SEMANTIC_TENANT_INDEX_MIN_ROWS active semantic entries."""
-    from caching import tenant_indexes
-
     try:
         return tenant_indexes.run_job(task_id=self.request.id or "", attempt=self.request.retries + 1).pk
     except LockHeld:

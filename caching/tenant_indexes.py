@@ -29,6 +29,9 @@ from django.db import connection
 from django.db.models import Count, Q
 from pgvector.django import HnswIndex
 
+from caching.models import SemanticEntry
+from core.jobs import job_run
+
 PREFIX = "semantic_entry_hnsw_t"
 _NAME = re.compile(rf"^{PREFIX}(\d+)$")
 
@@ -54,10 +57,7 @@ class Maintenance:
 
 
 def _model(model=None):
-    if model is None:
-        from caching.models import SemanticEntry
-        model = SemanticEntry
-    return model
+    return SemanticEntry if model is None else model
 
 
 def active_counts(model=None) -> dict[int, int]:
@@ -118,8 +118,6 @@ def maintain(min_rows: int | None = None, *, model=None, dry_run: bool = False) 
 
 def run_job(*, task_id: str = "", attempt: int = 1):
     """``maintain`` as a recorded job (a Job run in the admin), one run at a time."""
-    from core.jobs import job_run
-
     with job_run("semantic_tenant_indexes", task_id=task_id, attempt=attempt) as ctx:
         result = maintain()
         ctx.record(changed=len(result.created) + len(result.rebuilt), removed=len(result.dropped))
