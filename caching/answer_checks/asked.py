@@ -76,7 +76,9 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "plan": {
         "Plus": (r"\bplus\b",),
-        "Pro": (r"\bpro\b",),
+        # not German's "pro" ("45 € pro Jahr", "einmal pro Person"): a question naming Plus "pro Jahr" names one plan
+        "Pro": (r"\bpro\b(?![\s-]+(?:jahr|monat|woche|tag|stunde|minute|person|stück|bestellung|artikel|paket|sendung|"
+                r"lieferung|kund|kopf|nacht|mitglied|haushalt|konto|karte|zahlungskarte|einkauf|quartal|kalender|rata)\w*)",),
         "Premier": (r"\bpremier\b",),
         "Free plan": (r"\bfree plan\b", r"\bon free\b", r"\bthe free\b(?= plan)"),
     },

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from caching import stats
 from caching.answer_checks import Evidence
-from caching.answer_checks.asked import asked, asked_action
+from caching.answer_checks.asked import asked, asked_action, cases_in
 from caching.answer_checks.completeness import CompletenessCheck
 from caching.answer_checks.polarity import PolarityCheck
 from caching.models import AskEvent, SemanticEntry
@@ -431,3 +431,13 @@ def test_the_model_answerers_minimum_and_name_answers_get_the_same_checks(acme, 
                 assert outcome.status == "answered" and outcome.layer == "none", outcome.layer
                 admission = next(d for d in outcome.decisions if d["layer"] == "admission")
                 assert admission["disposition"] == "refused" and admission["reason"].startswith("incomplete:"), admission
+
+
+@pytest.mark.parametrize("text, plan", [
+    ("Was kostet Plus pro Jahr?", "Plus"),  # German's "pro" is no plan: was both Plus and Pro, so none
+    ("Gilt das einmal pro Person mit Plus?", "Plus"),
+    ("Was kostet der Pro-Plan pro Monat?", "Pro"),
+    ("How much is the Pro plan?", "Pro"),
+])
+def test_germans_pro_per_year_names_no_plan(text, plan):
+    assert cases_in(text).get("plan") == plan

@@ -32,6 +32,9 @@ def admission(outcome) -> dict:
     # was: "Der Kundenservice ... ist für alle Acme-Kundinnen und -Kunden kostenlos, mit oder ohne Plus. Acme Plus
     # ist unsere Jahresmitgliedschaft ..."
     ("Was kostet Acme Plus?", "de", "45 €"),
+    # was: "Neue Mitglieder können Plus 30 Tage kostenlos testen, einmal pro Person und Zahlungskarte." ("pro Jahr"
+    # named the Pro plan beside Plus, so the Plus article was another plan's)
+    ("Was kostet Plus pro Jahr in Österreich?", "de", "45 €"),
 ])
 def test_the_answer_states_the_asked_fact_not_its_neighbours(acme, question, locale, fact):
     outcome = ask(acme, question, locale)
