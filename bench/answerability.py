@@ -27,7 +27,8 @@ questions of its training folds are in-sample) and ``kb/questions_facts_holdout.
 
 Ends with one line: ``questions=… facts_handed_off=…/… unanswerable_refused_en=… answerable_refused_en=… oos_refused_en=…
 unanswerable_refused_de=… answerable_refused_de=… oos_refused_de=… unanswerable_refused=… answerable_refused=…
-oos_refused=…``
+oos_refused=… unanswerable_cacheable_en=… oos_cacheable_en=… answerable_not_cached_en=… (and _de)``: the last
+three say what admission's store threshold (``uncertain_answerable``) lets into a shared cache.
 """
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ FACT_FILES = ("questions.jsonl", "questions_facts_holdout.jsonl")
 
 def refused(tenant, question: str, locale: str, keep: dict | None = None) -> tuple[bool, str]:
     """Whether the pipeline hands the question off before any answer is written, and why; ``keep``, a
-    dict, receives what the model read (its rows and nouns flags) to score another artefact offline."""
+    dict, receives what the model read (its rows and nouns flags) to score another artefact offline, and
+    ``cacheable``: whether an answering passage reached the store threshold (admission's
+    ``uncertain_answerable`` refuses to cache an answer that cites none)."""
     from supportbot import pipeline
 
     state = pipeline.start(pipeline.Asker(tenant, locale), question, streamed=False)
@@ -67,12 +70,26 @@ def refused(tenant, question: str, locale: str, keep: dict | None = None) -> tup
             vector=state.vector, passages=state.passages, embed=lambda texts: embed_texts(texts, embedder=embedder))
     if not pipeline.check_answerable(state):
         return True, state.answerability.reason
+    if keep is not None:
+        keep["cacheable"] = bool(state.answerability is None or state.answerability.storable)
     return False, state.answerability.reason if state.answerability else "not checked"
 
 
 def rate(rows: list[dict], kind: str, locale: str | None = None) -> float | None:
     rs = [r for r in rows if r["kind"] == kind and (locale is None or r["locale"] == locale)]
     return sum(r["refused"] for r in rs) / len(rs) if rs else None
+
+
+def cacheable(rows: list[dict], kind: str, locale: str) -> float | None:
+    """The share of ``kind`` questions answered with a passage at the store threshold: cacheable."""
+    rs = [r for r in rows if r["kind"] == kind and r["locale"] == locale]
+    return sum(not r["refused"] and r.get("cacheable", False) for r in rs) / len(rs) if rs else None
+
+
+def not_cached(rows: list[dict], locale: str) -> float | None:
+    """The share of answerable questions answered below the store threshold: answered every time, never cached."""
+    rs = [r for r in rows if r["kind"] == "answerable" and r["locale"] == locale]
+    return sum(not r["refused"] and not r.get("cacheable", False) for r in rs) / len(rs) if rs else None
 
 
 def fmt(value: float | None) -> str:
@@ -116,8 +133,10 @@ def rescore(path: str, model) -> list[dict]:
         rows = pickle.load(f)
     for r in rows:
         if "rows" in r and len(r["rows"]):
-            ok = model.passing(model.probabilities(r["rows"]), r["stated"], r["locale"], r.get("grounded"))
+            probabilities = model.probabilities(r["rows"])
+            ok = model.passing(probabilities, r["stated"], r["locale"], r.get("grounded"))
             r["refused"], r["reason"] = not any(ok), "rescored"
+            r["cacheable"] = any(o and p >= model.store_threshold(r["locale"]) for o, p in zip(ok, probabilities))
     return rows
 
 
@@ -140,13 +159,15 @@ def ask_all(args, held: bool, root) -> tuple[list[dict], float]:
         rows = []
         t = time.perf_counter()
         for q in questions + oos + facts:
-            keep = {} if args.keep_features else None
+            keep = {}
             no, why = refused(tenants[q.tenant], q.question, q.locale, keep)
             kind = "oos" if q.source == "clinc150" else ("answerable" if q.answerable else "unanswerable")
             if q.held_out != held:
                 kind = "facts_in_sample"
+            if not args.keep_features:
+                keep = {"cacheable": keep.get("cacheable", False)}
             rows.append({"tenant": q.tenant, "locale": q.locale, "kind": kind, "class": q.kind, "source": q.source,
-                         "question": q.question, "refused": no, "reason": why, **(keep or {})})
+                         "question": q.question, "refused": no, "reason": why, **keep})
         seconds = time.perf_counter() - t
     return rows, seconds
 
@@ -205,6 +226,14 @@ def report(args, rows: list[dict], seconds: float) -> None:
     for kind in ("unanswerable", "answerable", "oos"):
         figures[f"{kind}_refused"] = rate(rows, kind)
         parts.append(f"{kind}_refused={fmt(rate(rows, kind))}")
+    # what would enter a shared cache: answered with a passage at the store threshold (the answer's own checks
+    # may refuse it still); an answerable question below it is answered every time, not served from a cache
+    for locale in ("en", "de"):
+        for kind in ("unanswerable", "oos"):
+            figures[f"{kind}_cacheable_{locale}"] = cacheable(rows, kind, locale)
+            parts.append(f"{kind}_cacheable_{locale}={fmt(cacheable(rows, kind, locale))}")
+        figures[f"answerable_not_cached_{locale}"] = not_cached(rows, locale)
+        parts.append(f"answerable_not_cached_{locale}={fmt(not_cached(rows, locale))}")
     bench_result("answerability", figures, " ".join(parts))
 
 

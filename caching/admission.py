@@ -69,15 +69,17 @@ def evidence_of(state) -> Evidence:
                     retrieved=tuple((p.heading or p.title, p.text) for p in state.passages),
                     known_names=state.asker.tenant.name, tenant_slug=state.asker.tenant.slug,
                     tenant_id=state.asker.tenant.pk,
-                    trust=generation_trust(), answerable=cites_answering_passage(state))
+                    trust=generation_trust(), answerable=cites_answering_passage(state),
+                    confidently_answerable=cites_answering_passage(state, storable=True))
 
 
-def cites_answering_passage(state) -> bool | None:
-    """Whether an article the answer cites has a passage that passed the answerability check (None: not checked)."""
+def cites_answering_passage(state, storable: bool = False) -> bool | None:
+    """Whether an article the answer cites has a passage that passed the answerability check (None: not checked);
+    ``storable``: one that also reached the store threshold (None when ``ANSWERABILITY_STORE_CHECK`` is off)."""
     verdict = getattr(state, "answerability", None)
-    if verdict is None:
+    if verdict is None or (storable and not settings.ANSWERABILITY_STORE_CHECK):
         return None
-    answering = {state.article_pks.get(chunk) for chunk in verdict.passing}
+    answering = {state.article_pks.get(chunk) for chunk in (verdict.storable if storable else verdict.passing)}
     return verdict.answerable and any(c["article_pk"] in answering for c in state.citations)
 
 

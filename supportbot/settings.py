@@ -251,6 +251,12 @@ ANSWERABILITY_CHECK = env.bool("ANSWERABILITY_CHECK", default=True)
 # The answerability model's artefact (logistic regression and per-locale thresholds), rebuilt by
 # `manage.py train_answerability`; re-read when the file changes.
 ANSWERABILITY_MODEL = env.path("ANSWERABILITY_MODEL", default=BASE_DIR / "supportbot" / "answerability" / "model.json")
+# Answerability at admission: an answer enters the shared caches only when a passage it cites reached the artefact's
+# "<locale>:store" threshold, above the one that lets it be answered (calibrated so that 10% of answerable training
+# questions are answered but not cached). A cache repeats its errors to every later customer, so it asks for more
+# certainty than one answer does; an answer below it is shown, recorded and refused with `uncertain_answerable`.
+# Off: any answer the check let through may be cached.
+ANSWERABILITY_STORE_CHECK = env.bool("ANSWERABILITY_STORE_CHECK", default=True)
 # Answerability: languages that capitalise their nouns (German); there, a passage whose article does not state every
 # noun the question asks about must reach the artefact's higher "<locale>:nouns" threshold. Empty turns it off.
 NOUN_SUBJECT_LOCALES = env.list("NOUN_SUBJECT_LOCALES", default=["de"])

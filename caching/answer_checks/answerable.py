@@ -3,7 +3,9 @@
 Two checks, the second a defence in depth behind the first:
 
 - an answer is cached only when a passage it cites passed the answerability check made before it was
-  written (``supportbot.answerability``, ``Evidence.answerable``);
+  written (``supportbot.answerability``, ``Evidence.answerable``), and reached the locale's store threshold
+  there (``uncertain_answerable``, ``ANSWERABILITY_STORE_CHECK``): a cache repeats an answer to every later
+  customer, so it asks for more certainty than answering once does;
 - whatever that check said, the cited passages must be about what the question asks: they state at least one
   of the question's subject terms (``retrieval.subject.subject_terms``; in German a compound through all of its
   parts, never through its head alone: "Studentenrabatt" is not "Rabatt"), and every name the question asks
@@ -36,11 +38,15 @@ class AnswerableCheck(AnswerCheck):
     def refusal(self, evidence: Evidence) -> Refusal | None:
         if evidence.answerable is False:
             return Refusal(self.code, "no passage the answer cites answers the question")
-        if evidence.tenant_id is None:
-            return None
-        missing = uncovered_subject(evidence.question, evidence.passages_text, evidence.locale, evidence.known_names,
-                                    evidence.tenant_id)
-        return Refusal(self.code, missing) if missing else None
+        if evidence.tenant_id is not None:
+            missing = uncovered_subject(evidence.question, evidence.passages_text, evidence.locale,
+                                        evidence.known_names, evidence.tenant_id)
+            if missing:
+                return Refusal(self.code, missing)
+        if evidence.answerable and evidence.confidently_answerable is False:
+            return Refusal("uncertain_answerable", "the passages the answer cites answer the question below the "
+                                                   "certainty a cached answer needs (the store threshold)")
+        return None
 
 
 def uncovered_subject(question: str, passages_text: str, locale: str, known_names: str = "",

@@ -18,6 +18,8 @@ class Evidence:
     # whether a passage the answer cites passed the answerability check before the answer was written
     # (supportbot.answerability); None when no check ran
     answerable: bool | None = None
+    # whether such a passage also reached the locale's store threshold (``ANSWERABILITY_STORE_CHECK``); None: not checked
+    confidently_answerable: bool | None = None
     sections: tuple[tuple[str, str], ...] = ()  # (section heading, text) of each cited passage, when known
     # (section heading, text) of every retrieved passage, cited or not: where completeness looks for the asked fact the
     # answer should have quoted instead ("$250 or more" for a minimum, the asked step's deadline); () = the cited ones

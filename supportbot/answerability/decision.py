@@ -29,6 +29,9 @@ class Verdict:
     model_version: str = ""
     unseen_terms: tuple[str, ...] = ()  # subject terms the help centre never states
     passing: frozenset[int] = frozenset()  # the passages (chunk ids) that reach the threshold
+    # all of those when the likeliest reaches the locale's store threshold, else none: an answer citing one may be cached
+    storable: frozenset[int] = frozenset()
+    store_threshold: float = 0.0
 
 
 def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
@@ -40,14 +43,19 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         model = current_model()
     except ModelUnavailable as exc:  # an outage of the check is no reason to stop answering
         log.warning("answerability not checked: %s", exc)
-        return Verdict(True, 1.0, 0.0, passages[0].chunk_id, f"not checked: {exc}"[:300],
-                       passing=frozenset(p.chunk_id for p in passages))
+        every = frozenset(p.chunk_id for p in passages)
+        return Verdict(True, 1.0, 0.0, passages[0].chunk_id, f"not checked: {exc}"[:300], passing=every, storable=every)
     chunk_ids = [p.chunk_id for p in passages]
     subject, nouns, rows, stated, grounded = evidence(generation=generation, tenant_id=tenant_id, locale=locale,
                                                       question=question, vector=vector, passages=passages, embed=embed)
     probabilities = model.probabilities(rows)
     ok = model.passing(probabilities, stated, locale, grounded)
     passing = frozenset(c for c, good in zip(chunk_ids, ok) if good)
+    # the question is answerable surely enough to cache its answer when its likeliest answering passage reaches the
+    # store threshold; the answer must still cite an answering passage (admission's ``not_answerable``)
+    store = model.store_threshold(locale)
+    sure = any(good and p >= store for good, p in zip(ok, probabilities))
+    storable = passing if sure else frozenset()
     # the best passage: the likeliest of those that answer, else the likeliest of all
     best = max(range(len(passages)), key=lambda i: (ok[i], probabilities[i]))
     p = float(probabilities[best])
@@ -66,7 +74,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
                        model.version, unseen)
     if ok[best]:
         return Verdict(True, p, threshold, chunk_id, f"answerable: P={p:.3f} >= {threshold:.3f} "
-                       f"({passages[best].article_id})", model.version, unseen, passing)
+                       f"({passages[best].article_id})", model.version, unseen, passing, storable, store)
     detail = f"; the help centre never states {', '.join(unseen[:4])}" if unseen else ""
     if not any(grounded):
         detail += "; no retrieved article states any word the question asks about"

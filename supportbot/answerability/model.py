@@ -42,6 +42,11 @@ class AnswerabilityModel:
         the locale's own)."""
         return max(self.threshold(locale), float(self.thresholds.get(f"{locale}:nouns", 0.0)))
 
+    def store_threshold(self, locale: str) -> float:
+        """The least probability of a passage an answer cites for the answer to enter a shared cache (0 where
+        the artefact has none for the locale: the answer threshold alone)."""
+        return float(self.thresholds.get(f"{locale}:store", 0.0))
+
     def passing(self, probabilities: np.ndarray, stated: list[bool], locale: str,
                 grounded: list[bool] | None = None) -> list[bool]:
         """Per passage, whether it answers: it reaches the locale's threshold and, when its article leaves a

@@ -213,3 +213,27 @@ def test_a_german_passage_whose_article_states_no_subject_term_never_answers(acm
         assert "weekend-delivery" in [c["article_id"] for c in parts.citations]
         with override_settings(SUBJECT_GROUNDED_LOCALES=[]):
             assert ask(acme, "Gibt es einen Studentenrabatt?", "de").status == AskEvent.Status.ANSWERED
+
+
+def test_an_answer_below_the_store_threshold_is_shown_and_recorded_but_never_cached(acme, tmp_path, settings):
+    """A cache repeats an answer to every later customer, so admission asks for more certainty than answering
+    once: with the English store threshold out of reach, a question the help centre answers is answered on
+    every ask, refused at admission with ``uncertain_answerable``, and neither cache holds it. Off
+    (``ANSWERABILITY_STORE_CHECK``), the same answer is stored."""
+    settings.VLLM_BASE_URL, settings.ASK_ANSWERER = "", "extractive"
+    question = "How long do I have to return an item?"
+    with override_settings(ANSWERABILITY_MODEL=artefact_with(tmp_path, **{"en:store": 1.01})):
+        first, second = ask(acme, question), ask(acme, question)
+        for outcome in (first, second):
+            assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
+            assert "30 days" in outcome.answer, outcome.answer
+        assert second.layer == AskEvent.ServingLayer.NONE
+        admissions = CacheDecision.objects.filter(ask__request_id__in=[first.request_id, second.request_id],
+                                                  layer="admission")
+        assert [d.reason.split(":")[0] for d in admissions] == ["uncertain_answerable"] * 2
+        state = pipeline.prepare(pipeline.Asker(acme, "en"), question)
+        assert exact_layer.lookup(state.key, acme.pk).disposition == "miss"
+        assert not SemanticEntry.objects.filter(tenant=acme, normalized_question=state.normalized).exists()
+        with override_settings(ANSWERABILITY_STORE_CHECK=False):
+            off = ask(acme, question)
+        assert CacheDecision.objects.get(ask__request_id=off.request_id, layer="admission").disposition == "stored"

@@ -105,7 +105,7 @@ def answered_with(acme, question, locale, article):
                                              prompt_tokens=0, completion_tokens=0, cached_tokens=None,
                                              ttft_ms=None, total_ms=0.0)
     state.answerability = Verdict(True, 0.9, 0.1, cited.chunk_id, "answerable (forced)",
-                                  passing=frozenset({cited.chunk_id}))
+                                  passing=frozenset({cited.chunk_id}), storable=frozenset({cited.chunk_id}))
     return state
 
 

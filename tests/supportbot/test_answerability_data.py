@@ -100,3 +100,27 @@ def test_a_passage_that_is_not_grounded_counts_as_handing_off_in_calibration():
     assert thresholds["de"] == pytest.approx(0.10, abs=1e-5)  # 1%: the ungrounded 0.99 falls, 0.10 must not
     assert report["de"]["answerable_refused"] == 0.01
     assert report["de"]["unanswerable_refused"] == pytest.approx(2 / 3, abs=1e-3)  # 0.95 ungrounded, 0.05 low
+
+
+def test_the_store_threshold_leaves_its_share_of_answered_questions_uncached(monkeypatch):
+    """``train.calibrate``: of the answerable training questions that are answered, ``TARGET_STORE_MISS`` fall
+    below the store threshold (answered, not cached); the unanswerable ones answered below it are not cached
+    either, and the report says how many of each."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    def asked(answerable, p):
+        q = data.Question("acme", "en", "q", answerable, (), "x", "k", False)
+        return SimpleNamespace(question=q, stated=[True], grounded=[True], nouns=None), np.array([p])
+
+    monkeypatch.setattr(train, "TARGET_STORE_MISS", 0.15)
+    rows = [asked(True, 0.30 + i / 100) for i in range(60)]  # 0.30 .. 0.89
+    rows += [asked(False, p) for p in (0.01, 0.05, 0.35, 0.38, 0.95)]
+    thresholds, report = train.calibrate([a for a, _ in rows], [s for _, s in rows])
+    low, store = thresholds["en"], thresholds["en:store"]
+    assert low < 0.31  # the locale's own target: at most one of 60 (2.5%) handed off
+    k = int(np.floor(train.TARGET_STORE_MISS * 59))  # 59 answered
+    assert store == pytest.approx(0.31 + k / 100, abs=1e-5)
+    assert report["en"]["answerable_answered_not_cached"] == pytest.approx(k / 60, abs=1e-4)
+    assert report["en"]["unanswerable_cacheable"] == pytest.approx(1 / 5)  # 0.95 only: 0.35 and 0.38 are answered, not cached
