@@ -766,6 +766,8 @@ def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]
     carried = tuple(sorted(set(own) | set(extra)))
     if not extra:
         return question, carried
+    if not question.endswith(")"):  # "how much is shipping" and "How much is shipping?" get one key
+        question = f"{question.rstrip(' ?.!')}?"
     return f"{question} ({'; '.join(_PLACE_NAMES.get(v, v) for v in extra)})", carried
 
 
@@ -1270,7 +1272,11 @@ _CLOSERS = re.compile(r"\banything (?:else|further|more)\b|\bsomething else\b|\b
                       # the customary opener asks nothing of the customer either
                       r"(?:^|[.!]\s+)(?:how|what)\s+can\s+i\s+(?:help(?:\s+you)?(?:\s+with)?|do\s+for\s+you|assist(?:\s+you)?)"
                       r"(?:\s+today)?\?\s*$|(?:^|[.!]\s+)what\s+would\s+you\s+like\s+to\s+know\?\s*$|"
-                      r"\bwie\s+kann\s+ich\s+(?:ihnen\s+|dir\s+)?helfen\?\s*$", re.IGNORECASE)
+                      r"\bwie\s+kann\s+ich\s+(?:ihnen\s+|dir\s+)?helfen\?\s*$|"
+                      # "Of course, what's your question?", "Sure, what would you like to ask?"
+                      r"(?:^|[.!,]\s*)what(?:'s|\s+is)\s+(?:your|the)\s+(?:next\s+|other\s+)?question\?\s*$|"
+                      r"(?:^|[.!,]\s*)what\s+(?:else\s+)?(?:would|do)\s+you\s+(?:like|want|need)\s+to\s+(?:know|ask)\?\s*$",
+                      re.IGNORECASE)
 
 
 def _answers_assistant(message: str, last_assistant: Turn | None) -> bool:
@@ -1330,7 +1336,24 @@ _SOCIAL = {
     "way", "btw", "clears", "cheer", "hehe", "bless", "pleased", "sounds",
     # about the assistant itself: "are you a real person or a bot", "what is your name", "tell me a joke"
     "bot", "robot", "name", "joke", "jokes", "assistant",
+    # acknowledgements and fillers (sixth session): "noted", "understood", "ok done", "thx", "hmmm", "oops"
+    "noted", "understood", "interesting", "stuff", "star", "done", "helps", "explaining", "distracted", "thx",
+    "ty", "np", "hmmm", "umm", "um", "uh", "oops", "ohh", "ahh", "neat", "sweet", "legend", "lifesaver", "having",
+    "we'll",
 }
+# ... and the assistant's own fillers ("Of course!", "Sure, go ahead.", "What's your question?"); a
+# customer's "go ahead" replies to an offer, so these words are small talk only in the assistant's turns
+_SOCIAL_ASSISTANT = {"course", "ahead", "go", "doing", "anything", "else", "shoot", "listening", "ask"}
+# Phrases of chatter whose words alone could be the case's ("let me check", "one more thing", "my phone
+# rang", "makes sense", "I see"): taken out before a turn's words are read as small talk or not
+_CHATTER_PHRASES = re.compile(
+    r"\blet\s+me\s+(?:check|see|think|look)(?:\s+(?:about\s+)?(?:it|that))?\b|\b(?:i'll|i\s+will|i\s+need\s+to)\s+"
+    r"think\s+about\s+(?:it|that)\b|\b(?:my\s+)?phone(?:'s|\s+is)?\s+(?:rang|ringing|went\s+off)\b|"
+    r"\b(?:one\s+more|another|other)\s+(?:thing|question|quick\s+question)\b|\b(?:hold|hang)\s+on\b|"
+    r"\b(?:give\s+me\s+(?:a|one)|just\s+a|one)\s+(?:sec|second|minute|moment|mo)\b|\bmakes\s+sense\b|\bfair\s+enough\b|"
+    r"\bgood\s+to\s+know\b|\boh\s+no\b|\blast\s+time\b|\bi\s+see\b|\bgot\s+it\b|\bgotcha\b|\bi\s+get\s+it\b", re.IGNORECASE)
+# A turn without a word ("😊", "!!") says nothing, unless it is a sign that answers ("👍" to "shall I cancel it?")
+_ANSWERING_SIGNS = re.compile("[\U0001F44D\U0001F44E\u2705\u274C\u2714\u2716]")
 # "are you a real person or a bot?", "is this a human?": small talk about the assistant itself
 _ABOUT_ASSISTANT = re.compile(r"^\W*(?:hi|hello|hey)?\W*(?:are|r)\s+(?:you|u)\s+(?:a\s+|an\s+)?(?:real|human|bot|robot|"
                               r"person|machine|ai|computer)\b(?:\s+(?:person|human|being|or\s+(?:a\s+|an\s+)?(?:bot|"
@@ -1343,10 +1366,14 @@ def _small_talk(turn: Turn) -> bool:
     it and one without carry the same topic."""
     if turn.role == "user" and _ABOUT_ASSISTANT.match(turn.content):
         return True
-    words = [w for w in _lower_words(turn.content) if w not in _STOP_EN or w in _TOPIC_KEEP]
+    if not _lower_words(turn.content):  # "😊", "!!": nothing said, unless a sign that answers ("👍")
+        return bool(turn.content.strip()) and not _ANSWERING_SIGNS.search(turn.content)
+    text = _CHATTER_PHRASES.sub(" ", turn.content)
+    social = _SOCIAL | _SOCIAL_ASSISTANT if turn.role == "assistant" else _SOCIAL
+    words = [w for w in _lower_words(text) if w not in _STOP_EN or w in _TOPIC_KEEP]
     # "typical rainy weekend here": a time word said as small talk is not a detail of the case
-    return bool(_lower_words(turn.content)) and all(w in _SOCIAL or w in _STOP_EN for w in words) \
-        and not [v for v in conditions(turn.content, names=False) if v not in _SOCIAL]
+    return all(w in social or w in _STOP_EN for w in words) \
+        and not [v for v in conditions(text, names=False) if v not in _SOCIAL]
 
 
 def _chatter_reply(turns: tuple[Turn, ...], i: int) -> bool:
@@ -1400,7 +1427,79 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
                 out.append(w)
     if len(out) > settings.CONVERSATION_TOPIC_WORDS:
         raise TooMuchContext(f"{len(out)} topic words")
-    return " ".join(out)
+    return _canonical_topic(history, message, skip, users_only, side)
+
+
+# Words of a topic that say nothing of the case, whoever says them ("I'd like to…", "Sure,", "of course",
+# "sorry to hear that"): a conversation reworded keeps its case, not its courtesies
+_TOPIC_FILLER = {"i'd", "i'll", "we'll", "you'll", "sure", "course", "certainly", "absolutely", "fine", "sorry",
+                 "hear", "apology", "apologies", "apologise", "apologize", "happy", "glad", "thanks", "thank",
+                 "problem", "worries", "alright", "yeah", "great", "lovely", "perfect", "cool", "okay", "ok",
+                 "hi", "hello", "hey", "like", "let", "able", "just", "also", "too"}
+# One word for what two wordings of a conversation say alike ("ordered" / "bought", "came" / "arrived",
+# "ship" / "deliver"), as a topic's stems
+_TOPIC_SYNONYMS = {
+    "bought": "order", "buy": "order", "purchased": "order", "purchase": "order", "ordered": "order",
+    "came": "arrive", "arrived": "arrive", "arriving": "arrive", "damaged": "broken", "broke": "broken",
+    "faulty": "broken", "deliver": "delivery", "delivering": "delivery", "delivered": "delivery",
+    "ship": "delivery", "shipping": "delivery", "shipped": "delivery", "shipment": "delivery",
+    "started": "start", "starting": "start", "cancelled": "cancel", "cancelling": "cancel",
+    "cancellation": "cancel", "returned": "return", "returning": "return", "refunded": "refund",
+    "postage": "delivery", "switch": "change", "switching": "change", "changing": "change", "changed": "change",
+    "upgrading": "upgrade", "upgraded": "upgrade", "booked": "book", "booking": "book",
+}
+# Words that tie the word after them to a role in the case: "from X" and "to X" are two directions,
+# "not X" is X denied ("transfer from savings to current" is not "from current to savings")
+_TOPIC_TIES = {"from", "to", "into", "not", "no", "never", "don't", "dont", "doesn't", "isn't", "can't", "cant",
+               "won't", "didn't", "wasn't", "aren't", "haven't", "hasn't", "without", "before", "after", "more",
+               "less", "other", "than", "until", "except"}
+_DIRECTED_TIES = {"from", "to", "into", "before", "after", "more", "less", "other", "than", "until", "except"}
+
+
+def _canonical_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...], users_only: bool,
+                     side: set[int]) -> str:
+    """The topic a rewritten question carries, in a form two wordings of one conversation share (sixth
+    session): the case's words of the same turns as ``_conversation_topic``, courtesies left out
+    (``_TOPIC_FILLER``), one word for two that say the same (``_TOPIC_SYNONYMS``), a negation, a direction
+    or a comparison tied to the word after it ("not member", "from uk", "before march"), once each and
+    sorted: "I'd like a haircut in Manchester on Saturday" and "Saturday, a haircut at the Manchester
+    branch" carry one topic. Every word that can change the answer is still there."""
+    have = {_canonical_word(w) for w in _lower_words(message)}
+    words: set[str] = set()
+    figures: list[str] = []  # numbers and ids keep their order: "my order 48213, my sister's 48231" is not swapped
+    for i, turn in enumerate(history):
+        if ((users_only and turn.role != "user") or turn.content in skip or _small_talk(turn) or i in side
+                or _chatter_reply(history, i)):
+            continue
+        details = {w for value in conditions(turn.content) for w in _lower_words(value)}
+        tie = ""
+        for w in _lower_words(turn.content):
+            if w in _TOPIC_TIES:
+                tie = "not" if w not in _DIRECTED_TIES else w
+                continue
+            if len(w) < 2 or (w in _STOP_EN and w not in _TOPIC_KEEP) or w in _TOPIC_FILLER:
+                if w not in ("the", "a", "an", "my", "your", "our"):  # "to the UK" is still tied
+                    tie = "" if tie in ("from", "to", "into") else tie
+                continue
+            word = _canonical_word(w)
+            # "from" and "to" tie a place or a name ("to Canada"), not a verb ("want to add") nor a figure,
+            # whose order tells ("10am to 4pm", "10am-4pm")
+            if tie in ("from", "to", "into") and (w not in details or any(c.isdigit() for c in w)):
+                tie = ""
+            token = f"{tie}-{word}" if tie else word
+            tie = ""
+            if word in have and token == word:
+                continue
+            if any(c.isdigit() for c in token):
+                if token not in figures:
+                    figures.append(token)
+            else:
+                words.add(token)
+    return " ".join(figures + sorted(words))
+
+
+def _canonical_word(word: str) -> str:
+    return _TOPIC_SYNONYMS.get(word) or _TOPIC_SYNONYMS.get(_stem(word)) or _stem(word)
 
 
 def _topic_closed(history: tuple[Turn, ...]) -> bool:
@@ -1496,8 +1595,8 @@ def _anaphora(message: str, dep: Dependence, previous: Resolution, running: dict
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           f"{dep.word!r} points at a question without a topic", history=history)
     last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
-    if (last_assistant is not None and last_assistant.content.rstrip().endswith("?")
-            and len(_lower_words(message)) <= 4):
+    # (the customary "Anything else?" asks nothing: "is it free?" after it is still about the topic)
+    if _assistant_asked(last_assistant) and len(_lower_words(message)) <= 4:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a short reply to the assistant's question", history=history)
     own = conditions(message)
@@ -1541,4 +1640,57 @@ def _context_question(message: str, history: tuple[Turn, ...]) -> str:
 
 
 def resolved_normalized(resolution: Resolution) -> str:
-    return normalize_question(resolution.question)
+    """The exact-cache form of a resolved question (``AskState.normalized``). A rule rewrite that carries the
+    conversation's topic is keyed by its message's canonical form (``canonical_message``; sixth session): "How
+    long does that take? (about: …)" and "how long will it take? (about: …)" share a key, as do "What does it
+    cost?" and "How much does it cost?". The question itself (what retrieval, the answerer and staff read) keeps
+    the customer's words. A conversation-scoped key ("yes please? (about: …)") keeps its message's words: a
+    reply's words are all it has."""
+    question = resolution.question
+    if (resolution.how == How.REWRITTEN and TOPIC_MARK in question
+            and not resolution.detail.startswith(_SCOPED_DETAIL)):
+        head, rest = question.split(TOPIC_MARK, 1)
+        question = f"{canonical_message(head)}?{TOPIC_MARK}{rest}"
+    return normalize_question(question)
+
+
+_SCOPED_DETAIL = "keyed by the conversation"
+# What a question asks, by its first words: "how long", "how much" (what it costs), "when", "can" (may I)...
+_ASKED_KIND = re.compile(r"^\W*(?:(?P<wh>how\s+long|how\s+much|how\s+many|how\s+soon|how\s+often|how|what's|whats|what|"
+                         r"when|where|which|who|why)\b|(?P<modal>can|could|may|must|should|shall)\b|"
+                         r"(?P<aux>do|does|did|will|would|is|are|am|was|were|has|have)\b)", re.IGNORECASE)
+_COST_WORDS = {"cost", "price"}
+# auxiliaries, pointing words and the like: "how long does that take" and "how long will it take" ask one thing
+_MESSAGE_FILLER = {"do", "does", "did", "will", "would", "is", "are", "am", "was", "were", "be", "it", "that", "this",
+                   "they", "them", "those", "these", "its", "there", "'s", "the", "a", "an", "to", "of"}
+
+
+def canonical_message(text: str) -> str:
+    """A message's words in the form two wordings of one question share: what it asks (its question word or
+    modal; "what does it cost" and "how much is it" both ask "how much"), then its content words, canonical
+    (``_canonical_word``) and sorted, a negation, direction or comparison tied to the word after it. Words that
+    change the answer stay ("can" is not "must", "not", "before", "more", "off"); the auxiliaries and the
+    pointing words go."""
+    lowered = text.casefold().replace("’", "'").strip()
+    m = _ASKED_KIND.match(lowered)
+    kind = ""
+    if m and m.group("wh"):
+        kind = re.sub(r"\s+", " ", m.group("wh")).replace("what's", "what").replace("whats", "what")
+    elif m and m.group("modal"):
+        kind = {"could": "can", "may": "can", "shall": "should"}.get(m.group("modal"), m.group("modal"))
+    words: set[str] = set()
+    tie = ""
+    for w in _lower_words(lowered[m.end():] if m else lowered):
+        if w in _TOPIC_TIES:
+            tie = "not" if w not in _DIRECTED_TIES else w
+            continue
+        if w in _MESSAGE_FILLER or (w in _STOP_EN and w not in _TOPIC_KEEP and w not in ("yes", "i", "we", "you")):
+            if w not in ("the", "a", "an", "my", "your", "our"):
+                tie = "" if tie in ("from", "to", "into") else tie
+            continue
+        word = _canonical_word(w)
+        words.add(f"{tie}-{word}" if tie else word)
+        tie = ""
+    if kind in ("what", "how much") and words & _COST_WORDS:  # "what does it cost", "what's the price"
+        kind, words = "how much", words - _COST_WORDS
+    return " ".join([kind or "?", *sorted(words)])
