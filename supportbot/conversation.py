@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 
@@ -646,9 +646,18 @@ def resolve(conversation: Conversation, locale: str = "en", rewriter=None, *, sc
     try:
         resolution = _resolve(conversation, locale, rewriter)
     except TooMuchContext as exc:
-        return Resolution(conversation.message, _context_question(conversation.message, conversation.history),
-                          How.UNRESOLVED, f"too much context to carry in a question ({exc})",
-                          history=conversation.history)
+        resolution = Resolution(conversation.message, _context_question(conversation.message, conversation.history),
+                                How.UNRESOLVED, f"too much context to carry in a question ({exc})",
+                                history=conversation.history)
+    if resolution.how == How.UNRESOLVED and not is_german(conversation.message, locale):
+        # too much conversation, or a follow-up of a question that was not resolved: if earlier topics were
+        # closed and a thread of a new subject began, the message is read in that thread (sixth session)
+        after = _after_closed_topic(conversation.history)
+        if after is not None:
+            inner = resolve(Conversation((*after, conversation.turns[-1])), locale, rewriter, scoped=scoped)
+            if inner.cacheable:
+                return replace(inner, history=conversation.history,
+                               detail=f"{inner.detail} (in the thread after a closed topic)"[:300])
     if resolution.how == How.UNRESOLVED and scoped and rewriter is None and settings.CONVERSATION_SCOPED_KEY:
         return _scoped(conversation, locale, resolution)
     return resolution
@@ -1533,6 +1542,44 @@ def _new_subject_after_closed_topic(message: str, history: tuple[Turn, ...]) -> 
     # a word of the subject said before in any form ("cancellation" after "cancel") ties it to the chat
     said = {w[:5] for t in history for w in _content_sequence(t.content)}
     return not any(w[:5] in said for w in subject)
+
+
+_SO_FAR = re.compile(r"\b(?:so\s+far|for\s+now|until\s+now)\b", re.IGNORECASE)  # thanks, but not done
+
+
+def _after_closed_topic(history: tuple[Turn, ...]) -> tuple[Turn, ...] | None:
+    """The thread a follow-up belongs to when the customer closed earlier topics (sixth session): the turns
+    from the first question after the latest close ("ok thanks for all that" / "You're welcome! Anything
+    else?") on, if that question is a fresh start of a new subject (self-contained, pointing nowhere,
+    continuing nothing, no word of it said before the close), with the customer's standing facts stated
+    before ("I'm on the Basic plan", "I live in Canada": turns that state only conditions) and the replies to
+    them. None when there is no such close. A long chat that went through a login problem, a roaming
+    charge and a bill date, and then asks "How do I set up a direct debit?" / "…" / "how long does it take to
+    start?", asks what the same thread asks alone; a follow-up right after the close ("is it free?" after
+    "thanks" / "Anything else?") still reads the topic before it."""
+    for c in range(len(history) - 3, -1, -1):
+        turn = history[c]
+        if not (turn.role == "user" and history[c + 1].role == "assistant" and _small_talk(turn)
+                and set(_lower_words(turn.content)) & _THANKS and not _SO_FAR.search(turn.content)):
+            continue
+        j = next((i for i in range(c + 2, len(history)) if history[i].role == "user" and not _small_talk(history[i])),
+                 None)
+        if j is None:
+            return None
+        asked = _asked(history[j].content) or history[j].content
+        if dependence(asked).kind or not self_contained(asked) or continues(asked, history[:j]):
+            return None
+        said = {w[:5] for t in history[:c] for w in _content_sequence(t.content)}
+        if any(w[:5] in said for w in _content_sequence(asked)):
+            return None
+        standing: list[Turn] = []
+        for i, t in enumerate(history[:c]):
+            if t.role == "user" and conditions(t.content) and _only_conditions(t.content):
+                standing.append(t)
+                if i + 1 < c and history[i + 1].role == "assistant":
+                    standing.append(history[i + 1])
+        return (*standing, *history[j:])
+    return None
 
 
 def _topicless(history: tuple[Turn, ...], message: str) -> bool:

@@ -103,3 +103,38 @@ def test_canonical_messages_keep_what_changes_the_answer(one, other):
 ])
 def test_canonical_messages_of_two_wordings_agree(one, other):
     assert canonical_message(one) == canonical_message(other)
+
+
+# a long chat whose topics the customer closed before starting a new one (tests/data/conversation_pairs_long_dev.jsonl)
+LONG_CLOSED = (
+    "Hi, I can't log in to the app", "Try resetting your password from the sign-in screen; the link lasts 30 minutes.",
+    "ok that worked, I'm in now", "Great to hear!",
+    "also my last invoice shows a roaming charge from my trip to Portugal", "Roaming in the EU is included; I've refunded the £4.50.",
+    "brilliant, and can you change my bill date to the 15th?", "Done, your bill date is now the 15th of each month.",
+    "and is my contract up for renewal soon?", "Your contract runs until 30 November; we'll write to you a month before.",
+    "ok thanks for all that", "You're welcome! Anything else?",
+)
+THREAD = ("How do I set up a direct debit?", "Go to Payments > Direct debit and enter your bank details.",
+          "how long does it take to start?")
+
+
+@pytest.mark.django_db
+def test_too_long_a_chat_is_read_in_the_thread_begun_after_its_topics_were_closed():
+    r = resolved(*LONG_CLOSED, *THREAD)
+    assert r.how == How.REWRITTEN and "after a closed topic" in r.detail
+    assert resolved_normalized(r) == key(*THREAD)
+    assert len(r.history) == len(LONG_CLOSED) + 2  # the model's prompt still gets every turn
+
+
+@pytest.mark.django_db
+def test_a_standing_fact_stated_before_the_close_still_travels_into_the_thread():
+    thread = ("How do I add a second user?", "Go to Users and choose Invite.", "is there a charge for that?")
+    basic = resolved("I'm on the Basic plan", "Thanks, I can see Basic.", *LONG_CLOSED, *thread)
+    premium = resolved("I'm on the Premium plan", "Thanks, I can see Premium.", *LONG_CLOSED, *thread)
+    assert not (basic.cacheable and premium.cacheable and resolved_normalized(basic) == resolved_normalized(premium))
+
+
+@pytest.mark.django_db
+def test_thanks_so_far_closes_nothing():
+    r = resolved(*LONG_CLOSED[:-2], "thanks, you've been really helpful so far", "Happy to help!", *THREAD)
+    assert "after a closed topic" not in r.detail
