@@ -1348,11 +1348,13 @@ _SOCIAL = {
     # acknowledgements and fillers (sixth session): "noted", "understood", "ok done", "thx", "hmmm", "oops"
     "noted", "understood", "interesting", "stuff", "star", "done", "helps", "explaining", "distracted", "thx",
     "ty", "np", "hmmm", "umm", "um", "uh", "oops", "ohh", "ahh", "neat", "sweet", "legend", "lifesaver", "having",
-    "we'll",
+    "we'll", "omg", "wanted", "say", "saying", "patient", "relief", "news", "typo", "apologise", "apologize", "ha",
+    "kid", "needed", "trying", "try", "earlier", "meant",
 }
 # ... and the assistant's own fillers ("Of course!", "Sure, go ahead.", "What's your question?"); a
 # customer's "go ahead" replies to an offer, so these words are small talk only in the assistant's turns
-_SOCIAL_ASSISTANT = {"course", "ahead", "go", "doing", "anything", "else", "shoot", "listening", "ask"}
+_SOCIAL_ASSISTANT = {"course", "ahead", "go", "doing", "anything", "else", "shoot", "listening", "ask", "need", "kind",
+                     "love", "hearing", "rest", "loyal", "customer", "answer", "as", "cats", "asking", "being"}
 # Phrases of chatter whose words alone could be the case's ("let me check", "one more thing", "my phone
 # rang", "makes sense", "I see"): taken out before a turn's words are read as small talk or not
 _CHATTER_PHRASES = re.compile(
@@ -1360,7 +1362,12 @@ _CHATTER_PHRASES = re.compile(
     r"think\s+about\s+(?:it|that)\b|\b(?:my\s+)?phone(?:'s|\s+is)?\s+(?:rang|ringing|went\s+off)\b|"
     r"\b(?:one\s+more|another|other)\s+(?:thing|question|quick\s+question)\b|\b(?:hold|hang)\s+on\b|"
     r"\b(?:give\s+me\s+(?:a|one)|just\s+a|one)\s+(?:sec|second|minute|moment|mo)\b|\bmakes\s+sense\b|\bfair\s+enough\b|"
-    r"\bgood\s+to\s+know\b|\boh\s+no\b|\blast\s+time\b|\bi\s+see\b|\bgot\s+it\b|\bgotcha\b|\bi\s+get\s+it\b", re.IGNORECASE)
+    r"\bgood\s+to\s+know\b|\boh\s+no\b|\blast\s+time\b|\bat\s+work\b|\bon\s+my\s+phone\b|"
+    r"\bhow'?s\s+your\s+day(?:\s+going)?\b|\bdo\s+you\s+(?:like|enjoy)\s+your\s+job\b|"
+    r"\blove\s+(?:your|the)\s+\w+|\b(?:your|the)\s+(?:website|site|app|shop|store|service)\s+(?:is|looks)\s+"
+    r"(?:great|amazing|brilliant|lovely|awesome|good|nice)\b|\b(?:been|am|i'm)\s+a\s+(?:loyal\s+|long-time\s+)?"
+    r"customer\s+(?:for|since)\s+\w+|\bthat\s+was\s+(?:fast|quick)\b|\bchecking\s+a\s+few\s+things\b|"
+    r"\bbefore\s+i\s+decide\b|\basking\s+for\s+a\s+friend\b|\bi\s+see\b|\bgot\s+it\b|\bgotcha\b|\bi\s+get\s+it\b", re.IGNORECASE)
 # A turn without a word ("😊", "!!") says nothing, unless it is a sign that answers ("👍" to "shall I cancel it?")
 _ANSWERING_SIGNS = re.compile("[\U0001F44D\U0001F44E\u2705\u274C\u2714\u2716]")
 # "are you a real person or a bot?", "is this a human?": small talk about the assistant itself

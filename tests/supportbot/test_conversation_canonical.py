@@ -26,12 +26,21 @@ def test_acknowledgements_and_fillers_are_small_talk(text):
     assert _small_talk(Turn("user", text))
 
 
-@pytest.mark.parametrize("text", ["Of course!", "Sure, go ahead.", "Of course, what's your question?", "😊"])
+@pytest.mark.parametrize("text", ["omg", "btw your website is great", "love your products!", "how's your day going?",
+                                  "I've been a customer for years", "sorry I'm on my phone", "wow that was fast",
+                                  "it's been a crazy week at work", "I'm asking for a friend", "sorry for the typo"])
+def test_small_talk_about_the_customer_the_business_or_the_day_is_small_talk(text):
+    assert _small_talk(Turn("user", text))
+
+
+@pytest.mark.parametrize("text", ["Of course!", "Sure, go ahead.", "Of course, what's your question?", "😊",
+                                  "No need to apologise!", "That's kind of you to say!", "Thanks for being a loyal customer!"])
 def test_the_assistants_fillers_are_small_talk(text):
     assert _small_talk(Turn("assistant", text))
 
 
-@pytest.mark.parametrize("text", ["👍", "my phone", "go ahead", "the last one", "last week"])
+@pytest.mark.parametrize("text", ["👍", "my phone", "go ahead", "the last one", "last week", "for work",
+                                  "I love the new plan but not the price"])
 def test_an_answer_or_a_detail_is_not_small_talk(text):
     # a thumbs-up answers an offer; "go ahead" from the customer accepts one; a phone or a week is the case's
     assert not _small_talk(Turn("user", text))
