@@ -682,7 +682,11 @@ def _scoped(conversation: Conversation, locale: str, unresolved: Resolution) -> 
     side = _side_turns(history)
     have = {_stem(w) for w in _lower_words(message)}
     words: list[str] = []
-    last_assistant = max((i for i, t in enumerate(history) if t.role == "assistant"), default=None)
+    # the assistant's last turn that says something: a reply answers "Shall I cancel it?", not the "Take your
+    # time." after the customer's "hmm let me think" (sixth session)
+    last_assistant = max((i for i, t in enumerate(history) if t.role == "assistant" and not _small_talk(t)
+                          and not _chatter_reply(history, i)),
+                         default=max((i for i, t in enumerate(history) if t.role == "assistant"), default=None))
     for i, turn in enumerate(history):
         said_yes_or_no = turn.role == "user" and set(_lower_words(turn.content)) & _REPLY_WORDS
         if i != last_assistant and not said_yes_or_no and (

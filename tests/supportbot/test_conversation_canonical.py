@@ -147,3 +147,13 @@ def test_a_standing_fact_stated_before_the_close_still_travels_into_the_thread()
 def test_thanks_so_far_closes_nothing():
     r = resolved(*LONG_CLOSED[:-2], "thanks, you've been really helpful so far", "Happy to help!", *THREAD)
     assert "after a closed topic" not in r.detail
+
+
+@pytest.mark.django_db
+def test_a_reply_after_chatter_is_keyed_like_the_reply_without_it():
+    offer = ("I'd like to stop Plus", "Shall I cancel your Plus membership now?")
+    plain = key(*offer, "yes please")
+    assert key(*offer, "hmm let me think", "Take your time.", "yes please") == plain
+    # and the offer still decides: another offer, another key
+    assert key("I'd like to stop Plus", "Shall I pause your Plus renewal instead?", "hmm let me think",
+               "Take your time.", "yes please") != plain
