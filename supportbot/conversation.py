@@ -1481,12 +1481,12 @@ def _canonical_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, .
     """The topic a rewritten question carries, in a form two wordings of one conversation share (sixth
     session): the case's words of the same turns as ``_conversation_topic``, courtesies left out
     (``_TOPIC_FILLER``), one word for two that say the same (``_TOPIC_SYNONYMS``), a negation, a direction
-    or a comparison tied to the word after it ("not member", "from uk", "before march"), once each and
-    sorted: "I'd like a haircut in Manchester on Saturday" and "Saturday, a haircut at the Manchester
-    branch" carry one topic. Every word that can change the answer is still there."""
+    or a comparison tied to the word after it ("not member", "from uk", "before march"), once each, in
+    order: "I ordered a lamp and it arrived broken" and "I'd like help, I bought a lamp and it came broken"
+    carry one topic. Every word that can change the answer is still there, in its order: sorting would
+    make "the blue lamp is late, the red chair broken" the swap of its colours."""
     have = {_canonical_word(w) for w in _lower_words(message)}
-    words: set[str] = set()
-    figures: list[str] = []  # numbers and ids keep their order: "my order 48213, my sister's 48231" is not swapped
+    words: list[str] = []  # in order: "the blue lamp is late, the red chair broken" is not "the red lamp ..."
     for i, turn in enumerate(history):
         if ((users_only and turn.role != "user") or turn.content in skip or _small_talk(turn) or i in side
                 or _chatter_reply(history, i)):
@@ -1508,14 +1508,10 @@ def _canonical_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, .
                 tie = ""
             token = f"{tie}-{word}" if tie else word
             tie = ""
-            if word in have and token == word:
+            if (word in have and token == word) or token in words:
                 continue
-            if any(c.isdigit() for c in token):
-                if token not in figures:
-                    figures.append(token)
-            else:
-                words.add(token)
-    return " ".join(figures + sorted(words))
+            words.append(token)
+    return " ".join(words)
 
 
 def _canonical_word(word: str) -> str:
@@ -1726,9 +1722,9 @@ _MESSAGE_FILLER = {"do", "does", "did", "will", "would", "is", "are", "am", "was
 def canonical_message(text: str) -> str:
     """A message's words in the form two wordings of one question share: what it asks (its question word or
     modal; "what does it cost" and "how much is it" both ask "how much"), then its content words, canonical
-    (``_canonical_word``) and sorted, a negation, direction or comparison tied to the word after it. Words that
-    change the answer stay ("can" is not "must", "not", "before", "more", "off"); the auxiliaries and the
-    pointing words go."""
+    (``_canonical_word``) in order, a negation, direction or comparison tied to the word after it. Words that
+    change the answer stay ("can" is not "must", "not", "before", "more", "off", and their order: "a UK card
+    in the US" is not "a US card in the UK"); the auxiliaries and the pointing words go."""
     lowered = text.casefold().replace("’", "'").strip()
     m = _ASKED_KIND.match(lowered)
     kind = ""
@@ -1736,7 +1732,7 @@ def canonical_message(text: str) -> str:
         kind = re.sub(r"\s+", " ", m.group("wh")).replace("what's", "what").replace("whats", "what")
     elif m and m.group("modal"):
         kind = {"could": "can", "may": "can", "shall": "should"}.get(m.group("modal"), m.group("modal"))
-    words: set[str] = set()
+    words: list[str] = []  # in order: "a UK card in the US" is not "a US card in the UK"
     tie = ""
     for w in _lower_words(lowered[m.end():] if m else lowered):
         if w in _TOPIC_TIES:
@@ -1747,8 +1743,10 @@ def canonical_message(text: str) -> str:
                 tie = "" if tie in ("from", "to", "into") else tie
             continue
         word = _canonical_word(w)
-        words.add(f"{tie}-{word}" if tie else word)
+        token = f"{tie}-{word}" if tie else word
         tie = ""
-    if kind in ("what", "how much") and words & _COST_WORDS:  # "what does it cost", "what's the price"
-        kind, words = "how much", words - _COST_WORDS
-    return " ".join([kind or "?", *sorted(words)])
+        if token not in words:
+            words.append(token)
+    if kind in ("what", "how much") and set(words) & _COST_WORDS:  # "what does it cost", "what's the price"
+        kind, words = "how much", [w for w in words if w not in _COST_WORDS]
+    return " ".join([kind or "?", *words])

