@@ -40,6 +40,24 @@ TRAP_THREADS = [  # (thread one, thread other): same follow-up, a detail of the 
 ]
 
 
+ONE_TOPIC = [  # (a long chat on one subject ending in a follow-up, chatter to put in it, a detail to swap)
+    (("My broadband keeps dropping out every evening", "Sorry about that. Have you restarted the router recently?",
+      "Yes, twice yesterday, and I've checked all the cables are plugged in properly", "Thanks. I've run a line test and it found a fault on the line outside your home.",
+      "Is that something I need to fix myself or do you sort it out?", "We fix faults outside your home for free; an engineer visit is needed.",
+      "Can the engineer come on a Saturday morning?", "Yes, we have Saturday morning slots between 8am and 1pm.",
+      "OK please book the first Saturday you have", "Booked for Saturday 14 June, 8am to 1pm. You don't need to be home if the fault is outside.",
+      "how long will the repair take?"),
+     ("sorry, my dog is barking, one sec", "No problem, take your time!"), ("Saturday", "Tuesday")),
+    (("I was charged twice for my monthly subscription this month", "Sorry to hear that. Can you confirm the amounts?",
+      "Both were £12.99, taken on the 3rd and the 4th", "Thanks, I can see both payments; the second was a processing error.",
+      "Can you refund the second one please?", "Yes, I've refunded £12.99 to the card you paid with.",
+      "Will this happen again next month?", "No, the error is fixed and your next payment is on the 3rd as usual.",
+      "And can I get an email receipt for the refund?", "Yes, a receipt has been sent to your email address on file.",
+      "when will the money be back in my account?"),
+     ("ugh, what a week", "Sorry it's been a tough one!"), ("£12.99", "£29.99")),
+]
+
+
 def conv(*texts):
     return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(texts)]
 
@@ -70,6 +88,12 @@ def main(path="tests/data/conversation_pairs_long_dev.jsonl"):
     rows.append({"id": "long-if01", "subtype": "intent_flip", "same_answer": False,
                  "a": conv(*PREFIX_B, "I want to return the laptop", "Shall I send you a return label?", "yes please"),
                  "b": conv(*PREFIX_B, "I want to return the laptop", "Shall I arrange a courier collection?", "yes please")})
+    # one long topic, too long to carry as a rewrite, asked again with chatter in it; and with a detail swapped
+    for n, (long_thread, chatter, swap) in enumerate(ONE_TOPIC, 1):
+        rows.append({"id": f"long-lc{n:02d}", "subtype": "same_context_extra_chatter", "same_answer": True,
+                     "a": conv(*long_thread), "b": conv(*long_thread[:4], *chatter, *long_thread[4:])})
+        rows.append({"id": f"long-ls{n:02d}", "subtype": "detail_swap", "same_answer": False,
+                     "a": conv(*long_thread), "b": conv(*(t.replace(*swap) for t in long_thread))})
     with open(path, "w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
