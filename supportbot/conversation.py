@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 
@@ -646,9 +646,18 @@ def resolve(conversation: Conversation, locale: str = "en", rewriter=None, *, sc
     try:
         resolution = _resolve(conversation, locale, rewriter)
     except TooMuchContext as exc:
-        return Resolution(conversation.message, _context_question(conversation.message, conversation.history),
-                          How.UNRESOLVED, f"too much context to carry in a question ({exc})",
-                          history=conversation.history)
+        resolution = Resolution(conversation.message, _context_question(conversation.message, conversation.history),
+                                How.UNRESOLVED, f"too much context to carry in a question ({exc})",
+                                history=conversation.history)
+    if resolution.how == How.UNRESOLVED and not is_german(conversation.message, locale):
+        # too much conversation, or a follow-up of a question that was not resolved: if earlier topics were
+        # closed and a thread of a new subject began, the message is read in that thread (sixth session)
+        after = _after_closed_topic(conversation.history)
+        if after is not None:
+            inner = resolve(Conversation((*after, conversation.turns[-1])), locale, rewriter, scoped=scoped)
+            if inner.cacheable:
+                return replace(inner, history=conversation.history,
+                               detail=f"{inner.detail} (in the thread after a closed topic)"[:300])
     if resolution.how == How.UNRESOLVED and scoped and rewriter is None and settings.CONVERSATION_SCOPED_KEY:
         return _scoped(conversation, locale, resolution)
     return resolution
@@ -673,7 +682,11 @@ def _scoped(conversation: Conversation, locale: str, unresolved: Resolution) -> 
     side = _side_turns(history)
     have = {_stem(w) for w in _lower_words(message)}
     words: list[str] = []
-    last_assistant = max((i for i, t in enumerate(history) if t.role == "assistant"), default=None)
+    # the assistant's last turn that says something: a reply answers "Shall I cancel it?", not the "Take your
+    # time." after the customer's "hmm let me think" (sixth session)
+    last_assistant = max((i for i, t in enumerate(history) if t.role == "assistant" and not _small_talk(t)
+                          and not _chatter_reply(history, i)),
+                         default=max((i for i, t in enumerate(history) if t.role == "assistant"), default=None))
     for i, turn in enumerate(history):
         said_yes_or_no = turn.role == "user" and set(_lower_words(turn.content)) & _REPLY_WORDS
         if i != last_assistant and not said_yes_or_no and (
@@ -766,6 +779,8 @@ def _with_conditions(question: str, running: dict[str, str], own: dict[str, str]
     carried = tuple(sorted(set(own) | set(extra)))
     if not extra:
         return question, carried
+    if not question.endswith(")"):  # "how much is shipping" and "How much is shipping?" get one key
+        question = f"{question.rstrip(' ?.!')}?"
     return f"{question} ({'; '.join(_PLACE_NAMES.get(v, v) for v in extra)})", carried
 
 
@@ -1270,7 +1285,11 @@ _CLOSERS = re.compile(r"\banything (?:else|further|more)\b|\bsomething else\b|\b
                       # the customary opener asks nothing of the customer either
                       r"(?:^|[.!]\s+)(?:how|what)\s+can\s+i\s+(?:help(?:\s+you)?(?:\s+with)?|do\s+for\s+you|assist(?:\s+you)?)"
                       r"(?:\s+today)?\?\s*$|(?:^|[.!]\s+)what\s+would\s+you\s+like\s+to\s+know\?\s*$|"
-                      r"\bwie\s+kann\s+ich\s+(?:ihnen\s+|dir\s+)?helfen\?\s*$", re.IGNORECASE)
+                      r"\bwie\s+kann\s+ich\s+(?:ihnen\s+|dir\s+)?helfen\?\s*$|"
+                      # "Of course, what's your question?", "Sure, what would you like to ask?"
+                      r"(?:^|[.!,]\s*)what(?:'s|\s+is)\s+(?:your|the)\s+(?:next\s+|other\s+)?question\?\s*$|"
+                      r"(?:^|[.!,]\s*)what\s+(?:else\s+)?(?:would|do)\s+you\s+(?:like|want|need)\s+to\s+(?:know|ask)\?\s*$",
+                      re.IGNORECASE)
 
 
 def _answers_assistant(message: str, last_assistant: Turn | None) -> bool:
@@ -1330,7 +1349,31 @@ _SOCIAL = {
     "way", "btw", "clears", "cheer", "hehe", "bless", "pleased", "sounds",
     # about the assistant itself: "are you a real person or a bot", "what is your name", "tell me a joke"
     "bot", "robot", "name", "joke", "jokes", "assistant",
+    # acknowledgements and fillers (sixth session): "noted", "understood", "ok done", "thx", "hmmm", "oops"
+    "noted", "understood", "interesting", "stuff", "star", "done", "helps", "explaining", "distracted", "thx",
+    "ty", "np", "hmmm", "umm", "um", "uh", "oops", "ohh", "ahh", "neat", "sweet", "legend", "lifesaver", "having",
+    "we'll", "omg", "wanted", "say", "saying", "patient", "relief", "news", "typo", "apologise", "apologize", "ha",
+    "kid", "needed", "trying", "try", "earlier", "meant",
 }
+# ... and the assistant's own fillers ("Of course!", "Sure, go ahead.", "What's your question?"); a
+# customer's "go ahead" replies to an offer, so these words are small talk only in the assistant's turns
+_SOCIAL_ASSISTANT = {"course", "ahead", "go", "doing", "anything", "else", "shoot", "listening", "ask", "need", "kind",
+                     "love", "hearing", "rest", "loyal", "customer", "answer", "as", "cats", "asking", "being"}
+# Phrases of chatter whose words alone could be the case's ("let me check", "one more thing", "my phone
+# rang", "makes sense", "I see"): taken out before a turn's words are read as small talk or not
+_CHATTER_PHRASES = re.compile(
+    r"\blet\s+me\s+(?:check|see|think|look)(?:\s+(?:about\s+)?(?:it|that))?\b|\b(?:i'll|i\s+will|i\s+need\s+to)\s+"
+    r"think\s+about\s+(?:it|that)\b|\b(?:my\s+)?phone(?:'s|\s+is)?\s+(?:rang|ringing|went\s+off)\b|"
+    r"\b(?:one\s+more|another|other)\s+(?:thing|question|quick\s+question)\b|\b(?:hold|hang)\s+on\b|"
+    r"\b(?:give\s+me\s+(?:a|one)|just\s+a|one)\s+(?:sec|second|minute|moment|mo)\b|\bmakes\s+sense\b|\bfair\s+enough\b|"
+    r"\bgood\s+to\s+know\b|\boh\s+no\b|\blast\s+time\b|\bat\s+work\b|\bon\s+my\s+phone\b|"
+    r"\bhow'?s\s+your\s+day(?:\s+going)?\b|\bdo\s+you\s+(?:like|enjoy)\s+your\s+job\b|"
+    r"\blove\s+(?:your|the)\s+\w+|\b(?:your|the)\s+(?:website|site|app|shop|store|service)\s+(?:is|looks)\s+"
+    r"(?:great|amazing|brilliant|lovely|awesome|good|nice)\b|\b(?:been|am|i'm)\s+a\s+(?:loyal\s+|long-time\s+)?"
+    r"customer\s+(?:for|since)\s+\w+|\bthat\s+was\s+(?:fast|quick)\b|\bchecking\s+a\s+few\s+things\b|"
+    r"\bbefore\s+i\s+decide\b|\basking\s+for\s+a\s+friend\b|\bi\s+see\b|\bgot\s+it\b|\bgotcha\b|\bi\s+get\s+it\b", re.IGNORECASE)
+# A turn without a word ("😊", "!!") says nothing, unless it is a sign that answers ("👍" to "shall I cancel it?")
+_ANSWERING_SIGNS = re.compile("[\U0001F44D\U0001F44E\u2705\u274C\u2714\u2716]")
 # "are you a real person or a bot?", "is this a human?": small talk about the assistant itself
 _ABOUT_ASSISTANT = re.compile(r"^\W*(?:hi|hello|hey)?\W*(?:are|r)\s+(?:you|u)\s+(?:a\s+|an\s+)?(?:real|human|bot|robot|"
                               r"person|machine|ai|computer)\b(?:\s+(?:person|human|being|or\s+(?:a\s+|an\s+)?(?:bot|"
@@ -1343,10 +1386,14 @@ def _small_talk(turn: Turn) -> bool:
     it and one without carry the same topic."""
     if turn.role == "user" and _ABOUT_ASSISTANT.match(turn.content):
         return True
-    words = [w for w in _lower_words(turn.content) if w not in _STOP_EN or w in _TOPIC_KEEP]
+    if not _lower_words(turn.content):  # "😊", "!!": nothing said, unless a sign that answers ("👍")
+        return bool(turn.content.strip()) and not _ANSWERING_SIGNS.search(turn.content)
+    text = _CHATTER_PHRASES.sub(" ", turn.content)
+    social = _SOCIAL | _SOCIAL_ASSISTANT if turn.role == "assistant" else _SOCIAL
+    words = [w for w in _lower_words(text) if w not in _STOP_EN or w in _TOPIC_KEEP]
     # "typical rainy weekend here": a time word said as small talk is not a detail of the case
-    return bool(_lower_words(turn.content)) and all(w in _SOCIAL or w in _STOP_EN for w in words) \
-        and not [v for v in conditions(turn.content, names=False) if v not in _SOCIAL]
+    return all(w in social or w in _STOP_EN for w in words) \
+        and not [v for v in conditions(text, names=False) if v not in _SOCIAL]
 
 
 def _chatter_reply(turns: tuple[Turn, ...], i: int) -> bool:
@@ -1400,7 +1447,75 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
                 out.append(w)
     if len(out) > settings.CONVERSATION_TOPIC_WORDS:
         raise TooMuchContext(f"{len(out)} topic words")
-    return " ".join(out)
+    return _canonical_topic(history, message, skip, users_only, side)
+
+
+# Words of a topic that say nothing of the case, whoever says them ("I'd like to…", "Sure,", "of course",
+# "sorry to hear that"): a conversation reworded keeps its case, not its courtesies
+_TOPIC_FILLER = {"i'd", "i'll", "we'll", "you'll", "sure", "course", "certainly", "absolutely", "fine", "sorry",
+                 "hear", "apology", "apologies", "apologise", "apologize", "happy", "glad", "thanks", "thank",
+                 "problem", "worries", "alright", "yeah", "great", "lovely", "perfect", "cool", "okay", "ok",
+                 "hi", "hello", "hey", "like", "let", "able", "just", "also", "too"}
+# One word for what two wordings of a conversation say alike ("ordered" / "bought", "came" / "arrived",
+# "ship" / "deliver"), as a topic's stems
+_TOPIC_SYNONYMS = {
+    "bought": "order", "buy": "order", "purchased": "order", "purchase": "order", "ordered": "order",
+    "came": "arrive", "arrived": "arrive", "arriving": "arrive", "damaged": "broken", "broke": "broken",
+    "faulty": "broken", "deliver": "delivery", "delivering": "delivery", "delivered": "delivery",
+    "ship": "delivery", "shipping": "delivery", "shipped": "delivery", "shipment": "delivery",
+    "started": "start", "starting": "start", "cancelled": "cancel", "cancelling": "cancel",
+    "cancellation": "cancel", "returned": "return", "returning": "return", "refunded": "refund",
+    "postage": "delivery", "switch": "change", "switching": "change", "changing": "change", "changed": "change",
+    "upgrading": "upgrade", "upgraded": "upgrade", "booked": "book", "booking": "book",
+}
+# Words that tie the word after them to a role in the case: "from X" and "to X" are two directions,
+# "not X" is X denied ("transfer from savings to current" is not "from current to savings")
+_TOPIC_TIES = {"from", "to", "into", "not", "no", "never", "don't", "dont", "doesn't", "isn't", "can't", "cant",
+               "won't", "didn't", "wasn't", "aren't", "haven't", "hasn't", "without", "before", "after", "more",
+               "less", "other", "than", "until", "except"}
+_DIRECTED_TIES = {"from", "to", "into", "before", "after", "more", "less", "other", "than", "until", "except"}
+
+
+def _canonical_topic(history: tuple[Turn, ...], message: str, skip: tuple[str, ...], users_only: bool,
+                     side: set[int]) -> str:
+    """The topic a rewritten question carries, in a form two wordings of one conversation share (sixth
+    session): the case's words of the same turns as ``_conversation_topic``, courtesies left out
+    (``_TOPIC_FILLER``), one word for two that say the same (``_TOPIC_SYNONYMS``), a negation, a direction
+    or a comparison tied to the word after it ("not member", "from uk", "before march"), once each, in
+    order: "I ordered a lamp and it arrived broken" and "I'd like help, I bought a lamp and it came broken"
+    carry one topic. Every word that can change the answer is still there, in its order: sorting would
+    make "the blue lamp is late, the red chair broken" the swap of its colours."""
+    have = {_canonical_word(w) for w in _lower_words(message)}
+    words: list[str] = []  # in order: "the blue lamp is late, the red chair broken" is not "the red lamp ..."
+    for i, turn in enumerate(history):
+        if ((users_only and turn.role != "user") or turn.content in skip or _small_talk(turn) or i in side
+                or _chatter_reply(history, i)):
+            continue
+        details = {w for value in conditions(turn.content) for w in _lower_words(value)}
+        tie = ""
+        for w in _lower_words(turn.content):
+            if w in _TOPIC_TIES:
+                tie = "not" if w not in _DIRECTED_TIES else w
+                continue
+            if len(w) < 2 or (w in _STOP_EN and w not in _TOPIC_KEEP) or w in _TOPIC_FILLER:
+                if w not in ("the", "a", "an", "my", "your", "our"):  # "to the UK" is still tied
+                    tie = "" if tie in ("from", "to", "into") else tie
+                continue
+            word = _canonical_word(w)
+            # "from" and "to" tie a place or a name ("to Canada"), not a verb ("want to add") nor a figure,
+            # whose order tells ("10am to 4pm", "10am-4pm")
+            if tie in ("from", "to", "into") and (w not in details or any(c.isdigit() for c in w)):
+                tie = ""
+            token = f"{tie}-{word}" if tie else word
+            tie = ""
+            if (word in have and token == word) or token in words:
+                continue
+            words.append(token)
+    return " ".join(words)
+
+
+def _canonical_word(word: str) -> str:
+    return _TOPIC_SYNONYMS.get(word) or _TOPIC_SYNONYMS.get(_stem(word)) or _stem(word)
 
 
 def _topic_closed(history: tuple[Turn, ...]) -> bool:
@@ -1434,6 +1549,44 @@ def _new_subject_after_closed_topic(message: str, history: tuple[Turn, ...]) -> 
     # a word of the subject said before in any form ("cancellation" after "cancel") ties it to the chat
     said = {w[:5] for t in history for w in _content_sequence(t.content)}
     return not any(w[:5] in said for w in subject)
+
+
+_SO_FAR = re.compile(r"\b(?:so\s+far|for\s+now|until\s+now)\b", re.IGNORECASE)  # thanks, but not done
+
+
+def _after_closed_topic(history: tuple[Turn, ...]) -> tuple[Turn, ...] | None:
+    """The thread a follow-up belongs to when the customer closed earlier topics (sixth session): the turns
+    from the first question after the latest close ("ok thanks for all that" / "You're welcome! Anything
+    else?") on, if that question is a fresh start of a new subject (self-contained, pointing nowhere,
+    continuing nothing, no word of it said before the close), with the customer's standing facts stated
+    before ("I'm on the Basic plan", "I live in Canada": turns that state only conditions) and the replies to
+    them. None when there is no such close. A long chat that went through a login problem, a roaming
+    charge and a bill date, and then asks "How do I set up a direct debit?" / "…" / "how long does it take to
+    start?", asks what the same thread asks alone; a follow-up right after the close ("is it free?" after
+    "thanks" / "Anything else?") still reads the topic before it."""
+    for c in range(len(history) - 3, -1, -1):
+        turn = history[c]
+        if not (turn.role == "user" and history[c + 1].role == "assistant" and _small_talk(turn)
+                and set(_lower_words(turn.content)) & _THANKS and not _SO_FAR.search(turn.content)):
+            continue
+        j = next((i for i in range(c + 2, len(history)) if history[i].role == "user" and not _small_talk(history[i])),
+                 None)
+        if j is None:
+            return None
+        asked = _asked(history[j].content) or history[j].content
+        if dependence(asked).kind or not self_contained(asked) or continues(asked, history[:j]):
+            return None
+        said = {w[:5] for t in history[:c] for w in _content_sequence(t.content)}
+        if any(w[:5] in said for w in _content_sequence(asked)):
+            return None
+        standing: list[Turn] = []
+        for i, t in enumerate(history[:c]):
+            if t.role == "user" and conditions(t.content) and _only_conditions(t.content):
+                standing.append(t)
+                if i + 1 < c and history[i + 1].role == "assistant":
+                    standing.append(history[i + 1])
+        return (*standing, *history[j:])
+    return None
 
 
 def _topicless(history: tuple[Turn, ...], message: str) -> bool:
@@ -1496,8 +1649,8 @@ def _anaphora(message: str, dep: Dependence, previous: Resolution, running: dict
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           f"{dep.word!r} points at a question without a topic", history=history)
     last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
-    if (last_assistant is not None and last_assistant.content.rstrip().endswith("?")
-            and len(_lower_words(message)) <= 4):
+    # (the customary "Anything else?" asks nothing: "is it free?" after it is still about the topic)
+    if _assistant_asked(last_assistant) and len(_lower_words(message)) <= 4:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a short reply to the assistant's question", history=history)
     own = conditions(message)
@@ -1541,4 +1694,59 @@ def _context_question(message: str, history: tuple[Turn, ...]) -> str:
 
 
 def resolved_normalized(resolution: Resolution) -> str:
-    return normalize_question(resolution.question)
+    """The exact-cache form of a resolved question (``AskState.normalized``). A rule rewrite that carries the
+    conversation's topic is keyed by its message's canonical form (``canonical_message``; sixth session): "How
+    long does that take? (about: …)" and "how long will it take? (about: …)" share a key, as do "What does it
+    cost?" and "How much does it cost?". The question itself (what retrieval, the answerer and staff read) keeps
+    the customer's words. A conversation-scoped key ("yes please? (about: …)") keeps its message's words: a
+    reply's words are all it has."""
+    question = resolution.question
+    if (resolution.how == How.REWRITTEN and TOPIC_MARK in question
+            and not resolution.detail.startswith(_SCOPED_DETAIL)):
+        head, rest = question.split(TOPIC_MARK, 1)
+        question = f"{canonical_message(head)}?{TOPIC_MARK}{rest}"
+    return normalize_question(question)
+
+
+_SCOPED_DETAIL = "keyed by the conversation"
+# What a question asks, by its first words: "how long", "how much" (what it costs), "when", "can" (may I)...
+_ASKED_KIND = re.compile(r"^\W*(?:(?P<wh>how\s+long|how\s+much|how\s+many|how\s+soon|how\s+often|how|what's|whats|what|"
+                         r"when|where|which|who|why)\b|(?P<modal>can|could|may|must|should|shall)\b|"
+                         r"(?P<aux>do|does|did|will|would|is|are|am|was|were|has|have)\b)", re.IGNORECASE)
+_COST_WORDS = {"cost", "price"}
+# auxiliaries, pointing words and the like: "how long does that take" and "how long will it take" ask one thing
+_MESSAGE_FILLER = {"do", "does", "did", "will", "would", "is", "are", "am", "was", "were", "be", "it", "that", "this",
+                   "they", "them", "those", "these", "its", "there", "'s", "the", "a", "an", "to", "of"}
+
+
+def canonical_message(text: str) -> str:
+    """A message's words in the form two wordings of one question share: what it asks (its question word or
+    modal; "what does it cost" and "how much is it" both ask "how much"), then its content words, canonical
+    (``_canonical_word``) in order, a negation, direction or comparison tied to the word after it. Words that
+    change the answer stay ("can" is not "must", "not", "before", "more", "off", and their order: "a UK card
+    in the US" is not "a US card in the UK"); the auxiliaries and the pointing words go."""
+    lowered = text.casefold().replace("’", "'").strip()
+    m = _ASKED_KIND.match(lowered)
+    kind = ""
+    if m and m.group("wh"):
+        kind = re.sub(r"\s+", " ", m.group("wh")).replace("what's", "what").replace("whats", "what")
+    elif m and m.group("modal"):
+        kind = {"could": "can", "may": "can", "shall": "should"}.get(m.group("modal"), m.group("modal"))
+    words: list[str] = []  # in order: "a UK card in the US" is not "a US card in the UK"
+    tie = ""
+    for w in _lower_words(lowered[m.end():] if m else lowered):
+        if w in _TOPIC_TIES:
+            tie = "not" if w not in _DIRECTED_TIES else w
+            continue
+        if w in _MESSAGE_FILLER or (w in _STOP_EN and w not in _TOPIC_KEEP and w not in ("yes", "i", "we", "you")):
+            if w not in ("the", "a", "an", "my", "your", "our"):
+                tie = "" if tie in ("from", "to", "into") else tie
+            continue
+        word = _canonical_word(w)
+        token = f"{tie}-{word}" if tie else word
+        tie = ""
+        if token not in words:
+            words.append(token)
+    if kind in ("what", "how much") and set(words) & _COST_WORDS:  # "what does it cost", "what's the price"
+        kind, words = "how much", [w for w in words if w not in _COST_WORDS]
+    return " ".join([kind or "?", *words])

@@ -49,7 +49,7 @@ from retrieval.search import SearchHit, index_version, search_hybrid, search_ver
 from retrieval.services import active_generation_cached
 from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
-from supportbot.conversation import Conversation, Resolution, clarify_text, resolve
+from supportbot.conversation import Conversation, Resolution, clarify_text, resolve, resolved_normalized
 from supportbot.conversation_model import model_rewriter
 from supportbot.hit_sampling import DecisionRef
 from supportbot.inflight import InFlightRefused
@@ -347,7 +347,7 @@ def start(asker: Asker, raw_question, streamed: bool) -> AskState:
             Conversation.single(clean_question(raw_question))
         resolution = resolve(conversation, asker.locale, rewriter=model_rewriter(asker.tenant.slug))
     question = resolution.question
-    return AskState(asker=asker, question=question, normalized=normalize_question(question), streamed=streamed,
+    return AskState(asker=asker, question=question, normalized=resolved_normalized(resolution), streamed=streamed,
                     resolution=resolution)
 
 

@@ -1,0 +1,170 @@
+"""Sixth session: chatter recognised more widely (acknowledgements, fillers, emoji, the assistant's "Of course,
+what's your question?"), and a rule rewrite keyed by a canonical form (its topic's words in order, courtesies
+out, synonyms read, a negation or direction tied to its word; its message by what it asks and its content
+words), so two wordings of one conversation meet one exact key and two conversations that differ in a
+detail still do not. Written to the dev pair files (tests/data/conversation_pairs*.jsonl), not to the
+held-out ones."""
+import pytest
+
+from supportbot.conversation import (Conversation, How, Turn, _small_talk, canonical_message, resolve,
+                                     resolved_normalized)
+
+
+def resolved(*texts):
+    return resolve(Conversation(tuple(Turn("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts))))
+
+
+def key(*texts):
+    r = resolved(*texts)
+    assert r.cacheable, (r.how, r.detail)
+    return resolved_normalized(r)
+
+
+@pytest.mark.parametrize("text", ["hmm let me think", "sorry, one more thing", "makes sense", "ok noted", "👍 ok",
+                                  "😊", "one sec", "thanks, that helps", "fair enough", "oh I see"])
+def test_acknowledgements_and_fillers_are_small_talk(text):
+    assert _small_talk(Turn("user", text))
+
+
+@pytest.mark.parametrize("text", ["omg", "btw your website is great", "love your products!", "how's your day going?",
+                                  "I've been a customer for years", "sorry I'm on my phone", "wow that was fast",
+                                  "it's been a crazy week at work", "I'm asking for a friend", "sorry for the typo"])
+def test_small_talk_about_the_customer_the_business_or_the_day_is_small_talk(text):
+    assert _small_talk(Turn("user", text))
+
+
+@pytest.mark.parametrize("text", ["Of course!", "Sure, go ahead.", "Of course, what's your question?", "😊",
+                                  "No need to apologise!", "That's kind of you to say!", "Thanks for being a loyal customer!"])
+def test_the_assistants_fillers_are_small_talk(text):
+    assert _small_talk(Turn("assistant", text))
+
+
+@pytest.mark.parametrize("text", ["👍", "my phone", "go ahead", "the last one", "last week", "for work",
+                                  "I love the new plan but not the price"])
+def test_an_answer_or_a_detail_is_not_small_talk(text):
+    # a thumbs-up answers an offer; "go ahead" from the customer accepts one; a phone or a week is the case's
+    assert not _small_talk(Turn("user", text))
+
+
+@pytest.mark.django_db
+def test_a_reworded_conversation_meets_the_same_key():
+    a = key("I ordered a lamp and it arrived broken", "Sorry about that.", "is there a fee for a replacement?")
+    b = key("I bought a lamp and it came broken", "I'm sorry to hear that.", "Is there a fee for a replacement?")
+    assert a == b
+
+
+@pytest.mark.django_db
+def test_words_swapped_between_two_things_keep_two_keys():
+    a = key("I have two orders: the blue lamp is late and the red chair is broken", "Sorry about both!",
+            "can I get a refund for the late one?")
+    b = key("I have two orders: the red lamp is late and the blue chair is broken", "Sorry about both!",
+            "can I get a refund for the late one?")
+    assert a != b
+    history = ("I'm travelling next month", "Noted, thanks.")
+    assert key(*history, "can I use a UK card in the US then?") != key(*history, "can I use a US card in the UK then?")
+
+
+@pytest.mark.django_db
+def test_a_reworded_last_message_meets_the_same_key():
+    history = ("How long does delivery to Ireland take?", "3 to 5 working days.")
+    assert key(*history, "How much does it cost?") == key(*history, "What does it cost?")
+    assert key(*history, "how long does that take?") == key(*history, "How long will it take?")
+
+
+@pytest.mark.django_db
+def test_a_filler_reply_from_the_assistant_leaves_the_key_as_it_was():
+    a = key("What does Acme Plus cost?", "Acme Plus is $49 a year.", "what's the price?")
+    b = key("What does Acme Plus cost?", "Acme Plus is $49 a year.", "sorry, one more thing",
+            "Of course, what's your question?", "what's the price?")
+    assert a == b
+
+
+@pytest.mark.django_db
+def test_a_follow_up_after_anything_else_is_rewritten_from_the_topic():
+    r = resolved("How do I cancel my gym membership?", "Give a month's notice in the app.", "ok thanks",
+                 "You're welcome. Anything else?", "is it free?")
+    assert r.how == How.REWRITTEN and "gym" in r.question and "keyed by the conversation" not in r.detail
+
+
+@pytest.mark.django_db
+def test_two_ids_swapped_keep_two_keys():
+    a = key("where's my order 48213? my sister's is 48231 and that came", "Let me check that for you.",
+            "when will it arrive?")
+    b = key("where's my order 48231? my sister's is 48213 and that came", "Let me check that for you.",
+            "when will it arrive?")
+    assert a != b
+
+
+@pytest.mark.django_db
+def test_a_direction_or_a_negation_keeps_two_keys():
+    a = key("I want to move money from the UK to Canada", "You can do that under Payments.", "is there a fee for that?")
+    b = key("I want to move money from Canada to the UK", "You can do that under Payments.", "is there a fee for that?")
+    assert a != b
+    a = key("I'm a Plus member but not on the yearly plan", "Thanks.", "does that include free returns?")
+    b = key("I'm on the yearly plan but not a Plus member", "Thanks.", "does that include free returns?")
+    assert a != b
+
+
+@pytest.mark.parametrize("one, other", [
+    ("can I return it?", "must I return it?"),
+    ("can I turn it off?", "can I turn it on?"),
+    ("is it free before the renewal?", "is it free after the renewal?"),
+    ("yes", "no"),
+])
+def test_canonical_messages_keep_what_changes_the_answer(one, other):
+    assert canonical_message(one) != canonical_message(other)
+
+
+@pytest.mark.parametrize("one, other", [
+    ("How much does it cost?", "What does it cost?"),
+    ("what's the price?", "how much is it?"),
+    ("How long does that take?", "how long will it take"),
+    ("Do I have to pay for return shipping?", "do I have to pay for the return postage?"),
+])
+def test_canonical_messages_of_two_wordings_agree(one, other):
+    assert canonical_message(one) == canonical_message(other)
+
+
+# a long chat whose topics the customer closed before starting a new one (tests/data/conversation_pairs_long_dev.jsonl)
+LONG_CLOSED = (
+    "Hi, I can't log in to the app", "Try resetting your password from the sign-in screen; the link lasts 30 minutes.",
+    "ok that worked, I'm in now", "Great to hear!",
+    "also my last invoice shows a roaming charge from my trip to Portugal", "Roaming in the EU is included; I've refunded the £4.50.",
+    "brilliant, and can you change my bill date to the 15th?", "Done, your bill date is now the 15th of each month.",
+    "and is my contract up for renewal soon?", "Your contract runs until 30 November; we'll write to you a month before.",
+    "ok thanks for all that", "You're welcome! Anything else?",
+)
+THREAD = ("How do I set up a direct debit?", "Go to Payments > Direct debit and enter your bank details.",
+          "how long does it take to start?")
+
+
+@pytest.mark.django_db
+def test_too_long_a_chat_is_read_in_the_thread_begun_after_its_topics_were_closed():
+    r = resolved(*LONG_CLOSED, *THREAD)
+    assert r.how == How.REWRITTEN and "after a closed topic" in r.detail
+    assert resolved_normalized(r) == key(*THREAD)
+    assert len(r.history) == len(LONG_CLOSED) + 2  # the model's prompt still gets every turn
+
+
+@pytest.mark.django_db
+def test_a_standing_fact_stated_before_the_close_still_travels_into_the_thread():
+    thread = ("How do I add a second user?", "Go to Users and choose Invite.", "is there a charge for that?")
+    basic = resolved("I'm on the Basic plan", "Thanks, I can see Basic.", *LONG_CLOSED, *thread)
+    premium = resolved("I'm on the Premium plan", "Thanks, I can see Premium.", *LONG_CLOSED, *thread)
+    assert not (basic.cacheable and premium.cacheable and resolved_normalized(basic) == resolved_normalized(premium))
+
+
+@pytest.mark.django_db
+def test_thanks_so_far_closes_nothing():
+    r = resolved(*LONG_CLOSED[:-2], "thanks, you've been really helpful so far", "Happy to help!", *THREAD)
+    assert "after a closed topic" not in r.detail
+
+
+@pytest.mark.django_db
+def test_a_reply_after_chatter_is_keyed_like_the_reply_without_it():
+    offer = ("I'd like to stop Plus", "Shall I cancel your Plus membership now?")
+    plain = key(*offer, "yes please")
+    assert key(*offer, "hmm let me think", "Take your time.", "yes please") == plain
+    # and the offer still decides: another offer, another key
+    assert key("I'd like to stop Plus", "Shall I pause your Plus renewal instead?", "hmm let me think",
+               "Take your time.", "yes please") != plain
