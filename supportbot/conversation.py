@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from django.conf import settings
 
 from caching import guards
+from caching.answer_checks.asked import kinds_in
 
 from retrieval.embeddings import embed_texts
 from retrieval.generations import query_embedder
@@ -1632,12 +1633,39 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
         question = f"{question.rstrip('?.! ')} for {slot}?"
     skip = (previous.message, answer.content) if answer is not None and answer.role == "assistant" else (previous.message,)
     rest = _conversation_topic(history, question, skip=skip)
+    implied = (_implied_question(answer.content, slot) if answer is not None and answer.role == "assistant"
+               and not _asks(base) else None)
+    if implied:  # "I'm thinking about upgrading to Pro." / "Pro costs $9 per month ..." / "and Premier?"
+        rest = " ".join(filter(None, (_topic(question, False), rest)))
+        question = implied
     if rest:
         question = _with_topic(question, rest)
     question, carried = _with_conditions(question, running, conditions(question))
     return Resolution(message, question, How.REWRITTEN,
                       f"ellipsis on the previous question {previous.question!r}"[:300], conditions=carried,
                       history=history)
+
+
+def _asks(text: str) -> bool:
+    """Whether a customer's turn asks something ("?" or a question word first), not states it."""
+    return "?" in text or bool(_QUESTION_START.search(text.strip()))
+
+
+# What the assistant's answer to a statement told the customer, asked again for an ellipsis's new detail: "I'm
+# thinking about upgrading to Pro." / "Pro costs $9 per month ..." / "and Premier?" asks what Premier costs. The
+# answer's first sentence must name the kind (its verb) and state a figure of it.
+_IMPLIED = ((re.compile(r"\b(?:costs?|priced|prices?|fees?|charges?)\b", re.I), "amount", "How much does {} cost?"),
+            (re.compile(r"\b(?:takes?|lasts?|arrives?)\b", re.I), "duration", "How long does it take for {}?"))
+
+
+def _implied_question(answer: str, slot: str) -> str | None:
+    """The question an assistant's answer to a statement answered, for ``slot`` ("How much does Premier cost?"), or
+    None when its first sentence names no kind of figure that it states."""
+    first = re.split(r"(?<=[.!?])\s+", answer.strip(), maxsplit=1)[0]
+    for pattern, kind, template in _IMPLIED:
+        if pattern.search(first) and kind in kinds_in(first):
+            return template.format(slot)
+    return None
 
 
 def _anaphora(message: str, dep: Dependence, previous: Resolution, running: dict[str, str],

@@ -131,6 +131,29 @@ def test_an_ellipsis_swaps_the_detail_of_its_kind():
     assert "germany" not in r.question.casefold()  # the detail of its kind is replaced, not kept
 
 
+@pytest.mark.parametrize("statement, answer, message, question", [
+    ("I'm thinking about upgrading to Pro.", "Pro costs $9 per month, or $90 per year, with a 14-day free trial.",
+     "and Premier?", "How much does Premier cost?"),
+    ("We mostly ship to Germany.", "Standard shipping to Germany takes 3 to 5 business days.", "and to Canada?",
+     "How long does it take for Canada?"),
+])
+def test_an_ellipsis_after_a_statement_asks_what_the_answer_told_for_the_new_detail(statement, answer, message,
+                                                                                   question):
+    """Was: "I'm thinking about upgrading to Premier." (the statement with its detail swapped), answered with
+    Premier's generic sentences. The assistant's answer to the statement says what the customer learned (a price,
+    a time); the ellipsis asks it for the new detail, and the old detail does not travel."""
+    r = resolve(Conversation((Turn("user", statement), Turn("assistant", answer), Turn("user", message))))
+    assert r.how == How.REWRITTEN and r.cacheable
+    assert r.question.startswith(question), r.question
+    assert not {"pro", "germany"} & set(r.question.casefold().replace("?", " ").replace(")", " ").split())
+
+
+def test_an_ellipsis_after_a_statement_whose_answer_names_no_figure_keeps_the_statement():
+    r = resolve(Conversation((Turn("user", "I'm on the Basic plan."), Turn("assistant", "Thanks, noted."),
+                              Turn("user", "and Pro?"))))
+    assert not r.question.startswith("How much"), r.question  # "Thanks, noted." told no price
+
+
 @override_settings(CONVERSATION_SCOPED_KEY=False)
 def test_a_reply_to_the_assistants_offer_is_not_resolved():
     r = resolve(Conversation((Turn("user", "I want to stop my Plus membership"),
