@@ -271,6 +271,28 @@ def kinds_in(text: str) -> set[str]:
     return found
 
 
+# A question that asks in words itself ("Is it free?", "Do I get it immediately?") is answered by words.
+_ASKS_IN_WORDS = re.compile(r"\bfree\b|\bfor nothing\b|\bimmediately\b|\binstantly\b|\bright away\b|\bstraight away\b|"
+                            r"\bsame day\b|\bkostenlos|\bgratis\b|\bumsonst\b|\bsofort\b|\b(?:selben|gleichen) tag\b", re.I)
+
+
+def figure_stated(kind: str, text: str) -> bool:
+    """Whether a text states an amount or a duration as a figure ("$14.99", "within 1 business day"), not only in
+    words ("at no extra cost", "straight away"); other kinds: whether it states them at all."""
+    if kind not in ("amount", "duration"):
+        return kind in kinds_in(text)
+    _, measures, amounts = quantities(_RELATIVE_DURATION.sub(" ", text))
+    if kind == "amount":
+        return bool(amounts) or any(unit == "percent" for _, unit in measures)
+    # a "by when" question is answered by a time of day or a date as well ("Bestellungen bis 13:00 Uhr")
+    return any(unit != "percent" for _, unit in measures) or bool(_CLOCK.search(text))
+
+
+def asks_in_words(question: str) -> bool:
+    """Whether the question itself asks in the words a rule may answer with ("Is it free?")."""
+    return bool(_ASKS_IN_WORDS.search(question))
+
+
 def states(kind: str | None, text: str) -> bool:
     """Whether a text states a fact of this kind (a kind that is no figure is stated by any text)."""
     if kind not in FACT_KINDS:

@@ -257,6 +257,10 @@ class ExtractiveAnswerer(Answerer):
             fit = 1  # "Usable in the US store only" answers "Can I use it in the Mexico store?" for Mexico too
         states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text) and not (
             wanted.kind == "duration" and another_things_duration(question, unit.text))
+        # an amount or a length of time said only in words ("at no extra cost" of standard orders, "answered straight
+        # away" by the assistant) leads only where no unit states it as a figure: "What does Saturday delivery cost?"
+        # wants "The surcharge is $14.99"; "Is it free?" is asked in words and answered by them
+        states = states and (asking.figure_stated(wanted.kind, unit.text) or asking.asks_in_words(question))
         if states and fit >= 0:
             fit = min(fit, asking.special_fit(wanted, unit.text), context_fit(wanted, passage, unit))
         # the asked event named in another word than the question's ("email" for "get"): the literal word

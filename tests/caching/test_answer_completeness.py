@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from caching import stats
 from caching.answer_checks import Evidence
-from caching.answer_checks.asked import asked, asked_action, cases_in
+from caching.answer_checks.asked import asked, asked_action, asks_in_words, cases_in, figure_stated
 from caching.answer_checks.completeness import CompletenessCheck
 from caching.answer_checks.polarity import PolarityCheck
 from caching.models import AskEvent, SemanticEntry
@@ -441,3 +441,21 @@ def test_the_model_answerers_minimum_and_name_answers_get_the_same_checks(acme, 
 ])
 def test_germans_pro_per_year_names_no_plan(text, plan):
     assert cases_in(text).get("plan") == plan
+
+
+@pytest.mark.parametrize("kind, text, figure", [
+    ("amount", "The surcharge is $14.99.", True),
+    ("amount", "Standard orders are sometimes delivered on a Saturday, at no extra cost.", False),
+    ("amount", "Sie erhalten 10 % Rabatt.", True),
+    ("duration", "Emails are answered within 1 business day.", True),
+    ("duration", "Most questions are answered straight away.", False),
+    ("duration", "Was bis 13:00 Uhr bestellt wird, verlässt Leipzig am selben Tag.", True),
+    ("duration", "Deliveries take 3-5 business days longer.", False),
+])
+def test_a_figure_is_a_number_of_the_kind_not_words(kind, text, figure):
+    assert figure_stated(kind, text) is figure
+
+
+def test_a_question_in_words_asks_for_words():
+    assert asks_in_words("Is return shipping free?") and asks_in_words("Kommt das Paket am selben Tag an?")
+    assert not asks_in_words("What does Saturday delivery cost?")

@@ -230,3 +230,23 @@ def test_a_count_is_answered_with_the_figure_counting_the_asked_thing(acme, ques
     # stored, unless a rule of its own keeps it out ("my wishlist CSV" is about the customer's own account)
     decision = admission(outcome)
     assert decision["disposition"] == "stored" or decision["reason"].startswith("ineligible"), decision
+
+
+@pytest.mark.parametrize("tenant, question, fact", [
+    # was: "Standard orders are sometimes delivered on a Saturday as well, at no extra cost, but we can't promise
+    # it." (admitted: "at no extra cost" is an amount in words, of standard orders)
+    ("initech", "How much is Saturday delivery?", "$14.99"),
+    # was: "Most questions can be answered straight away by the Ask assistant, ..." (admitted: "straight away")
+    # (the lead's fifth fact set, lf5-06, in-sample since)
+    ("acme", "How quickly are support emails answered?", "1 business day"),
+])
+def test_a_figure_leads_over_the_same_kind_said_in_words(demo, tenant, question, fact):
+    outcome = ask(demo[tenant], question)
+    assert fact in outcome.answer, outcome.answer
+    for words in ("no extra cost", "straight away"):  # context after the figure at most
+        assert words not in outcome.answer or outcome.answer.index(fact) < outcome.answer.index(words), outcome.answer
+
+
+def test_a_question_asked_in_words_is_answered_by_words(initech):
+    outcome = ask(initech, "Is standard shipping ever delivered on a Saturday for free?")
+    assert "no extra cost" in outcome.answer, outcome.answer
