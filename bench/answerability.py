@@ -44,18 +44,18 @@ from bench.common import bench_result, ensure_schema, scratch_tenants, setup
 FACT_FILES = ("questions.jsonl", "questions_facts_holdout.jsonl")
 
 
-def refused(tenant, question: str, locale: str, keep: dict | None = None) -> tuple[bool, str]:
-    """Whether the pipeline hands the question off before any answer is written, and why; ``keep``, a
-    dict, receives what the model read (its rows and nouns flags) to score another artefact offline, and
-    ``cacheable``: whether an answering passage reached the store threshold (admission's
-    ``uncertain_answerable`` refuses to cache an answer that cites none)."""
+def refused(tenant, question: str, locale: str, keep: dict | None = None) -> tuple[bool, str, bool]:
+    """Whether the pipeline hands the question off before any answer is written, why, and whether an answer
+    may be cached (an answering passage reached the store threshold: admission's ``uncertain_answerable``
+    refuses the rest); ``keep``, a dict, receives what the model read (its rows and nouns flags) to score
+    another artefact offline."""
     from supportbot import pipeline
 
     state = pipeline.start(pipeline.Asker(tenant, locale), question, streamed=False)
     pipeline.check_eligibility(state)
     pipeline.retrieve(state)
     if not state.passages:
-        return True, "no passage similar enough"
+        return True, "no passage similar enough", False
     if state.vector is None:
         state.vector = pipeline.embed_question(state)
     if keep is not None:
@@ -69,10 +69,10 @@ def refused(tenant, question: str, locale: str, keep: dict | None = None) -> tup
             generation=active_generation_cached(), tenant_id=tenant.pk, locale=locale, question=question,
             vector=state.vector, passages=state.passages, embed=lambda texts: embed_texts(texts, embedder=embedder))
     if not pipeline.check_answerable(state):
-        return True, state.answerability.reason
-    if keep is not None:
-        keep["cacheable"] = bool(state.answerability is None or state.answerability.storable)
-    return False, state.answerability.reason if state.answerability else "not checked"
+        return True, state.answerability.reason, False
+    if state.answerability is None:
+        return False, "not checked", True
+    return False, state.answerability.reason, bool(state.answerability.storable)
 
 
 def rate(rows: list[dict], kind: str, locale: str | None = None) -> float | None:
@@ -136,7 +136,7 @@ def rescore(path: str, model) -> list[dict]:
             probabilities = model.probabilities(r["rows"])
             ok = model.passing(probabilities, r["stated"], r["locale"], r.get("grounded"))
             r["refused"], r["reason"] = not any(ok), "rescored"
-            r["cacheable"] = any(o and p >= model.store_threshold(r["locale"]) for o, p in zip(ok, probabilities))
+            r["cacheable"] = model.sure(probabilities, ok, r["locale"])
     return rows
 
 
@@ -159,15 +159,13 @@ def ask_all(args, held: bool, root) -> tuple[list[dict], float]:
         rows = []
         t = time.perf_counter()
         for q in questions + oos + facts:
-            keep = {}
-            no, why = refused(tenants[q.tenant], q.question, q.locale, keep)
+            keep = {} if args.keep_features else None
+            no, why, cacheable_ = refused(tenants[q.tenant], q.question, q.locale, keep)
             kind = "oos" if q.source == "clinc150" else ("answerable" if q.answerable else "unanswerable")
             if q.held_out != held:
                 kind = "facts_in_sample"
-            if not args.keep_features:
-                keep = {"cacheable": keep.get("cacheable", False)}
             rows.append({"tenant": q.tenant, "locale": q.locale, "kind": kind, "class": q.kind, "source": q.source,
-                         "question": q.question, "refused": no, "reason": why, **keep})
+                         "question": q.question, "refused": no, "reason": why, "cacheable": cacheable_, **(keep or {})})
         seconds = time.perf_counter() - t
     return rows, seconds
 

@@ -29,6 +29,7 @@ from django.conf import settings
 
 from caching import guards
 from caching.answer_checks.asked import kinds_in
+from caching.answer_checks.text import sentences_of
 
 from retrieval.embeddings import embed_texts
 from retrieval.generations import query_embedder
@@ -754,12 +755,17 @@ _QUESTION_START = re.compile(r"^(?:how|what|whats|what's|when|where|which|who|wh
                              r"should|may|shall|wie|was|wann|wo|welche[rsn]?|kann|können|gibt|ist|sind)\b", re.I)
 
 
+def _asks(text: str) -> bool:
+    """Whether a text asks something ("?" or a question word first), not states it."""
+    return "?" in text or bool(_QUESTION_START.search(text))
+
+
 def _previous_resolution(conversation: Conversation, locale: str) -> Resolution | None:
     """The resolution of the customer's last question before this message: the latest earlier user
     turn that asks something (chatter such as "thanks, that's quick" is passed over)."""
     turns = conversation.turns
     users = [i for i, t in enumerate(turns[:-1]) if t.role == "user" and not _small_talk(t)]
-    asking = [i for i in users if "?" in turns[i].content or _QUESTION_START.search(turns[i].content)]
+    asking = [i for i in users if _asks(turns[i].content)]
     idx = max(asking, default=None)
     if idx is None:  # "I'm asking about Acme Plus." states the subject without a question
         idx = max((i for i in users if len(_topic(turns[i].content, False).split()) >= 2), default=None)
@@ -994,7 +1000,7 @@ def _asked(text: str) -> str:
     """The question a turn asks: its last sentence that asks ("not now thanks. Can I add …?",
     "sorry, quick one - do you sell gift cards?"), or ""."""
     return next((q for q in reversed(re.split(r"(?<=[.!?])\s+|\s+[-–—]\s+", text))
-                 if "?" in q or _QUESTION_START.search(q)), "")
+                 if _asks(q)), "")
 
 
 def _since_fresh_start(history: tuple[Turn, ...]) -> tuple[Turn, ...]:
@@ -1250,7 +1256,7 @@ def _underspecified(message: str, history: tuple[Turn, ...], running: dict[str, 
     if previous is not None and not previous.cacheable:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a question without a subject of its own, after one that was not resolved", history=history)
-    asked = previous is not None and ("?" in previous.message or _QUESTION_START.search(previous.message))
+    asked = previous is not None and _asks(previous.message)
     # a statement that only states conditions ("I'm in Canada.") gives them, which travel anyway, not
     # a topic; one that says what happened ("my order came with a broken lamp") is the topic
     topic = _conversation_topic(history, message) if asked or (
@@ -1297,7 +1303,7 @@ def _answers_assistant(message: str, last_assistant: Turn | None) -> bool:
     """Whether the message answers the assistant's last question ("Would you like a refund or a
     replacement?" / "The replacement would be better"): a statement after a question that is not
     the customary "anything else?"."""
-    return _assistant_asked(last_assistant) and "?" not in message and not _QUESTION_START.search(message)
+    return _assistant_asked(last_assistant) and not _asks(message)
 
 
 def _assistant_asked(last_assistant: Turn | None) -> bool:
@@ -1413,7 +1419,7 @@ def _side_turns(turns: tuple[Turn, ...]) -> set[int]:
     continuing nothing before it), and the assistant's answer to it. Not the first question (it
     sets the conversation up) nor the latest (a follow-up may be about it)."""
     asking = [i for i, t in enumerate(turns) if t.role == "user" and not _small_talk(t)
-              and ("?" in t.content or _QUESTION_START.search(t.content))]
+              and _asks(t.content)]
     users = [i for i, t in enumerate(turns) if t.role == "user"]
     side: set[int] = set()
     for i in asking[:-1]:
@@ -1646,11 +1652,6 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
                       history=history)
 
 
-def _asks(text: str) -> bool:
-    """Whether a customer's turn asks something ("?" or a question word first), not states it."""
-    return "?" in text or bool(_QUESTION_START.search(text.strip()))
-
-
 # What the assistant's answer to a statement told the customer, asked again for an ellipsis's new detail: "I'm
 # thinking about upgrading to Pro." / "Pro costs $9 per month ..." / "and Premier?" asks what Premier costs. The
 # answer's first sentence must name the kind (its verb) and state a figure of it.
@@ -1661,7 +1662,7 @@ _IMPLIED = ((re.compile(r"\b(?:costs?|priced|prices?|fees?|charges?)\b", re.I), 
 def _implied_question(answer: str, slot: str) -> str | None:
     """The question an assistant's answer to a statement answered, for ``slot`` ("How much does Premier cost?"), or
     None when its first sentence names no kind of figure that it states."""
-    first = re.split(r"(?<=[.!?])\s+", answer.strip(), maxsplit=1)[0]
+    first = next(iter(sentences_of(answer)), "")
     for pattern, kind, template in _IMPLIED:
         if pattern.search(first) and kind in kinds_in(first):
             return template.format(slot)

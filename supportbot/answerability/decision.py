@@ -31,7 +31,6 @@ class Verdict:
     passing: frozenset[int] = frozenset()  # the passages (chunk ids) that reach the threshold
     # all of those when the likeliest reaches the locale's store threshold, else none: an answer citing one may be cached
     storable: frozenset[int] = frozenset()
-    store_threshold: float = 0.0
 
 
 def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
@@ -51,11 +50,9 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     probabilities = model.probabilities(rows)
     ok = model.passing(probabilities, stated, locale, grounded)
     passing = frozenset(c for c, good in zip(chunk_ids, ok) if good)
-    # the question is answerable surely enough to cache its answer when its likeliest answering passage reaches the
-    # store threshold; the answer must still cite an answering passage (admission's ``not_answerable``)
-    store = model.store_threshold(locale)
-    sure = any(good and p >= store for good, p in zip(ok, probabilities))
-    storable = passing if sure else frozenset()
+    # an answer may be cached when the question is answerable surely enough (``model.sure``); it must still cite
+    # an answering passage (admission's ``not_answerable``)
+    storable = passing if model.sure(probabilities, ok, locale) else frozenset()
     # the best passage: the likeliest of those that answer, else the likeliest of all
     best = max(range(len(passages)), key=lambda i: (ok[i], probabilities[i]))
     p = float(probabilities[best])
@@ -74,7 +71,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
                        model.version, unseen)
     if ok[best]:
         return Verdict(True, p, threshold, chunk_id, f"answerable: P={p:.3f} >= {threshold:.3f} "
-                       f"({passages[best].article_id})", model.version, unseen, passing, storable, store)
+                       f"({passages[best].article_id})", model.version, unseen, passing, storable)
     detail = f"; the help centre never states {', '.join(unseen[:4])}" if unseen else ""
     if not any(grounded):
         detail += "; no retrieved article states any word the question asks about"

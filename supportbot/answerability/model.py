@@ -47,6 +47,12 @@ class AnswerabilityModel:
         the artefact has none for the locale: the answer threshold alone)."""
         return float(self.thresholds.get(f"{locale}:store", 0.0))
 
+    def sure(self, probabilities: np.ndarray, passing: list[bool], locale: str) -> bool:
+        """Whether the likeliest passing passage reaches the store threshold: the question is answerable surely
+        enough for its answer to be cached."""
+        store = self.store_threshold(locale)
+        return any(ok and p >= store for ok, p in zip(passing, probabilities))
+
     def passing(self, probabilities: np.ndarray, stated: list[bool], locale: str,
                 grounded: list[bool] | None = None) -> list[bool]:
         """Per passage, whether it answers: it reaches the locale's threshold and, when its article leaves a
