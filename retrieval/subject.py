@@ -54,7 +54,12 @@ NOT_SUBJECT = {
         "müsst sollen soll sollte dürfen darf möchten möchte mögen wollen will bekommen bekomme bekommt bekam "
         "kriegen kriege kommen komme kommt gehen geht ging machen mache macht tun tut lassen lasse lässt "
         "passieren passiert bitte gerne noch schon auch mehr viel viele heute jetzt wieder eigentlich kurz echt "
-        "ja nein etwa etwas mal denn doch nun ihr euch euer eure"
+        "ja nein etwa etwas mal denn doch nun ihr euch euer eure "
+        # prepositions, conjunctions and adverbs the configuration's stop list keeps ("Seit wann ...?",
+        # "sobald", "ungefähr"); none says what is asked about
+        "seit ab trotz statt innerhalb außerhalb gemäß bezüglich sowie sowohl sobald solange bevor nachdem "
+        "obwohl dass danach trotzdem bereits gerade immer nie manchmal oft ganz genau bald überhaupt "
+        "vielleicht wohl ungefähr insgesamt normalerweise überall irgendwo irgendwie wirklich"
     ),
 }
 

@@ -19,6 +19,15 @@ def test_german_question_words_and_light_verbs_are_not_subject_terms():
     assert set(subject_terms("german", "Habt ihr Stellenangebote für Studenten?")) == {"stellenangebot", "student"}
 
 
+def test_german_prepositions_and_adverbs_the_stop_list_keeps_are_not_subject_terms():
+    # "seit" survives the configuration's stop list: "Seit wann gibt es Acme?" shared it with "seit Erhalt"
+    # of the returns article and was answered from it
+    assert "seit" in query_terms("german", "Seit wann gibt es Acme?")
+    assert subject_terms("german", "Seit wann gibt es Acme?", "Acme Outfitters") == ()
+    assert set(subject_terms("german", "Wie oft kann ich ungefähr bestellen?")) == {"bestell"}
+    assert set(subject_terms("german", "Seit einer Woche hängt meine Sendung")) == {"woch", "hangt", "sendung"}
+
+
 def test_english_subject_terms_are_the_search_terms():
     question = "Who is the CEO of Acme Outfitters?"
     assert subject_terms("english", question) == tuple(dict.fromkeys(query_terms("english", question)))
