@@ -65,7 +65,7 @@ def refused(tenant, question: str, locale: str, keep: dict | None = None) -> tup
         from supportbot.answerability.decision import evidence
 
         embedder = query_embedder(cached=True)
-        _, _, keep["rows"], keep["stated"], keep["grounded"] = evidence(
+        _, _, keep["rows"], keep["stated"], keep["grounded"], keep["headed"] = evidence(
             generation=active_generation_cached(), tenant_id=tenant.pk, locale=locale, question=question,
             vector=state.vector, passages=state.passages, embed=lambda texts: embed_texts(texts, embedder=embedder))
     if not pipeline.check_answerable(state):
@@ -134,7 +134,7 @@ def rescore(path: str, model) -> list[dict]:
     for r in rows:
         if "rows" in r and len(r["rows"]):
             probabilities = model.probabilities(r["rows"])
-            ok = model.passing(probabilities, r["stated"], r["locale"], r.get("grounded"))
+            ok = model.passing(probabilities, r["stated"], r["locale"], r.get("grounded"), r.get("headed"))
             r["refused"], r["reason"] = not any(ok), "rescored"
             r["cacheable"] = model.sure(probabilities, ok, r["locale"])
     return rows
@@ -211,7 +211,7 @@ def report(args, rows: list[dict], seconds: float) -> None:
             pickle.dump(rows, f)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([{k: v for k, v in r.items() if k not in ("rows", "stated", "grounded")} for r in rows], f, indent=1,
+            json.dump([{k: v for k, v in r.items() if k not in ("rows", "stated", "grounded", "headed")} for r in rows], f, indent=1,
                       ensure_ascii=False)
     figures = {"split": args.split, "questions": len(rows), "oos_per_scope": args.oos, "seconds": round(seconds, 1),
                "model": current_model().version}

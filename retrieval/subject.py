@@ -318,6 +318,15 @@ class Nouns:
     def stated(self, chunk_id: int) -> bool:
         return not self.unstated.get(chunk_id, tuple(self.stems))
 
+    @property
+    def head(self) -> str:
+        """The question's first noun: in a German question, what it asks about ("Wie lange hält der Akku der
+        GPS-Uhr?", "Welche Displaygröße hat die Uhr?"); what follows it names whose or which ("der GPS-Uhr")."""
+        return next(iter(self.stems), "")
+
+    def head_stated(self, chunk_id: int) -> bool:
+        return not self.head or self.head not in self.unstated.get(chunk_id, tuple(self.stems))
+
     def grounded(self, chunk_id: int) -> bool:
         return self.grounds.get(chunk_id, True)
 

@@ -45,10 +45,11 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         every = frozenset(p.chunk_id for p in passages)
         return Verdict(True, 1.0, 0.0, passages[0].chunk_id, f"not checked: {exc}"[:300], passing=every, storable=every)
     chunk_ids = [p.chunk_id for p in passages]
-    subject, nouns, rows, stated, grounded = evidence(generation=generation, tenant_id=tenant_id, locale=locale,
-                                                      question=question, vector=vector, passages=passages, embed=embed)
+    subject, nouns, rows, stated, grounded, headed = evidence(
+        generation=generation, tenant_id=tenant_id, locale=locale, question=question, vector=vector,
+        passages=passages, embed=embed)
     probabilities = model.probabilities(rows)
-    ok = model.passing(probabilities, stated, locale, grounded)
+    ok = model.passing(probabilities, stated, locale, grounded, headed)
     passing = frozenset(c for c, good in zip(chunk_ids, ok) if good)
     # an answer may be cached when the question is answerable surely enough (``model.sure``); it must still cite
     # an answering passage (admission's ``not_answerable``)
@@ -56,7 +57,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     # the best passage: the likeliest of those that answer, else the likeliest of all
     best = max(range(len(passages)), key=lambda i: (ok[i], probabilities[i]))
     p = float(probabilities[best])
-    threshold = model.threshold(locale) if stated[best] else model.nouns_threshold(locale)
+    threshold = model.needed(stated[best], headed[best], locale)
     unseen = tuple(subject.unseen())
     chunk_id = passages[best].chunk_id
     tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
@@ -85,13 +86,15 @@ def evidence(*, generation: IndexGeneration, tenant_id: int, locale: str, questi
              passages: Sequence, embed: Callable[[list[str]], np.ndarray]):
     """What the model reads of ``passages``: the question's subject, its nouns (or None), one row of
     ``features.NAMES`` a passage, per passage whether its article states every noun, and per passage
-    whether its article states any subject term at all (``retrieval.subject.grounded``)."""
+    whether its article states any subject term at all (``retrieval.subject.grounded``), and per passage whether
+    its article states the question's first noun (``Nouns.head``)."""
     chunk_ids = [p.chunk_id for p in passages]
     subject = subject_of(generation, tenant_id, locale, question, chunk_ids)
     nouns = nouns_of(generation, tenant_id, locale, question, chunk_ids, subject.terms)
     rows = pair_features(passages, subject, unit_similarities(passages, vector, embed), locale, question)
     return (subject, nouns, rows, [nouns is None or nouns.stated(c) for c in chunk_ids],
-            [nouns is None or nouns.grounded(c) for c in chunk_ids])
+            [nouns is None or nouns.grounded(c) for c in chunk_ids],
+            [nouns is None or nouns.head_stated(c) for c in chunk_ids])
 
 
 def related_articles(passages: Sequence, limit: int = MAX_RELATED) -> list[dict]:

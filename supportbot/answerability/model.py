@@ -25,7 +25,8 @@ class AnswerabilityModel:
     mean: np.ndarray
     scale: np.ndarray
     # locale -> least P(answers) of an answerable question; "default" too; "<locale>:nouns" -> the least P of a
-    # passage whose article does not state every noun of the question (``retrieval.subject.nouns_of``)
+    # passage whose article does not state every noun of the question (``retrieval.subject.nouns_of``); "<locale>:head"
+    # -> the least P of a passage whose article does not state the question's first noun (what it asks about)
     thresholds: dict[str, float]
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
@@ -42,6 +43,12 @@ class AnswerabilityModel:
         the locale's own)."""
         return max(self.threshold(locale), float(self.thresholds.get(f"{locale}:nouns", 0.0)))
 
+    def head_threshold(self, locale: str) -> float:
+        """The threshold for a passage whose article leaves the question's first noun unstated (``Nouns.head``:
+        "Wie lange hält der Akku der GPS-Uhr?" asks about the battery, not the watch); never below the nouns
+        threshold."""
+        return max(self.nouns_threshold(locale), float(self.thresholds.get(f"{locale}:head", 0.0)))
+
     def store_threshold(self, locale: str) -> float:
         """The least probability of a passage an answer cites for the answer to enter a shared cache (0 where
         the artefact has none for the locale: the answer threshold alone)."""
@@ -54,13 +61,21 @@ class AnswerabilityModel:
         return any(ok and p >= store for ok, p in zip(passing, probabilities))
 
     def passing(self, probabilities: np.ndarray, stated: list[bool], locale: str,
-                grounded: list[bool] | None = None) -> list[bool]:
+                grounded: list[bool] | None = None, headed: list[bool] | None = None) -> list[bool]:
         """Per passage, whether it answers: it reaches the locale's threshold and, when its article leaves a
-        noun of the question unstated, the higher nouns threshold; a passage whose article states none of the
-        question's subject terms (``grounded`` False, ``SUBJECT_GROUNDED_LOCALES``) never answers."""
-        low, high = self.threshold(locale), self.nouns_threshold(locale)
+        noun of the question unstated, the higher nouns threshold, or the head threshold when that noun is the
+        question's first (``headed`` False); a passage whose article states none of the question's subject terms
+        (``grounded`` False, ``SUBJECT_GROUNDED_LOCALES``) never answers."""
         grounded = [True] * len(stated) if grounded is None else grounded
-        return [bool(g and p >= (low if ok else high)) for p, ok, g in zip(probabilities, stated, grounded)]
+        headed = [True] * len(stated) if headed is None else headed
+        return [bool(g and p >= self.needed(ok, h, locale))
+                for p, ok, g, h in zip(probabilities, stated, grounded, headed)]
+
+    def needed(self, stated: bool, headed: bool, locale: str) -> float:
+        """The probability a passage must reach: by whether its article states every noun of the question, and
+        its first."""
+        return self.threshold(locale) if stated else self.nouns_threshold(locale) if headed else \
+            self.head_threshold(locale)
 
     @classmethod
     def from_dict(cls, data: dict) -> "AnswerabilityModel":

@@ -55,6 +55,9 @@ TARGET_BY_LOCALE = {"de": 0.01}
 # The further share of a locale's answerable training questions that the nouns threshold may hand off (a
 # synonym the articles do not use, "Kennwort" for "Passwort", leaves a noun unstated as an unknown subject does).
 TARGET_NOUNS_EXTRA = 0.01
+# And the further share the head threshold may hand off: a passage whose article does not state the question's
+# first noun, what it asks about ("Wie lange hält der Akku der GPS-Uhr?" against the watch's returns passage).
+TARGET_HEAD_EXTRA = 0.01
 # The share of the answerable training questions (out of fold) that are answered but whose answer is not cached:
 # their best answering passage falls below the locale's store threshold ("<locale>:store", admission's
 # ``uncertain_answerable``). A cache repeats an answer to every later customer, so it asks for more certainty than
@@ -96,6 +99,11 @@ class Asked:
     def stated(self) -> list[bool]:
         """Per passage, whether its article states every noun of the question."""
         return [self.nouns is None or self.nouns.stated(p.chunk_id) for p in self.passages]
+
+    @property
+    def headed(self) -> list[bool]:
+        """Per passage, whether its article states the question's first noun (``Nouns.head``)."""
+        return [self.nouns is None or self.nouns.head_stated(p.chunk_id) for p in self.passages]
 
     @property
     def grounded(self) -> list[bool]:
@@ -196,18 +204,24 @@ def out_of_fold(asked: list[Asked]) -> list[np.ndarray]:
     return scores
 
 
-def _refused(scored: list[tuple[np.ndarray, list[bool]]], low: float, high: float) -> list[bool]:
-    """Per question, whether no passage answers it under thresholds ``low`` and ``high`` (``model.passing``;
-    a passage that is not grounded comes with probability -1 and never answers)."""
-    return [not any(p >= (low if ok else high) for p, ok in zip(ps, stated)) for ps, stated in scored]
+def _needed(stated: bool, headed: bool, low: float, high: float, head: float | None) -> float:
+    return low if stated else high if headed or head is None else head
 
 
-def _answering(scored: list[tuple[np.ndarray, list[bool]]], low: float, high: float) -> list[float]:
-    """Of the questions some passage answers under thresholds ``low`` and ``high``, the best answering
+def _refused(scored: list[tuple], low: float, high: float, head: float | None = None) -> list[bool]:
+    """Per question (its passages' probabilities, whether each article states every noun, and the first), whether
+    no passage answers it under thresholds ``low``, ``high`` and ``head`` (``model.passing``; a passage that is
+    not grounded comes with probability -1 and never answers)."""
+    return [not any(p >= _needed(ok, h, low, high, head) for p, ok, h in zip(ps, stated, headed))
+            for ps, stated, headed in scored]
+
+
+def _answering(scored: list[tuple], low: float, high: float, head: float | None = None) -> list[float]:
+    """Of the questions some passage answers under thresholds ``low``, ``high`` and ``head``, the best answering
     passage's probability (the store threshold is read against it)."""
     out = []
-    for ps, stated in scored:
-        ok = [float(p) for p, st in zip(ps, stated) if p >= (low if st else high)]
+    for ps, stated, headed in scored:
+        ok = [float(p) for p, st, h in zip(ps, stated, headed) if p >= _needed(st, h, low, high, head)]
         if ok:
             out.append(max(ok))
     return out
@@ -221,36 +235,46 @@ def _gated(a: Asked, scores: np.ndarray) -> np.ndarray:
 def calibrate(asked: list[Asked], scores: list[np.ndarray]) -> tuple[dict[str, float], dict]:
     """Per locale, the threshold under which at most the locale's target share of the answerable
     training questions fall (out of fold); where the locale's nouns are read, the highest nouns threshold
-    that hands off at most ``TARGET_NOUNS_EXTRA`` more of them; the store threshold under which
+    that hands off at most ``TARGET_NOUNS_EXTRA`` more of them and the highest head threshold that hands off
+    ``TARGET_HEAD_EXTRA`` more again; the store threshold under which
     ``TARGET_STORE_MISS`` of those answered fall (answered, not cached); and what they do to the unanswerable ones."""
     thresholds, report = {}, {}
     for locale in sorted({a.question.locale for a in asked}):
         mine = [(a, s) for a, s in zip(asked, scores) if a.question.locale == locale]
-        pos = [(_gated(a, s), a.stated) for a, s in mine if a.question.answerable]
-        neg = [(_gated(a, s), a.stated) for a, s in mine if not a.question.answerable]
+        pos = [(_gated(a, s), a.stated, a.headed) for a, s in mine if a.question.answerable]
+        neg = [(_gated(a, s), a.stated, a.headed) for a, s in mine if not a.question.answerable]
         if not pos:
             continue
         target = TARGET_BY_LOCALE.get(locale, TARGET_ANSWERABLE_REFUSED)
-        best = sorted(float(s.max()) if len(s) else 0.0 for s, _ in pos)
+        best = sorted(float(s.max()) if len(s) else 0.0 for s, _, _ in pos)
         k = int(np.floor(target * len(pos)))
         t = max(0.0, best[k] - 1e-6 if k < len(best) else best[-1])  # a question none grounds falls anyway
         thresholds[locale] = round(float(t), 6)
         high = t
         if any(a.nouns is not None for a, _ in mine):
             allowed = int(np.floor((target + TARGET_NOUNS_EXTRA) * len(pos)))
-            candidates = sorted({float(p) for s, _ in pos for p in s if p > t})
+            candidates = sorted({float(p) for s, _, _ in pos for p in s if p > t})
             for c in candidates:  # the refused count only grows with the threshold
                 if sum(_refused(pos, t, c + 1e-6)) > allowed:
                     break
                 high = c + 1e-6
             thresholds[f"{locale}:nouns"] = round(float(high), 6)
-        answered = sorted(_answering(pos, t, high))
+        head = None
+        if any(a.nouns is not None for a, _ in mine):
+            head = high
+            allowed = int(np.floor((target + TARGET_NOUNS_EXTRA + TARGET_HEAD_EXTRA) * len(pos)))
+            for c in sorted({float(p) for s, _, _ in pos for p in s if p > high}):
+                if sum(_refused(pos, t, high, c + 1e-6)) > allowed:
+                    break
+                head = c + 1e-6
+            thresholds[f"{locale}:head"] = round(float(head), 6)
+        answered = sorted(_answering(pos, t, high, head))
         store = answered[int(np.floor(TARGET_STORE_MISS * len(answered)))] - 1e-6 if answered else t
         thresholds[f"{locale}:store"] = round(float(max(store, t)), 6)
-        wrongly = _answering(neg, t, high)
+        wrongly = _answering(neg, t, high, head)
         report[locale] = {"answerable": len(pos), "unanswerable": len(neg),
-                          "answerable_refused": round(sum(_refused(pos, t, high)) / len(pos), 4),
-                          "unanswerable_refused": round(sum(_refused(neg, t, high)) / max(1, len(neg)), 4),
+                          "answerable_refused": round(sum(_refused(pos, t, high, head)) / len(pos), 4),
+                          "unanswerable_refused": round(sum(_refused(neg, t, high, head)) / max(1, len(neg)), 4),
                           "answerable_answered_not_cached": round(sum(p < store for p in answered) / len(pos), 4),
                           "unanswerable_cacheable": round(sum(p >= store for p in wrongly) / max(1, len(neg)), 4)}
     thresholds["default"] = min(v for k, v in thresholds.items() if ":" not in k)

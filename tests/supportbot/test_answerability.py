@@ -191,6 +191,25 @@ def test_a_german_passage_whose_article_does_not_state_the_asked_noun_needs_the_
         assert verdict.answerable == (verdict.probability >= verdict.threshold)
 
 
+def test_a_german_passage_whose_article_does_not_state_the_first_noun_needs_the_head_threshold(acme, tmp_path):
+    """"Welches Gewicht hat die GPS-Uhr?" asks about a weight; the returns and warranty articles name the GPS
+    watch but no weight: their passages must reach the head threshold. "Haben Sie ein Lager in Dresden?" asks about
+    a warehouse, which the article states; only a later noun (Dresden) is unstated, so the nouns threshold
+    decides, however high the head threshold is."""
+    model = artefact_with(tmp_path, **{"de:head": 0.999, "de:nouns": 0.0})
+    with override_settings(ANSWERABILITY_MODEL=model, NAME_CHECK_LOCALES=[]):
+        outcome = ask(acme, "Welches Gewicht hat die GPS-Uhr?", "de")
+        assert_handed_off(outcome, acme, "de")
+        assert "< 0.999" in outcome.reason, outcome.reason
+        state = pipeline.prepare(pipeline.Asker(acme, "de"), "Haben Sie ein Lager in Dresden?")
+        pipeline.retrieve(state)
+        if state.vector is None:
+            state.vector = pipeline.embed_question(state)
+        pipeline.check_answerable(state)
+        own = json.loads(model.read_text())["thresholds"]["de"]
+        assert state.answerability.threshold == pytest.approx(own)
+
+
 def test_a_german_question_whose_nouns_the_article_states_is_answered(demo):
     """Every noun stated, one through the parts of a compound ("Expressversand" = "Express" + "Versand")."""
     outcome = ask(demo["acme"], "Wie lange dauert der Expressversand nach Deutschland?", "de")
@@ -203,7 +222,7 @@ def test_a_german_passage_whose_article_states_no_subject_term_never_answers(acm
     compound whose head alone an article has ("Studentenrabatt", "Rabatt") is handed off whatever the
     model's probability, here with every threshold at 0; a compound stated through its parts is answered.
     ``SUBJECT_GROUNDED_LOCALES`` empty turns the rule off."""
-    zero = {"de": 0.0, "de:nouns": 0.0, "default": 0.0}
+    zero = {"de": 0.0, "de:nouns": 0.0, "de:head": 0.0, "default": 0.0}
     with override_settings(ANSWERABILITY_MODEL=artefact_with(tmp_path, **zero)):
         outcome = ask(acme, "Gibt es einen Studentenrabatt?", "de")
         assert_handed_off(outcome, acme, "de")

@@ -68,7 +68,7 @@ def test_the_nouns_threshold_is_calibrated_above_the_locales_own_within_its_extr
 
     def asked(answerable, p, stated):
         q = data.Question("acme", "de", "q", answerable, (), "x", "k", False)
-        return SimpleNamespace(question=q, stated=[stated], grounded=[True], nouns=object()), np.array([p])
+        return SimpleNamespace(question=q, stated=[stated], grounded=[True], headed=[True], nouns=object()), np.array([p])
 
     rows = [asked(True, 0.5 + i / 1000, True) for i in range(90)]
     rows += [asked(True, p, False) for p in (0.02, 0.05, 0.10, 0.20, 0.30, 0.40, 0.45, 0.60, 0.70, 0.80)]
@@ -82,6 +82,34 @@ def test_the_nouns_threshold_is_calibrated_above_the_locales_own_within_its_extr
     assert thresholds["default"] == low  # a nouns threshold is never a locale's default
 
 
+def test_the_head_threshold_is_calibrated_above_the_nouns_threshold_within_its_extra_share():
+    """``train.calibrate``: a passage whose article leaves the question's first noun unstated ("Akku" of "Wie
+    lange hält der Akku der GPS-Uhr?") must reach the head threshold, the highest that hands off at most
+    ``TARGET_HEAD_EXTRA`` more of the answerable questions than the nouns threshold does."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    def asked(answerable, p, stated, headed):
+        q = data.Question("acme", "de", "q", answerable, (), "x", "k", False)
+        return SimpleNamespace(question=q, stated=[stated], grounded=[True], headed=[headed],
+                               nouns=object()), np.array([p])
+
+    rows = [asked(True, 0.5 + i / 1000, True, True) for i in range(90)]
+    rows += [asked(True, p, False, True) for p in (0.02, 0.05, 0.30, 0.40, 0.70)]
+    rows += [asked(True, p, False, False) for p in (0.08, 0.12, 0.16, 0.60, 0.80)]
+    rows += [asked(False, p, False, False) for p in (0.07, 0.11, 0.15, 0.9)]
+    thresholds, report = train.calibrate([a for a, _ in rows], [s for _, s in rows])
+    low, high, head = thresholds["de"], thresholds["de:nouns"], thresholds["de:head"]
+    assert low == pytest.approx(0.05, abs=1e-5) and 0.05 < high <= 0.08
+    assert 0.08 < head <= 0.12  # 1% more again: 0.08, its first noun unstated, falls; 0.12 not
+    assert report["de"]["answerable_refused"] == 0.03
+    assert report["de"]["unanswerable_refused"] == 0.25  # 0.07, below the head threshold; 0.11 reaches it
+    with_head = train._refused([(np.array([0.07]), [False], [False])], low, high, head)
+    without = train._refused([(np.array([0.07]), [False], [False])], low, high)
+    assert with_head == [True] and without == [False]
+
+
 def test_a_passage_that_is_not_grounded_counts_as_handing_off_in_calibration():
     """``train.calibrate`` applies ``model.passing``'s grounding rule: an answerable question whose passages
     state none of its subject terms is handed off whatever their probability, and uses the locale's budget."""
@@ -91,7 +119,7 @@ def test_a_passage_that_is_not_grounded_counts_as_handing_off_in_calibration():
 
     def asked(answerable, p, grounded=True):
         q = data.Question("acme", "de", "q", answerable, (), "x", "k", False)
-        return SimpleNamespace(question=q, stated=[True], grounded=[grounded], nouns=object()), np.array([p])
+        return SimpleNamespace(question=q, stated=[True], grounded=[grounded], headed=[True], nouns=object()), np.array([p])
 
     rows = [asked(True, 0.5 + i / 1000, True) for i in range(97)]
     rows += [asked(True, 0.99, False), asked(True, 0.10), asked(True, 0.20)]
@@ -112,7 +140,7 @@ def test_the_store_threshold_leaves_its_share_of_answered_questions_uncached(mon
 
     def asked(answerable, p):
         q = data.Question("acme", "en", "q", answerable, (), "x", "k", False)
-        return SimpleNamespace(question=q, stated=[True], grounded=[True], nouns=None), np.array([p])
+        return SimpleNamespace(question=q, stated=[True], grounded=[True], headed=[True], nouns=None), np.array([p])
 
     monkeypatch.setattr(train, "TARGET_STORE_MISS", 0.15)
     rows = [asked(True, 0.30 + i / 100) for i in range(60)]  # 0.30 .. 0.89
