@@ -908,8 +908,14 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
         return _continuing(message, history, running, last_assistant, why)
     related = _related_turns(message, history)
     # the customer's country, plan and day, stated or asked about (the latest of each kind), where
-    # they bear on the question: "what time do you open?" after "I'm coming to the Leeds branch"
-    stated = _running(tuple(t for t in _since_fresh_start(history) if t.role == "user"))
+    # they bear on the question: "what time do you open?" after "I'm coming to the Leeds branch". A detail
+    # asked about inside a question of theirs frames the questions that follow it until they ask another:
+    # "Do you have a branch in Leeds?", then "What are your opening hours?" is asked of Leeds; "Do you
+    # deliver to Ireland?", "How do I reset my password?", then "What are your opening hours?" is not (a
+    # later question on the Irish delivery's topic still carries it: ``related`` below)
+    users = [t for t in _since_fresh_start(history) if t.role == "user"]
+    latest = max((i for i, t in enumerate(users) if _asked(t.content)), default=-1)
+    stated = _running(tuple(t for i, t in enumerate(users) if i == latest or not _asked(t.content)))
     bearing = {v: k for v, k in stated.items() if k in ("place", "tier", "day") and _bears_on(message, k)}
     # a sum of money the customer means to send, pay or top up bears on fees, limits and timings
     bearing.update({v: k for v, k in stated.items() if k == "amount" and _MONEY.search(v) and _bears_on(message, "money")})

@@ -388,6 +388,27 @@ def test_a_condition_stated_earlier_travels_with_a_standalone_question():
 
 
 @pytest.mark.django_db
+def test_a_detail_asked_about_frames_the_next_question_until_the_customer_asks_another():
+    """A detail inside a question of the customer's frames what they ask next ("Do you have a branch in Leeds?",
+    then the opening hours are Leeds's); once they have asked about something else, a standalone question is no
+    longer asked of it, and two conversations that differ only in that earlier question share its answer."""
+    leeds = last_question("Do you have a branch in Leeds?", "Yes, our Leeds branch is on Briggate.",
+                          "What are your opening hours on Saturday?")
+    assert "leeds" in leeds.casefold()
+    rome = last_question("I'm flying to Rome on Friday, will my card work there?", "Yes, it works worldwide.",
+                         "What is the fee for cash withdrawals?")
+    assert "rome" in rome.casefold()
+    after = [last_question(f"Do you deliver to {place}?", "Yes, in 3-5 days.", "Great. Also, how do I reset my password?",
+                           "Use the forgot password link.", "What are your opening hours on Saturday?")
+             for place in ("Ireland", "Canada")]
+    assert after == ["What are your opening hours on Saturday?"] * 2
+    # a later question on the first one's topic still carries its detail
+    shipping = last_question("Do you deliver to Ireland?", "Yes, in 3-5 days.", "How do I reset my password?",
+                             "Use the forgot password link.", "How much does delivery cost?")
+    assert "ireland" in shipping.casefold()
+
+
+@pytest.mark.django_db
 def test_irrelevant_history_leaves_a_standalone_question_alone():
     r = resolve(Conversation((Turn("user", "My Flixora subscription renews on the 14th, I barely use it."),
                               Turn("assistant", "I can help with that."),
