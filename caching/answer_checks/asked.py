@@ -764,4 +764,5 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           _ACTION_EN.pattern, _ACTION_DE.pattern, _DE_PARTICLE.pattern, sorted(map(sorted, _ACTION_SYNONYMS)),
                           MINIMUM_QUESTION.pattern, _LOWER_BOUND.pattern, _SIZE.pattern,
                           sorted((k, p.pattern) for k, p in NAME_HEADS.items()), _NAMED_COMPANY.pattern,
-                          _DAY.pattern, _DAY_RANGE.pattern, _EVERY_DAY.pattern, "action particle: back"]
+                          _DAY.pattern, _DAY_RANGE.pattern, _EVERY_DAY.pattern, "action particle: back",
+                          _ASKS_IN_WORDS.pattern, "the question's own 'free' is its condition: a figure answers it"]

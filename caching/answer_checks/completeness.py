@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, asked_action,
+                                         asks_in_words, figure_stated,
                                          asks_minimum, asked_day, case_fit, covers_day, holds_action, name_head,
                                          names_head, states_minimum,
                                          currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
@@ -139,8 +140,12 @@ class CompletenessCheck(AnswerCheck):
             return None
         asked_words = terms(evidence.question)
         action = asked_action(evidence.question) if wanted.kind == "duration" else ""
+        # "free" or "straight away" in the question is its condition, not its answer: "Ab welchem Bestellwert ist der
+        # Versand kostenlos?" is answered by an order value, never by another service's "ist kostenlos"
+        figure = asks_in_words(evidence.question)
         stating = [(h, t) for h, t in lines if any(
             wanted.kind in kinds_in(sentence) and special_fit(wanted, sentence) >= 0
+            and (not figure or figure_stated(wanted.kind, sentence))
             and (wanted.kind == "size" or not foreign_instruction(sentence, asked_words) or holds_action(action, sentence))
             for sentence in sentences_of(t))
             and not self._from_foreign_plan(wanted, evidence, t)]

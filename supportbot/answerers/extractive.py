@@ -259,8 +259,9 @@ class ExtractiveAnswerer(Answerer):
             wanted.kind == "duration" and another_things_duration(question, unit.text))
         # an amount or a length of time said only in words ("at no extra cost" of standard orders, "answered straight
         # away" by the assistant) leads only where no unit states it as a figure: "What does Saturday delivery cost?"
-        # wants "The surcharge is $14.99"; "Is it free?" is asked in words and answered by them
-        states = states and (asking.figure_stated(wanted.kind, unit.text) or asking.asks_in_words(question))
+        # wants "The surcharge is $14.99". ("Is it free?" asks yes or no, which no figure answers.) Words the question
+        # says itself are its condition: "Ab welchem Bestellwert ist der Versand kostenlos?" wants the order value
+        states = states and asking.figure_stated(wanted.kind, unit.text)
         if states and fit >= 0:
             fit = min(fit, asking.special_fit(wanted, unit.text), context_fit(wanted, passage, unit))
         # the asked event named in another word than the question's ("email" for "get"): the literal word

@@ -459,3 +459,21 @@ def test_a_figure_is_a_number_of_the_kind_not_words(kind, text, figure):
 def test_a_question_in_words_asks_for_words():
     assert asks_in_words("Is return shipping free?") and asks_in_words("Kommt das Paket am selben Tag an?")
     assert not asks_in_words("What does Saturday delivery cost?")
+
+
+@pytest.mark.parametrize("question, answer, figure, path", [
+    # the German fresh set of the ninth session: the Denver store's free pickup, admitted and served again
+    ("Ab welchem Bestellwert ist der Versand nach Österreich kostenlos?",
+     "Die Abholung in unserem Basecamp Flagship-Store in Denver ist kostenlos. [1]",
+     "Deutschland und Österreich: Standard mit DHL (2–4 Werktage): 4,95 €, kostenlos ab einem Bestellwert über 75 € [1]",
+     "acme/de/shipping-times-and-costs.md"),
+    ("How much do I have to spend in the US to get free standard shipping?",
+     "Store pickup at the Basecamp flagship store in Denver is free. [1]",
+     "United States: Standard shipping is free on orders over $75. [1]",
+     "acme/en/shipping-times-and-costs.md"),
+])
+def test_free_in_the_question_is_its_condition_and_a_figure_answers_it(question, answer, figure, path):
+    locale = "de" if "/de/" in path else "en"
+    refusal = CompletenessCheck().refusal(evidence(question, answer, path, locale))
+    assert refusal is not None and "states none" in refusal.detail, refusal
+    assert CompletenessCheck().refusal(evidence(question, figure, path, locale)) is None
