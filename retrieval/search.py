@@ -33,7 +33,7 @@ from core.redis_client import RedisUnavailable, get_redis, redis_available, redi
 from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
 
-RETRIEVAL_VERSION = "hybrid-rrf-2"  # bump when the way passages are found or ranked changes
+RETRIEVAL_VERSION = "hybrid-rrf-3"  # bump when the way passages are found or ranked changes
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def compound_alternatives(generation_id: int, tenant_id: int, locale: str, terms
     """For languages that glue words together (German: "Standardversand", "Erstattungsreferenz"), the
     scope's words that an unknown question word ends with, or that end with it: the compound's head
     carries its meaning ("Versand", "Referenz"). Words shorter than ``MIN_COMPOUND_PART`` are never parts.
-    One scan of the scope's words, made only for question words no passage has."""
+    One scan of the scope's words, made only for question words no passage has and long ones (``LONG_COMPOUND``)."""
     if not terms:
         return {}
     words, scope = scope_words_sql()
@@ -149,6 +149,8 @@ def compound_alternatives(generation_id: int, tenant_id: int, locale: str, terms
 
 
 MIN_COMPOUND_PART = 5
+# A question word this long is read as a compound of its parts as well, even where some passage has it whole.
+LONG_COMPOUND = 2 * MIN_COMPOUND_PART
 
 
 def text_matches(generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
@@ -164,7 +166,10 @@ def text_matches(generation: IndexGeneration, tenant_id: int, locale: str, quest
     groups = {t: [t] for t in terms}
     weights, df = term_weights(scope, groups)
     if config in settings.TEXT_SEARCH_COMPOUNDS:
-        expanded = compound_alternatives(generation.pk, tenant_id, locale, [t for t in terms if not df[t]])
+        # a word no passage has, and a long compound whatever the passages have: "Standardversand" is said whole
+        # only in the Plus article, while the shipping article says "Standard" under "Versandkosten"
+        expanded = compound_alternatives(generation.pk, tenant_id, locale,
+                                         [t for t in terms if not df[t] or len(t) >= LONG_COMPOUND])
         if expanded:
             groups.update({t: [t, *parts] for t, parts in expanded.items()})
             weights, df = term_weights(scope, groups)
