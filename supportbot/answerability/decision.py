@@ -53,7 +53,10 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     passing = frozenset(c for c, good in zip(chunk_ids, ok) if good)
     # an answer may be cached when the question is answerable surely enough (``model.sure``); it must still cite
     # an answering passage (admission's ``not_answerable``)
-    storable = passing if model.sure(probabilities, ok, locale) else frozenset()
+    # A German question that names nothing ("Wie alt bist du?") rests on a verb or an adjective it shares with a passage
+    # ("alt" of "altes Passwort"): shown, never cached
+    named = nouns is None or bool(nouns.stems)
+    storable = passing if named and model.sure(probabilities, ok, locale) else frozenset()
     # the best passage: the likeliest of those that answer, else the likeliest of all
     best = max(range(len(passages)), key=lambda i: (ok[i], probabilities[i]))
     p = float(probabilities[best])

@@ -256,3 +256,20 @@ def test_an_answer_below_the_store_threshold_is_shown_and_recorded_but_never_cac
         with override_settings(ANSWERABILITY_STORE_CHECK=False):
             off = ask(acme, question)
         assert CacheDecision.objects.get(ask__request_id=off.request_id, layer="admission").disposition == "stored"
+
+
+def test_a_german_question_that_names_nothing_is_never_cached(acme, settings):
+    """"Wie alt bist du?" shares only "alt" with the password article ("altes Passwort"); whatever it is answered
+    with, it is not cached (it was served from the exact cache on the second ask). A question naming what it asks
+    about is cached as before."""
+    settings.VLLM_BASE_URL, settings.ASK_ANSWERER = "", "extractive"
+    question = "Wie alt bist du?"
+    first, second = ask(acme, question, "de"), ask(acme, question, "de")
+    assert second.layer == AskEvent.ServingLayer.NONE
+    for outcome in (first, second):
+        if outcome.status == AskEvent.Status.ANSWERED:
+            decision = CacheDecision.objects.get(ask__request_id=outcome.request_id, layer="admission")
+            assert decision.reason.startswith("uncertain_answerable"), decision.reason
+    named = "Wie lange dauert der Expressversand nach Deutschland?"
+    ask(acme, named, "de")
+    assert ask(acme, named, "de").layer == AskEvent.ServingLayer.EXACT
