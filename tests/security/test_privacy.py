@@ -104,7 +104,9 @@ def _latency_class(request_id: str) -> list[tuple[str, str]]:
 def test_a_caller_in_another_tenant_cannot_tell_a_question_was_asked(client, demo, offers, dead_model,
                                                                       no_rate_limits):
     acme, initech = demo["acme"], demo["initech"]
-    asked, control = "How long is the warranty on a television?", "How long is the warranty on headphones?"
+    # both products are named in initech's warranty article, so both questions take the same path there whatever
+    # the answerability thresholds are
+    asked, control = "How long is the warranty on a coffee machine?", "How long is the warranty on a robot vacuum?"
     # the question is asked in acme (its vector and search results cached), then answered and admitted
     api_post(client, "acme", {"question": asked})
     offers.offer(pipeline.Asker(acme, "en", "someone"), asked)
