@@ -914,14 +914,15 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     # deliver to Ireland?", "How do I reset my password?", then "What are your opening hours?" is not (a
     # later question on the Irish delivery's topic still carries it: ``related`` below)
     users = [t for t in _since_fresh_start(history) if t.role == "user"]
-    latest = max((i for i, t in enumerate(users) if _asked(t.content)), default=-1)
-    stated = _running(tuple(t for i, t in enumerate(users) if i == latest or not _asked(t.content)))
+    asking = [bool(_asked(t.content)) for t in users]
+    latest = max((i for i, a in enumerate(asking) if a), default=-1)
+    stated = _running(tuple(t for i, t in enumerate(users) if i == latest or not asking[i]))
     bearing = {v: k for v, k in stated.items() if k in ("place", "tier", "day") and _bears_on(message, k)}
     # a sum of money the customer means to send, pay or top up bears on fees, limits and timings
     bearing.update({v: k for v, k in stated.items() if k == "amount" and _MONEY.search(v) and _bears_on(message, "money")})
     # and an age ("I'm 16", "my daughter is 11") bears on who may open, hold or apply for something
     if _bears_on(message, "age"):
-        bearing.update(_ages(tuple(t for t in _since_fresh_start(history) if t.role == "user")))
+        bearing.update(_ages(tuple(users)))
     # and where the customer is or is going and when, from any turn of theirs since the topic was last
     # closed, a wander or not ("I'm in Thailand for the week" ... "Which ATMs am I allowed to use?"):
     # which questions such a detail bears on no word list can say, so it travels unless the message

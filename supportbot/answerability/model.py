@@ -17,6 +17,14 @@ class ModelUnavailable(Exception):
     pass
 
 
+def required(stated: bool, headed: bool, low: float, high: float, head: float | None = None) -> float:
+    """The probability a passage must reach under thresholds ``low`` (its article states every noun of the
+    question), ``high`` (it leaves a noun unstated) and ``head`` (it leaves the first noun unstated; ``None``:
+    ``high``). One rule for the artefact (``AnswerabilityModel.needed``) and for calibration, which tries
+    candidate thresholds before there is an artefact."""
+    return low if stated else high if headed or head is None else head
+
+
 @dataclass(frozen=True)
 class AnswerabilityModel:
     version: str
@@ -74,8 +82,8 @@ class AnswerabilityModel:
     def needed(self, stated: bool, headed: bool, locale: str) -> float:
         """The probability a passage must reach: by whether its article states every noun of the question, and
         its first."""
-        return self.threshold(locale) if stated else self.nouns_threshold(locale) if headed else \
-            self.head_threshold(locale)
+        return required(stated, headed, self.threshold(locale), self.nouns_threshold(locale),
+                        self.head_threshold(locale))
 
     @classmethod
     def from_dict(cls, data: dict) -> "AnswerabilityModel":

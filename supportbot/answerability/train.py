@@ -45,6 +45,7 @@ from retrieval.subject import nouns_of, subject_of
 from supportbot import pipeline
 from supportbot.answerability import data
 from supportbot.answerability.features import NAMES, pair_features, unit_similarities
+from supportbot.answerability.model import required
 from supportbot.services import TENANT_FIELDS
 
 TARGET_ANSWERABLE_REFUSED = 0.025
@@ -204,15 +205,11 @@ def out_of_fold(asked: list[Asked]) -> list[np.ndarray]:
     return scores
 
 
-def _needed(stated: bool, headed: bool, low: float, high: float, head: float | None) -> float:
-    return low if stated else high if headed or head is None else head
-
-
 def _refused(scored: list[tuple], low: float, high: float, head: float | None = None) -> list[bool]:
     """Per question (its passages' probabilities, whether each article states every noun, and the first), whether
     no passage answers it under thresholds ``low``, ``high`` and ``head`` (``model.passing``; a passage that is
     not grounded comes with probability -1 and never answers)."""
-    return [not any(p >= _needed(ok, h, low, high, head) for p, ok, h in zip(ps, stated, headed))
+    return [not any(p >= required(ok, h, low, high, head) for p, ok, h in zip(ps, stated, headed))
             for ps, stated, headed in scored]
 
 
@@ -221,7 +218,7 @@ def _answering(scored: list[tuple], low: float, high: float, head: float | None 
     passage's probability (the store threshold is read against it)."""
     out = []
     for ps, stated, headed in scored:
-        ok = [float(p) for p, st, h in zip(ps, stated, headed) if p >= _needed(st, h, low, high, head)]
+        ok = [float(p) for p, st, h in zip(ps, stated, headed) if p >= required(st, h, low, high, head)]
         if ok:
             out.append(max(ok))
     return out
