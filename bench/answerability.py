@@ -18,7 +18,11 @@ The held-out data (``supportbot.answerability.data``), never trained or calibrat
   the retrieval set's ``test`` split and the questions of ``kb/questions.jsonl`` whose article is in the
   held-out fold;
 - ``oos``: CLINC150's ``oos_test`` queries (the first ``--oos`` of them; 1,000 at most) asked of each
-  demo tenant and locale (English queries of the German help centre too).
+  demo tenant and locale (English queries of the German help centre too). CLINC150 calls them out of scope
+  for its own assistant, not for a shop: the few of the first 200 that a tenant's articles answer
+  (``kb/clinc_oos_scope.jsonl``, labelled blind to the system) are set apart as ``in_scope`` and reported
+  as ``oos_in_scope_refused`` (handed off, out of how many); ``oos_refused_clinc_*`` is the rate by
+  CLINC150's own labels.
 
 ``--split dev`` reports the training side instead (in-sample: the model was fitted and calibrated there).
 
@@ -27,8 +31,8 @@ questions of its training folds are in-sample) and ``kb/questions_facts_holdout.
 
 Ends with one line: ``questions=… facts_handed_off=…/… unanswerable_refused_en=… answerable_refused_en=… oos_refused_en=…
 unanswerable_refused_de=… answerable_refused_de=… oos_refused_de=… unanswerable_refused=… answerable_refused=…
-oos_refused=… unanswerable_cacheable_en=… oos_cacheable_en=… answerable_not_cached_en=… (and _de)``: the last
-three say what admission's store threshold (``uncertain_answerable``) lets into a shared cache.
+oos_refused=… oos_refused_clinc_en=… oos_refused_clinc_de=… oos_in_scope_refused=…/… unanswerable_cacheable_en=…
+oos_cacheable_en=… answerable_not_cached_en=… (and _de)``: the last three say what admission's store threshold (``uncertain_answerable``) lets into a shared cache.
 """
 from __future__ import annotations
 
@@ -154,14 +158,14 @@ def ask_all(args, held: bool, root) -> tuple[list[dict], float]:
         # Issue 27's fact questions lose nothing: all of questions.jsonl (two thirds of its articles are
         # training data, so in-sample) and the fact holdout, counted apart from the rates below.
         facts = [q for q in every if q.source in FACT_FILES and not q.held_out] if held else []
-        oos = [q for q in data.clinc_oos(scopes, train_limit=0 if held else args.oos, test_limit=args.oos if held else 0)
-               if q.held_out == held]
+        oos = [q for q in data.clinc_oos(scopes, train_limit=0 if held else args.oos, test_limit=args.oos if held else 0,
+                                         root=root) if q.held_out == held]
         rows = []
         t = time.perf_counter()
         for q in questions + oos + facts:
             keep = {} if args.keep_features else None
             no, why, cacheable_ = refused(tenants[q.tenant], q.question, q.locale, keep)
-            kind = "oos" if q.source == "clinc150" else ("answerable" if q.answerable else "unanswerable")
+            kind = q.kind if q.source == "clinc150" else ("answerable" if q.answerable else "unanswerable")
             if q.held_out != held:
                 kind = "facts_in_sample"
             rows.append({"tenant": q.tenant, "locale": q.locale, "kind": kind, "class": q.kind, "source": q.source,
@@ -200,6 +204,11 @@ def report(args, rows: list[dict], seconds: float) -> None:
     for r in rows:
         if r["kind"] in ("answerable", "facts_in_sample") and r["refused"]:
             print(f"  {r['tenant']}/{r['locale']}  {r['question']}  ({r['reason']})")
+    print("CLINC150 out-of-scope queries labelled in scope for the tenant (kb/clinc_oos_scope.jsonl):")
+    for r in rows:
+        if r["kind"] == "in_scope":
+            print(f"  {r['tenant']}/{r['locale']}  {r['question']}  {'handed off' if r['refused'] else 'answered'}"
+                  f"  ({r['reason']})")
     print("unanswerable questions answered:")
     for r in rows:
         if r["kind"] == "unanswerable" and not r["refused"]:
@@ -224,6 +233,14 @@ def report(args, rows: list[dict], seconds: float) -> None:
     for kind in ("unanswerable", "answerable", "oos"):
         figures[f"{kind}_refused"] = rate(rows, kind)
         parts.append(f"{kind}_refused={fmt(rate(rows, kind))}")
+    # CLINC150's own labels, before the queries labelled in scope for a tenant were set apart (data.clinc_oos)
+    clinc = [{**r, "kind": "oos"} for r in rows if r["kind"] in ("oos", "in_scope")]
+    in_scope = [r for r in rows if r["kind"] == "in_scope"]
+    for locale in ("en", "de"):
+        figures[f"oos_refused_clinc_{locale}"] = rate(clinc, "oos", locale)
+        parts.append(f"oos_refused_clinc_{locale}={fmt(rate(clinc, 'oos', locale))}")
+    figures["oos_in_scope_refused"], figures["oos_in_scope"] = sum(r["refused"] for r in in_scope), len(in_scope)
+    parts.append(f"oos_in_scope_refused={sum(r['refused'] for r in in_scope)}/{len(in_scope)}")
     # what would enter a shared cache: answered with a passage at the store threshold (the answer's own checks
     # may refuse it still); an answerable question below it is answered every time, not served from a cache
     for locale in ("en", "de"):

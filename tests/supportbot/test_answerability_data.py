@@ -42,6 +42,23 @@ def test_held_out_questions_are_whole_articles_and_classes_and_never_reach_train
     assert not {q.question for q in questions if q.held_out} & {q.question for q in training}
 
 
+
+def test_clinc_queries_a_tenants_articles_answer_are_in_scope_only_where_that_article_is():
+    scopes = [("acme", "en"), ("acme", "de"), ("initech", "en")]
+    held = {(q.tenant, q.locale, q.question): q for q in data.clinc_oos(scopes, train_limit=0, test_limit=200,
+                                                                          root=demo_dir())}
+    refund = "how long do i have to wait to get my refund"
+    assert all(held[(t, loc, refund)].kind == "in_scope" and held[(t, loc, refund)].articles == ("refunds",)
+               for t, loc in scopes)
+    address = "i need to update my address"  # acme answers it in English only: the German help centre has no such article
+    assert held[("acme", "en", address)].answerable and not held[("acme", "de", address)].answerable
+    assert held[("acme", "de", address)].kind == "oos"
+    watch = "how can i repair a broken watch"  # Initech sells no watches
+    assert held[("acme", "en", watch)].answerable and not held[("initech", "en", watch)].answerable
+    assert sum(q.answerable for q in held.values()) <= 20 and len(held) == 600
+    assert not any(q.answerable for q in data.clinc_oos(scopes, train_limit=None, test_limit=0, root=demo_dir()))
+
+
 def test_synthetic_negatives_swap_or_narrow_the_subject():
     rng = random.Random(1)
     swapped = train.swap_subject("How long does shipping to the United Kingdom take?", "en", rng)
