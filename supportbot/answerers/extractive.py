@@ -19,6 +19,7 @@ import functools
 import re
 import time
 from collections.abc import Iterator
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -232,6 +233,8 @@ class ExtractiveAnswerer(Answerer):
                          for (p, u), s in zip(candidates, scores)), key=lambda c: -c.score)
         if wanted.wants_fact or wanted.kind == "yesno":
             kept = self._fact_units(wanted, ranked)
+            if wanted.wants_fact and kept[0].states:
+                kept[0] = dataclasses.replace(kept[0], unit=pertinent_part(wanted.kind, focus, kept[0].unit))
         else:
             kept = self._similar_units(ranked)
         for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
@@ -397,6 +400,42 @@ def asked_of(request: AnswerRequest) -> asking.Asked:
                         cases={**said, **cases})
 
 
+# A sentence or clause of a unit, ending before the next sentence or after a semicolon.
+_PART_END = re.compile(r";\s+")
+# What a sentence's clauses are all about, named before a colon at its start ("Germany: ...; ...").
+_PART_LABEL = re.compile(r"^[^:;.]{1,60}:\s+")
+
+
+def pertinent_part(kind: str, focus: set[str], unit: Unit) -> Unit:
+    """The leading unit reduced to the sentence or clause that states the asked fact about what the question
+    names, where it holds several facts of the kind about different things: "Card reservations are released by
+    your bank within 3–5 business days; PayPal payments are refunded within 1–2 business days" answers how long a
+    PayPal refund takes with its second clause only. Unchanged unless one stating part shares strictly more of
+    the question's words than every other."""
+    parts = []
+    for sentence in split_sentences(unit.text):
+        first, *rest = [p.strip() for p in _PART_END.split(sentence) if p.strip()] or [""]
+        label = _PART_LABEL.match(first)  # "December 24 and December 31: the store ...; US support ..."
+        parts += [first] + [f"{label.group(0)}{p}" if label else p for p in rest]
+    stating = [p for p in parts if kind in asking.kinds_in(p)]
+    if len(stating) < 2:
+        return unit
+    shared = sorted(((_shared(focus, terms(p)), p) for p in stating), key=lambda sp: -sp[0])
+    (best, part), (second, _) = shared[0], shared[1]
+    if best == 0 or best == second:
+        return unit
+    text = part[0].upper() + part[1:]
+    text = text if text[-1] in ".!?" else f"{text}."
+    return dataclasses.replace(unit, text=text, marker="")
+
+
+def _shared(focus: set[str], stems: set[str]) -> int:
+    """How many of the question's words a text states, a stem the start of another counting ("rat" of "rates",
+    "rate")."""
+    return sum(any(f == t or (min(len(f), len(t)) >= 3 and (f.startswith(t) or t.startswith(f))) for t in stems)
+               for f in focus)
+
+
 def another_things_duration(question: str, text: str) -> bool:
     """Whether every duration a unit states is another thing's (a warranty's length) or another event's
     (leaving the warehouse), not the asked event's: admission's completeness check reads it so too."""
@@ -550,5 +589,5 @@ def asked_currency(line: str, country: str | None) -> str:
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "lead tiers", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
+                        "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
                         "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "v10"])[:16]

@@ -250,3 +250,29 @@ def test_a_figure_leads_over_the_same_kind_said_in_words(demo, tenant, question,
 def test_a_question_asked_in_words_is_answered_by_words(initech):
     outcome = ask(initech, "Is standard shipping ever delivered on a Saturday for free?")
     assert "no extra cost" in outcome.answer, outcome.answer
+
+
+def test_of_a_sentence_stating_two_things_figures_the_answer_quotes_the_asked_things_clause(acme):
+    # was: "3. You'll get a cancellation email. Card authorisations are released by your bank within 3–5 business
+    # days; PayPal payments are refunded within 1–2 business days." (the card's 3–5 days beside PayPal's)
+    outcome = ask(acme, "After I cancel an order, how long until my PayPal payment is refunded?")
+    assert "1–2 business days" in outcome.answer and "3–5" not in outcome.answer, outcome.answer
+
+
+@pytest.mark.parametrize("question, kind, kept, dropped", [
+    ("When does support close on December 24?", "clock", "December 24 and December 31: US support runs until", "store"),
+    ("What is the VAT rate on guidebooks in Germany?", "amount", "Printed maps and guidebooks", "standard rates"),
+    # both clauses say as much of the question: the sentence is quoted whole
+    ("What is the VAT rate in Germany?", "amount", "The standard rates are 20%", None),
+])
+def test_the_pertinent_clause_is_the_one_saying_strictly_most_of_the_question(question, kind, kept, dropped):
+    from caching.answer_checks.asked import focus_terms
+    from supportbot.answerers.extractive import Unit, pertinent_part
+
+    text = {"clock": "December 24 and December 31: the store is open 10:00 a.m. – 3:00 p.m.; US support runs until "
+                     "3:00 p.m. MT.",
+            "amount": "The standard rates are 20% in the UK, 19% in Germany and 20% in Austria; printed maps and "
+                      "guidebooks are charged at the reduced rate of 0% in the UK, 7% in Germany and 10% in Austria."}[kind]
+    part = pertinent_part(kind, focus_terms(question), Unit("item", text, 0, "3."))
+    assert part.text.startswith(kept) and (dropped is None or dropped not in part.text), part.text
+    assert part.marker == ("3." if dropped is None else "")  # a clause is no step of the list
