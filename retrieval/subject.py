@@ -61,6 +61,11 @@ NOT_SUBJECT = {
         "obwohl dass danach trotzdem bereits gerade immer nie manchmal oft ganz genau bald überhaupt "
         "vielleicht wohl ungefähr insgesamt normalerweise überall irgendwo irgendwie wirklich"
     ),
+    "english": (
+        # what the configuration keeps of a contraction ("I'm" -> "m", "we've" -> "ve", "won't" -> "won"):
+        # no help centre states it, so "I'm a Premier member. Can I return ...?" read as unanswerable
+        "m re ve ll d isn aren wasn weren hasn haven hadn doesn didn won wouldn shouldn couldn mustn needn"
+    ),
 }
 
 
