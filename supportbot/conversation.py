@@ -468,6 +468,24 @@ class Dependence:
     word: str = ""
 
 
+# A label of the product's screens, quoted ("the 'This wasn't me' link", "„Dieses Gerät merken“") or, in
+# English, written with a capital inside the sentence before "this" ("If I tick Remember this browser"): its
+# "this" is part of the name, not a word pointing back at the conversation.
+_QUOTED_LABEL = re.compile(r"""(?:(?<=\s)|^)(?:'(?:[^'\n]|'(?=[a-z])){2,60}'|"[^"\n]{2,60}"|‘[^’\n]{2,60}’|“[^”\n]{2,60}”|„[^“”\n]{2,60}[“”])(?=[\s.,;:!?)]|$)""")
+_CAPITALISED_LABEL = re.compile(r"(?<=[a-z,]\s)(?!I\b)[A-Z][a-z]+\s+(?:this|these)\b")
+
+
+def quoted_labels(text: str) -> list[str]:
+    """The labels a text quotes, without their quotation marks ("This wasn't me")."""
+    return [m.group(0)[1:-1].strip() for m in _QUOTED_LABEL.finditer(text)]
+
+
+def _labels_masked(message: str) -> str:
+    """The message with the labels it quotes or names written as one word ("label"), so that their words
+    point nowhere."""
+    return _CAPITALISED_LABEL.sub("label", _QUOTED_LABEL.sub("label", message))
+
+
 def dependence(message: str, locale: str = "en", *, alone: bool = False) -> Dependence:
     """Whether the message depends on the conversation, and how: a reply to the assistant's offer
     ("yes please"), a bare question word ("why?"), an ellipsis continuing the last question ("and
@@ -476,6 +494,7 @@ def dependence(message: str, locale: str = "en", *, alone: bool = False) -> Depe
     ("do I need it to be boxed?") points there; in a conversation it may point back, and only a
     clause of its own ("if I opened it") or a dummy "it" ("is it possible to") says otherwise."""
     german = is_german(message, locale)
+    message = _labels_masked(message)
     words = _lower_words(message)
     phrase = " ".join(words)
     if phrase in (_REPLIES_DE if german else _REPLIES_EN) or phrase in _REPLIES_EN:

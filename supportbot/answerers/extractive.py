@@ -33,7 +33,7 @@ from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from generation.base import GenerationResult, Passage
 from supportbot.answerers.base import Answer, AnswerRequest, Answerer, AnswererSpec
-from supportbot.conversation import TOPIC_MARK
+from supportbot.conversation import TOPIC_MARK, quoted_labels
 
 MARGIN = 0.15  # a unit this much less similar than the best one still answers the question
 MAX_UNITS = 6
@@ -80,6 +80,8 @@ EVENT_WEIGHT = 0.15
 # erfahren Sie, ... was Reparaturen nach Ablauf der Garantie kosten") holds the question's words but states no
 # rule: for a question that asks for a fact or a yes or no, it loses ABOUT_ARTICLE_WEIGHT.
 ABOUT_ARTICLE_WEIGHT = 0.2
+# A unit that has a label the question quotes gains LABEL_WEIGHT.
+LABEL_WEIGHT = 0.2
 ABOUT_ARTICLE = re.compile(
     r"^(?:this article (?:explains|covers|describes|tells you|shows)|this page (?:explains|covers)|below(?:,)? you'll "
     r"find|here(?:'s| is) what happens|in (?:diesem|dem folgenden) artikel (?:erfahren|lesen|finden) sie|hier erfahren "
@@ -298,6 +300,9 @@ class ExtractiveAnswerer(Answerer):
                                                                   company))
         if wanted.kind is not None:
             score -= ABOUT_ARTICLE_WEIGHT * bool(ABOUT_ARTICLE.match(unit.text))
+        # a label of the product's screens the question quotes ("the 'This wasn't me' link") names the very thing:
+        # the unit that has it is about it, not the neighbouring step with the same words ("the link is valid ...")
+        score += LABEL_WEIGHT * any(label.casefold() in unit.text.casefold() for label in quoted_labels(question))
         if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
             score -= STEP_WEIGHT * (is_step(unit) and not (event or states and asking.asked_event(question) & terms(unit.text)))
             score -= STEP_WEIGHT * (is_step(unit) and bool(action) and not acted)  # another step's deadline
@@ -589,5 +594,5 @@ def asked_currency(line: str, country: str | None) -> str:
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
-                        "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
+                        "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, LABEL_WEIGHT, "quoted labels", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
                         "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "v10"])[:16]

@@ -276,3 +276,15 @@ def test_the_pertinent_clause_is_the_one_saying_strictly_most_of_the_question(qu
     part = pertinent_part(kind, focus_terms(question), Unit("item", text, 0, "3."))
     assert part.text.startswith(kept) and (dropped is None or dropped not in part.text), part.text
     assert part.marker == ("3." if dropped is None else "")  # a clause is no step of the list
+
+
+@pytest.mark.parametrize("tenant, question, fact, neighbour", [
+    # was: a clarifying reply ("this" read as pointing back), then, once the label pointed nowhere, "4. We send a
+    # confirmation link to the new address. The link is valid for 24 hours. ..." leading (the same words, "link")
+    ("acme", "Once my email is changed, how long does the 'This wasn't me' link work?", "7 days", "24 hours"),
+    # was: a clarifying reply
+    ("initech", "How long does 'Remember this browser' skip the code for?", "14 days", None),
+])
+def test_a_label_the_question_quotes_names_the_unit_that_answers(demo, tenant, question, fact, neighbour):
+    outcome = ask(demo[tenant], question)
+    assert fact in outcome.answer and (neighbour is None or neighbour not in outcome.answer), outcome.answer

@@ -117,6 +117,22 @@ def test_a_german_pronoun_with_nothing_to_point_at_alone_is_to_be_clarified(mess
     assert resolve(Conversation.single(message), "de").how == How.CLARIFY
 
 
+@pytest.mark.parametrize("message, locale", [
+    ("How long does the 'This wasn't me' link in the email keep working?", "en"),
+    ('What does the "Cancel this order" button do?', "en"),
+    ("If I tick Remember this browser, how long until I'm asked for a code again?", "en"),
+    ("Wie lange gilt der Link „Das war ich nicht“ in der E-Mail?", "de"),
+])
+def test_a_pointing_word_inside_a_screens_label_points_nowhere(message, locale):
+    assert dependence(message, locale, alone=True).kind == ""
+    assert resolve(Conversation.single(message), locale).how == How.SINGLE  # answered, not a clarifying reply
+
+
+@pytest.mark.parametrize("message", ["Can I return this?", "Does Plus cover this?", "I've got this, what's 'it' here?"])
+def test_a_pointing_word_outside_a_label_still_points_back(message):
+    assert dependence(message, alone=True).kind == "anaphora"
+
+
 def test_a_dependent_message_alone_is_to_be_clarified():
     for message in ("how long does that take?", "is it free?", "and for Canada?"):
         r = resolve(Conversation.single(message))
