@@ -69,6 +69,65 @@ NOT_SUBJECT = {
 }
 
 
+# Words a help centre's customers use for what its articles call otherwise, one group a line: the question's
+# word is stated by a passage that states another word of its group ("Mehrwertsteuer": "Umsatzsteuer"). Written
+# from everyday German shop vocabulary, not from any evaluation set; only the subject check reads them (never
+# retrieval), and only for a word the help centre itself never states.
+EQUIVALENTS = {
+    "german": (
+        "mehrwertsteuer mwst umsatzsteuer ust",
+        "retoure retouren rücksendung rückgabe",
+        "umtausch austausch",
+        "erstattung rückerstattung rückzahlung",
+        "stornierung storno",
+        "reklamation beanstandung",
+        "hotline telefonnummer",
+        "kundenservice kundendienst kundenbetreuung",
+        "lieferzeit versanddauer zustellzeit",
+        "versandkosten porto lieferkosten versandgebühr versandgebühren",
+        "passwort kennwort",
+        "rechnung quittung",
+        "gutschein geschenkgutschein geschenkkarte",
+        "rabatt nachlass preisnachlass",
+        "handy smartphone mobiltelefon",
+        "kundenkonto benutzerkonto konto",
+        "abonnement abo",
+        "ratenzahlung teilzahlung",
+        "anschrift adresse",
+        "lieferadresse lieferanschrift versandadresse",
+        "garantie gewährleistung",
+        "defekt kaputt",
+        "paketdienst zusteller versanddienstleister",
+        "eilversand expressversand",
+    ),
+}
+
+
+@functools.lru_cache(maxsize=4)
+def _equivalent_stems(config: str) -> dict[str, tuple[str, ...]]:
+    """Stem -> the stems of its ``EQUIVALENTS`` group, as the configuration stems them (one query a process)."""
+    groups = EQUIVALENTS.get(config, ())
+    if not groups:
+        return {}
+    stem_of = _stems(config, [w for group in groups for w in group.split()])
+    out: dict[str, tuple[str, ...]] = {}
+    for group in groups:
+        stems = tuple(dict.fromkeys(stem_of[w] for w in group.split() if w in stem_of))
+        for s in stems:
+            out[s] = tuple(dict.fromkeys(out.get(s, ()) + tuple(x for x in stems if x != s)))
+    return out
+
+
+def equivalents(config: str, stem: str) -> tuple[str, ...]:
+    """The stems that say the same as ``stem`` in a help centre (``EQUIVALENTS``), or ()."""
+    return _equivalent_stems(config).get(stem, ()) if config in EQUIVALENTS else ()
+
+
+def states_same(config: str, stem: str, lexemes: frozenset[str] | set[str]) -> bool:
+    """``states``, or a word of the stem's ``EQUIVALENTS`` group stated instead."""
+    return states(stem, lexemes) or any(states(e, lexemes) for e in equivalents(config, stem))
+
+
 @functools.lru_cache(maxsize=4)
 def _not_subject_stems(config: str) -> frozenset[str]:
     words = NOT_SUBJECT.get(config)
@@ -183,6 +242,10 @@ def subject_of(generation: IndexGeneration, tenant_id: int, locale: str, questio
     forms = irregular_alternatives(config, [t for t in terms if not df[t]], question)
     if forms:  # another form of the same verb is the same subject, stated as it is
         groups.update({t: [t, *alts] for t, alts in forms.items()})
+        weights, df = term_weights(scope, groups)
+    same = {t: list(equivalents(config, t)) for t in terms if not df[t] and equivalents(config, t)}
+    if same:  # a word the help centre never states is stated by another of its group ("Mehrwertsteuer")
+        groups.update({t: [*groups[t], *alts] for t, alts in same.items()})
         weights, df = term_weights(scope, groups)
     if config in settings.TEXT_SEARCH_COMPOUNDS:
         expanded = compound_alternatives(generation.pk, tenant_id, locale, [t for t in terms if not df[t]])
@@ -350,19 +413,19 @@ def nouns_of(generation: IndexGeneration, tenant_id: int, locale: str, question:
     skip = _not_subject_stems(config)
     stems = {w: s for w, s in _stems(config, noun_words(question, tenant_name)).items() if s not in skip}
     lexemes = article_lexemes(generation, tenant_id, locale, chunk_ids)
-    unstated = {c: tuple(w for w, s in stems.items() if not states(s, lexemes.get(c, frozenset())))
+    unstated = {c: tuple(w for w, s in stems.items() if not states_same(config, s, lexemes.get(c, frozenset())))
                 for c in chunk_ids}
     grounds = {}
     if terms is not None and language in settings.SUBJECT_GROUNDED_LOCALES:
-        grounds = {c: grounded(terms, lexemes.get(c, frozenset())) for c in chunk_ids}
+        grounds = {c: grounded(terms, lexemes.get(c, frozenset()), config) for c in chunk_ids}
     return Nouns(stems=stems, unstated=unstated, grounds=grounds)
 
 
-def grounded(terms: tuple[str, ...], lexemes: frozenset[str] | set[str]) -> bool:
+def grounded(terms: tuple[str, ...], lexemes: frozenset[str] | set[str], config: str = "") -> bool:
     """Whether a text whose lexemes are ``lexemes`` states at least one of a question's subject terms, as
     ``states`` reads a noun (a compound through all its parts, never through its head alone: "Studentenrabatt"
     is not stated by "Rabatt"). A question without subject terms is grounded nowhere."""
-    return any(states(t, lexemes) for t in terms)
+    return any(states_same(config, t, lexemes) for t in terms)
 
 
 def _sentence_start(text: str, at: int) -> bool:

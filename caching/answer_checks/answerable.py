@@ -29,7 +29,7 @@ from ingestion.textsearch import text_search_config
 from retrieval.search import query_terms
 from retrieval.services import active_generation_cached
 from retrieval.subject import (irregular_alternatives, name_phrases, named_in_scope, noun_words, phrase_stated, states,
-                               stems_of, subject_terms, unseen_in_scope)
+                               states_same, stems_of, subject_terms, unseen_in_scope)
 
 
 class AnswerableCheck(AnswerCheck):
@@ -64,7 +64,7 @@ def uncovered_subject(question: str, passages_text: str, locale: str, known_name
 
     def stated(term: str) -> bool:
         if compounding:
-            return states(term, lexemes)
+            return states_same(config, term, lexemes)
         return term in lexemes or any(f in lexemes for f in forms.get(term, ()))
 
     # the nouns (German: what the question asks about) the cited passages lack and no article has
