@@ -120,7 +120,7 @@ def _equivalent_stems(config: str) -> dict[str, tuple[str, ...]]:
 
 def equivalents(config: str, stem: str) -> tuple[str, ...]:
     """The stems that say the same as ``stem`` in a help centre (``EQUIVALENTS``), or ()."""
-    return _equivalent_stems(config).get(stem, ()) if config in EQUIVALENTS else ()
+    return _equivalent_stems(config).get(stem, ())
 
 
 def states_same(config: str, stem: str, lexemes: frozenset[str] | set[str]) -> bool:
@@ -243,7 +243,7 @@ def subject_of(generation: IndexGeneration, tenant_id: int, locale: str, questio
     if forms:  # another form of the same verb is the same subject, stated as it is
         groups.update({t: [t, *alts] for t, alts in forms.items()})
         weights, df = term_weights(scope, groups)
-    same = {t: list(equivalents(config, t)) for t in terms if not df[t] and equivalents(config, t)}
+    same = {t: alts for t in terms if not df[t] and (alts := list(equivalents(config, t)))}
     if same:  # a word the help centre never states is stated by another of its group ("Mehrwertsteuer")
         groups.update({t: [*groups[t], *alts] for t, alts in same.items()})
         weights, df = term_weights(scope, groups)
