@@ -7,6 +7,9 @@ search, stemmed and stop-worded with the chunk's text-search configuration
 (``ingestion.textsearch``), finds exactly those words. Each ranking gives its top
 ``RETRIEVAL_CANDIDATES``; a passage scores ``sum(1 / (RETRIEVAL_RRF_K + rank))`` over the rankings it
 is in (Cormack et al., SIGIR 2009), so neither ranking's scale has to be calibrated against the other.
+The vector ranking's first passage always keeps a place in the top k: "How long does delivery to Canada take?"
+shares "long", "take", "delivery" and "Canada" with the return policy, and the full-text ranking's votes for
+such passages pushed out the one section the embedding found far more similar (Canada's delivery times).
 
 A passage is evidence when its cosine similarity reaches ``RETRIEVAL_MIN_SIMILARITY`` or when it
 contains at least ``RETRIEVAL_MIN_TERM_COVERAGE`` of the question's search terms: a full-text match
@@ -33,7 +36,7 @@ from core.redis_client import RedisUnavailable, get_redis, redis_available, redi
 from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
 
-RETRIEVAL_VERSION = "hybrid-rrf-3"  # bump when the way passages are found or ranked changes
+RETRIEVAL_VERSION = "hybrid-rrf-4"  # bump when the way passages are found or ranked changes
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,16 @@ def search_hybrid(generation: IndexGeneration, tenant_id: int, locale: str, ques
             out.append(hit)
         if len(out) == k:
             break
+    # the passage most similar in meaning always has a place: full-text ranks by shared words, and a question's
+    # words that say what kind of fact it wants ("how long does ... take") fill that ranking with passages that
+    # happen to have them, pushing the one passage about the asked thing out of the fused top k
+    if out and by_vector and by_vector[0].chunk_id not in {h.chunk_id for h in out}:
+        top = replace(hits[by_vector[0].chunk_id], score=scores[by_vector[0].chunk_id])
+        top = replace(top, evidence=is_evidence(top))
+        if top.evidence and len(out) == k:
+            out[-1] = top
+        elif top.evidence:
+            out.append(top)
     return out
 
 

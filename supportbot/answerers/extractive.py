@@ -330,7 +330,10 @@ class ExtractiveAnswerer(Answerer):
     def _fact_units(wanted: asking.Asked, ranked: list[Candidate]) -> list[Candidate]:
         """The unit that states the asked fact for the asked case (a yes/no question: that speaks of
         the asked case), and a little context of its article that states no other figure of the kind."""
-        best = ranked[0].score
+        # near the best unit that may lead: a special case the question does not name ("Deliveries to Yukon ...
+        # take 3–5 business days longer" for Canada) never leads, so it sets no bar for the units that may
+        eligible = [c for c in ranked if c.fit >= 0 and asking.special_fit(wanted, c.unit.text) >= 0]
+        best = (eligible[0] if wanted.wants_fact and eligible else ranked[0]).score
         near = [c for c in ranked if c.score >= best - LEAD_MARGIN]
         if wanted.wants_fact:  # else the best unit of no other case: admission finds it incomplete
             # else the best unit of no other case, and of no special case the question does not name ("Deliveries
@@ -595,4 +598,4 @@ RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEI
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, LABEL_WEIGHT, "quoted labels", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
-                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "v10"])[:16]
+                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", "v10"])[:16]

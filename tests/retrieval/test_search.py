@@ -63,6 +63,18 @@ def test_an_exact_term_finds_its_article_when_the_embedding_does_not(acme):
     assert found and found[0].term_coverage >= 0.5 and found[0].evidence
 
 
+def test_the_passage_most_similar_in_meaning_keeps_its_place_in_the_top_k(acme):
+    """"How long does delivery to Canada take?" shares "long", "take", "delivery" and "Canada" with the return
+    policy and the countries list; the full-text ranking voted them above Canada's delivery times, which the
+    embedding ranks first (was: the shipping-times article nowhere in the top 4)."""
+    question = "How long does delivery to Canada take?"
+    vector_only = search_chunks(active_generation(), acme.pk, "en", embed_query(question), 4)
+    assert vector_only[0].article_id == "shipping-times-and-costs" and "CA$9.95" in vector_only[0].text
+    hits = hybrid(acme, "en", question)
+    assert len(hits) == 4
+    assert vector_only[0].chunk_id in [h.chunk_id for h in hits]
+
+
 def test_german_questions_find_german_articles_through_full_text(acme):
     hits = hybrid(acme, "de", "Liefert ihr auch nach Kanada?")
     assert "shipping-countries" in [h.article_id for h in hits]
