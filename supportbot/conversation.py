@@ -1748,6 +1748,34 @@ def _context_question(message: str, history: tuple[Turn, ...]) -> str:
     return " | ".join(parts)
 
 
+def customers_words(resolution: Resolution) -> str:
+    """A rewrite carrying the conversation's words, with the customer's words only; "" for any other resolution,
+    or when the customer said nothing of a topic.
+
+    The rewrite is keyed by every word of the conversation, the assistant's too, so that a detail said in passing
+    keeps two conversations apart. But the assistant's turns are the help centre's sentences, and they pull what
+    is searched and quoted towards themselves: after "Do you ship to Canada?" and "We deliver to five countries:
+    the United States, Canada, the United Kingdom, Germany and Austria.", "How long does that take? (about:
+    delivery to-canada acme outfitter five country united state ...)" finds the list of countries, where "How long
+    does that take? (about: ship canada)" finds Canada's delivery times. Retrieval and the answerability check
+    read both (``pipeline.retrieve``, ``pipeline.check_answerable``); the answerer reads this one, with the
+    meaning of both (``pipeline.answer_request``): "that fee" after "a diagnostic fee applies" is the
+    assistant's word."""
+    question = resolution.question
+    if resolution.how != How.REWRITTEN or TOPIC_MARK not in question or not resolution.history:
+        return ""
+    have = {_stem(w) for w in _lower_words(resolution.message)}
+    side = _side_turns(resolution.history)
+    words: list[str] = []
+    for i, turn in enumerate(resolution.history):
+        if turn.role != "user" or _small_talk(turn) or i in side:
+            continue
+        for w in map(_stem, _topic_words(turn.content)):
+            if w not in have and w not in words:
+                words.append(w)
+    return _with_topic(question.split(TOPIC_MARK, 1)[0], " ".join(words)) if words else ""
+
+
 def resolved_normalized(resolution: Resolution) -> str:
     """The exact-cache form of a resolved question (``AskState.normalized``). A rule rewrite that carries the
     conversation's topic is keyed by its message's canonical form (``canonical_message``; sixth session): "How

@@ -18,6 +18,8 @@ import hashlib
 import hmac
 import logging
 import time
+
+import numpy as np
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -49,7 +51,8 @@ from retrieval.search import SearchHit, index_version, search_hybrid, search_ver
 from retrieval.services import active_generation_cached
 from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
-from supportbot.conversation import Conversation, Resolution, clarify_text, resolve, resolved_normalized
+from supportbot.conversation import (Conversation, Resolution, clarify_text, customers_words, resolve,
+                                     resolved_normalized)
 from supportbot.conversation_model import model_rewriter
 from supportbot.hit_sampling import DecisionRef
 from supportbot.inflight import InFlightRefused
@@ -115,6 +118,7 @@ class AskState:
     normalized: str
     streamed: bool
     resolution: Resolution | None = None  # the customer's message, and how it became ``question``
+    own_words: str = ""  # a rewrite with the customer's words only (``conversation.customers_words``), or ""
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     started: float = field(default_factory=time.perf_counter)
     timings: dict = field(default_factory=dict)
@@ -348,7 +352,7 @@ def start(asker: Asker, raw_question, streamed: bool) -> AskState:
         resolution = resolve(conversation, asker.locale, rewriter=model_rewriter(asker.tenant.slug))
     question = resolution.question
     return AskState(asker=asker, question=question, normalized=resolved_normalized(resolution), streamed=streamed,
-                    resolution=resolution)
+                    resolution=resolution, own_words=customers_words(resolution))
 
 
 def prepare(asker: Asker, raw_question, *, streamed: bool = False) -> AskState:
@@ -545,6 +549,10 @@ def retrieve(state: AskState) -> None:
             state.vector = embed_question(state)
             state.lap("embed", te)
         hits = search_hybrid(generation, tenant.pk, state.asker.locale, state.question, state.vector, k)
+        if state.own_words:  # a rewrite: also in the customer's own words (``conversation.customers_words``)
+            own = search_hybrid(generation, tenant.pk, state.asker.locale, state.own_words,
+                                embed_text(state, state.own_words), k)
+            hits = fused(hits, own, k)
         if cached.disposition == "miss":
             failed = search_layer.store(key, hits)
             if failed:
@@ -655,7 +663,9 @@ def answer_request(state: AskState) -> AnswerRequest | None:
         return None
     return AnswerRequest(
         tenant_slug=tenant.slug, tenant_prompt=tenant_prompt(tenant), passages=passages,
-        question=state.question, question_vector=state.vector,
+        # a rewrite: the customer's own words, with the meaning of the whole conversation and of those words
+        question=state.own_words or state.question,
+        question_vector=blend(state.vector, embed_text(state, state.own_words)) if state.own_words else state.vector,
         embed=lambda texts: embed_texts(texts, embedder=embedder),
         assist_answer=state.assist.answer if state.assist else None,
         history=tuple((t.role, t.content) for t in state.resolution.history) if state.resolution else (),
@@ -699,6 +709,15 @@ def check_answerable(state: AskState) -> list[Passage]:
         generation=active_generation_cached(), tenant_id=state.asker.tenant.pk, locale=state.asker.locale,
         question=state.question, vector=state.vector, passages=state.passages,
         embed=lambda texts: embed_texts(texts, embedder=embedder))
+    if state.own_words:  # a passage answering a rewrite in the customer's own words answers it too
+        theirs = answerability.assess(
+            generation=active_generation_cached(), tenant_id=state.asker.tenant.pk, locale=state.asker.locale,
+            question=state.own_words, vector=embed_text(state, state.own_words), passages=state.passages,
+            embed=lambda texts: embed_texts(texts, embedder=embedder))
+        if theirs.answerable:
+            best = verdict if verdict.answerable and verdict.probability >= theirs.probability else theirs
+            state.answerability = verdict = replace(best, passing=verdict.passing | theirs.passing,
+                                                    storable=verdict.storable | theirs.storable)
     state.lap("answerability", t)
     if not verdict.answerable:
         return []
@@ -923,11 +942,34 @@ def tenant_prompt(tenant: Tenant) -> TenantPrompt:
     return TenantPrompt(name=tenant.name, instructions=tenant.instructions, few_shot=examples)
 
 
-def embed_question(state: AskState):
-    """A general question's vector is cached in its tenant's scope; a personal one's is not cached."""
+def fused(first: list[SearchHit], second: list[SearchHit], k: int) -> list[SearchHit]:
+    """The top k of two rankings by reciprocal rank (``RETRIEVAL_RRF_K``), as ``search_hybrid`` fuses its own
+    two; the first's order breaks ties."""
+    scores: dict[int, float] = {}
+    hits: dict[int, SearchHit] = {}
+    for ranking in (first, second):
+        for rank, hit in enumerate(ranking, start=1):
+            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (settings.RETRIEVAL_RRF_K + rank)
+            hits.setdefault(hit.chunk_id, hit)
+    return sorted(hits.values(), key=lambda h: -scores[h.chunk_id])[:k]
+
+
+def blend(a, b) -> np.ndarray:
+    """The unit vector halfway between two unit vectors: the meaning of both texts."""
+    v = np.asarray(a, dtype=np.float32) + np.asarray(b, dtype=np.float32)
+    return v / max(float(np.linalg.norm(v)), 1e-9)
+
+
+def embed_text(state: AskState, text: str):
+    """Another text's vector for the question (a rewrite's own words), cached as ``embed_question`` caches."""
     e = state.eligibility
     scope = question_scope(state.asker.tenant.pk) if e is not None and e.eligible else None
-    return embed_texts([state.question], embedder=query_embedder(cached=True), stats=state.embed_stats, cache=scope)[0]
+    return embed_texts([text], embedder=query_embedder(cached=True), stats=state.embed_stats, cache=scope)[0]
+
+
+def embed_question(state: AskState):
+    """A general question's vector is cached in its tenant's scope; a personal one's is not cached."""
+    return embed_text(state, state.question)
 
 
 def retrieval_version() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from caching.models import AskEvent
 from supportbot import pipeline
 from supportbot.conversation import Conversation, Turn
 
@@ -150,14 +151,16 @@ def test_a_follow_up_without_the_customers_case_figure_is_never_cached(acme):
         assert admission(outcome)["disposition"] == "refused", outcome.answer
 
 
-@pytest.mark.xfail(strict=True, reason="retrieval of the rewritten follow-up ('How long does that take? (about: ship "
-                                       "canada acme outfitters delivers five countries ...)') returns only 'Countries "
-                                       "we ship to': the rewrite is the conversation's, the passages retrieval's")
 def test_a_follow_up_is_answered_for_the_case_the_customer_named(acme):
     """The rewrite also carries the assistant's words, which list every country; the customer's case is Canada,
-    and Canada's delivery time leads."""
+    and Canada's delivery time leads (was: the list of countries, or the Yukon sentence: the rewrite was
+    searched and answered only with the assistant's list in it). It is searched and answered in the customer's
+    own words too, and still keyed by the whole conversation."""
     outcome = pipeline.ask(pipeline.Asker(acme, "en"), FOLLOW_UP)
     assert "5–8 business days" in outcome.answer, outcome.answer
+    assert "Yukon" not in outcome.answer
+    event = AskEvent.objects.get(request_id=outcome.request_id)
+    assert "(about: delivery to-canada acme outfitter five country united state" in event.question
 
 
 def test_a_special_case_the_question_does_not_name_sets_no_bar_for_the_fact_that_leads(acme):
