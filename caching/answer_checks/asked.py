@@ -61,7 +61,8 @@ _KIND_PATTERNS = (
 )
 
 # Cases the help centre states facts separately for. Each alias is a regular expression; those in
-# ``_CASED`` are matched case-sensitively ("US", not the pronoun "us").
+# ``_CASED`` are matched case-sensitively ("US", not the pronoun "us"). "uk" is no other word: customers type
+# "im in the uk", and it is matched in any case.
 CASES: dict[str, dict[str, tuple[str, ...]]] = {
     "country": {
         "United States": (r"united states", r"contiguous", r"\bUSA?\b", r"\bU\.S\.", r"\bamerica\b", r"\busa\b",
@@ -110,7 +111,7 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
         "islands": (r"\bnorth sea\b", r"\bbaltic islands\b", r"\bnordsee", r"\bostsee"),
     },
 }
-_CASED = frozenset({r"\bUSA?\b", r"\bUK\b", r"\bU\.S\.", r"\bin den USA\b"})
+_CASED = frozenset({r"\bUSA?\b", r"\bU\.S\.", r"\bin den USA\b"})
 
 
 def _compile(aliases: tuple[str, ...]) -> re.Pattern:
@@ -317,7 +318,8 @@ def case_fit(wanted: dict[str, str], labels: dict[str, set[str]]) -> int:
 
 VERSION_BASE = [p.pattern for _, p in _KIND_PATTERNS] + [YES_NO_QUESTION.pattern, _CLOCK.pattern, _CONTACT.pattern,
                                                     _DURATION_WORDS.pattern, _FREE_WORDS.pattern,
-                                                    sorted((f, sorted(c.items())) for f, c in CASES.items())]
+                                                    sorted((f, sorted(c.items())) for f, c in CASES.items()),
+                                                    sorted(_CASED)]
 
 
 # Words that say which kind of fact is wanted, not what it is about ("how much does Plus cost").

@@ -237,6 +237,7 @@ class ExtractiveAnswerer(Answerer):
             kept = self._fact_units(wanted, ranked)
             if wanted.wants_fact and kept[0].states:
                 kept[0] = dataclasses.replace(kept[0], unit=pertinent_part(wanted.kind, focus, kept[0].unit))
+                kept[0] = dataclasses.replace(kept[0], unit=askers_figure(wanted, kept[0].unit))
         else:
             kept = self._similar_units(ranked)
         for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
@@ -435,6 +436,54 @@ def pertinent_part(kind: str, focus: set[str], unit: Unit) -> Unit:
     text = part[0].upper() + part[1:]
     text = text if text[-1] in ".!?" else f"{text}."
     return dataclasses.replace(unit, text=text, marker="")
+
+
+# Where a figure of a list of cases ends: a comma, a bracket, a semicolon, or "and"/"und" before the next figure
+# ("20% in the UK, 19% in Germany and 20% in Austria"); "Germany and Austria" stays one case
+_CASE_ITEM_END = re.compile(r"\s*(?:[,;()]|\b(?:and|und|or|oder)\b(?=\s*(?:ca\$|mx\$|us\$|[$€£]|\d)))\s*", re.I)
+
+
+_FIGURE_START = re.compile(r"(?:ca\$|mx\$|us\$|[$€£]|\d)", re.I)
+
+
+def askers_figure(wanted: asking.Asked, unit: Unit) -> Unit:
+    """A unit that lists the asked kind's figure case by case ("The standard rates are 20% in the UK, 19% in
+    Germany and 20% in Austria"; "Plus costs $49 per year (CA$65 in Canada, £42 in the UK, €45 in Germany and
+    Austria)") reduced, for a question about one of those cases, to its words before the first figure and the
+    asked case's item, the cut marked: "Plus costs … £42 in the UK." Each clause (";") on its own; a clause is
+    unchanged unless at least two of its items each state a figure of the kind and name a country, and exactly
+    one of them names the asked one."""
+    country = wanted.cases.get("country")
+    if not country or not wanted.wants_fact:
+        return unit
+    clauses = [c for c in _PART_END.split(unit.text) if c.strip()]
+    reduced = [_askers_item(wanted.kind, country, c) for c in clauses]
+    if reduced == clauses:
+        return unit
+    text = "; ".join(r.rstrip(" .") if i < len(reduced) - 1 else r for i, r in enumerate(reduced))
+    text = text[0].upper() + text[1:]
+    return dataclasses.replace(unit, text=text if text[-1] in ".!?" else f"{text}.", marker="")
+
+
+def _askers_item(kind: str, country: str, clause: str) -> str:
+    """One clause of ``askers_figure``: reduced, or as it is."""
+    items, start = [], 0
+    for m in list(_CASE_ITEM_END.finditer(clause)) + [None]:
+        end = m.start() if m else len(clause)
+        if clause[start:end].strip():
+            items.append((start, clause[start:end].strip()))
+        start = m.end() if m else len(clause)
+    labelled = [(a, piece) for a, piece in items
+                if kind in asking.kinds_in(piece) and asking.all_cases_in(piece).get("country")]
+    askers = [(a, piece) for a, piece in labelled if country in asking.all_cases_in(piece)["country"]]
+    if len(labelled) < 2 or len(askers) != 1:
+        return clause
+    a, piece = askers[0]
+    figure = _FIGURE_START.search(clause)
+    subject = clause[:figure.start()].rstrip(" (,;:") if figure else ""
+    if not subject or a <= figure.start():  # the asked case's item comes first: it holds the subject
+        return clause[:a] + piece
+    return f"{subject} … {piece}"
 
 
 def _shared(focus: set[str], stems: set[str]) -> int:

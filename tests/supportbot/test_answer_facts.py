@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from caching.answer_checks import asked as asking
 from caching.models import AskEvent
 from supportbot import pipeline
+from supportbot.answerers.extractive import askers_figure, split_units
 from supportbot.conversation import Conversation, Turn
 
 
@@ -302,3 +304,33 @@ def test_the_pertinent_clause_is_the_one_saying_strictly_most_of_the_question(qu
 def test_a_label_the_question_quotes_names_the_unit_that_answers(demo, tenant, question, fact, neighbour):
     outcome = ask(demo[tenant], question)
     assert fact in outcome.answer and (neighbour is None or neighbour not in outcome.answer), outcome.answer
+
+
+@pytest.mark.parametrize("question, facts, others", [
+    # was: "Plus costs $49 per year (CA$65 in Canada, £42 in the UK, €45 in Germany and Austria)." (the lead's fifth
+    # conversation set: "im in the uk, does acme plus have a free trial?" ... "and how much is it after that?")
+    ("How much is Acme Plus in the UK?", ["£42 in the UK"], ["$49", "CA$65", "€45"]),
+    # customers type the country in lower case: "uk" is no other word
+    ("how much is acme plus in the uk?", ["£42 in the UK"], ["$49", "CA$65", "€45"]),
+    # was: both clauses whole, every country's standard and reduced rates
+    ("What VAT rate do you charge in Austria?", ["20% in Austria", "10% in Austria"], ["19%", "7%"]),
+])
+def test_a_sentence_listing_every_countrys_figure_is_quoted_for_the_askers_country(acme, question, facts, others):
+    outcome = ask(acme, question)
+    first = outcome.answer.split("\n")[0]
+    assert all(f in first for f in facts) and "…" in first, outcome.answer
+    assert not any(o in outcome.answer for o in others), outcome.answer
+    assert admission(outcome)["disposition"] == "stored"
+
+
+def test_a_sentence_listing_other_countries_figures_is_whole_for_the_unlabelled_case():
+    """The US figure of "Plus costs $49 per year (CA$65 in Canada, ...)" names no country: nothing is cut, and a
+    unit listing one labelled figure is no list."""
+    unit = split_units("Plus costs $49 per year (CA$65 in Canada, £42 in the UK, €45 in Germany and Austria).")[0]
+    assert askers_figure(asking.asked("How much is Acme Plus in the US?"), unit) == unit
+    one = split_units("Standard (5–8 business days): CA$9.95, free on orders over CA$100")[0]
+    assert askers_figure(asking.asked("How long does delivery to Canada take?"), one) == one
+    first = split_units("Even after deletion, we keep invoices for as long as the law requires: 7 years in the US "
+                        "and Canada, 6 years in the UK and 10 years in Germany and Austria.")[0]
+    assert askers_figure(asking.asked("How long do you keep invoices in the UK?"), first).text == (
+        "Even after deletion, we keep invoices for as long as the law requires … 6 years in the UK.")
