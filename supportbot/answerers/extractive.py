@@ -647,4 +647,4 @@ RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEI
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, LABEL_WEIGHT, "quoted labels", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
-                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", "v10"])[:16]
+                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", _CASE_ITEM_END.pattern, "asker's figure", "v10"])[:16]
