@@ -64,7 +64,10 @@ NOT_SUBJECT = {
     "english": (
         # what the configuration keeps of a contraction ("I'm" -> "m", "we've" -> "ve", "won't" -> "won"):
         # no help centre states it, so "I'm a Premier member. Can I return ...?" read as unanswerable
-        "m re ve ll d isn aren wasn weren hasn haven hadn doesn didn won wouldn shouldn couldn mustn needn"
+        "m re ve ll d isn aren wasn weren hasn haven hadn doesn didn won wouldn shouldn couldn mustn needn "
+        # the quantifiers that ask for an amount or a count ("How much is the Premier plan?"), as German's "viel
+        # viele": the configuration's stop list keeps them, and no article says "much"
+        "much many"
     ),
 }
 

@@ -40,6 +40,13 @@ def test_what_the_configuration_keeps_of_an_english_contraction_is_no_subject_te
     assert set(subject_terms("english", question)) == {"premier", "member", "paid", "arriv", "like", "refund", "late"}
 
 
+def test_the_quantifier_asking_for_an_amount_or_a_count_is_no_subject_term(db):
+    # "much" is in no article: "How much is the Premier plan?" was handed off (P=0.333 against 0.334, "the help
+    # centre never states much"); German's "viel" and "viele" were already left out
+    assert set(subject_terms("english", "How much is the Premier plan?")) == {"premier", "plan"}
+    assert set(subject_terms("english", "How many wishlists can I have?")) == {"wishlist"}
+
+
 def test_the_tenants_own_name_is_never_the_subject():
     assert set(subject_terms("english", "Who owns Acme Outfitters?", "Acme Outfitters")) == {"own"}
     assert set(subject_terms("english", "Does Initech Home ship to Canada?", "Initech Home")) == {"ship", "canada"}

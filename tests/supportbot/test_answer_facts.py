@@ -334,3 +334,9 @@ def test_a_sentence_listing_other_countries_figures_is_whole_for_the_unlabelled_
                         "and Canada, 6 years in the UK and 10 years in Germany and Austria.")[0]
     assert askers_figure(asking.asked("How long do you keep invoices in the UK?"), first).text == (
         "Even after deletion, we keep invoices for as long as the law requires … 6 years in the UK.")
+
+
+def test_a_price_question_is_not_handed_off_for_its_how_much(initech):
+    # was handed off: "not answerable: P=0.333 < 0.334; the help centre never states much"
+    outcome = ask(initech, "How much is the Premier plan?")
+    assert "$19 per month" in outcome.answer, outcome.answer
