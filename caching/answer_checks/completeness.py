@@ -194,6 +194,10 @@ class CompletenessCheck(AnswerCheck):
         mixed = next((t for _, t in stating if country and _other_currencies_beside(t, country)), None)
         if mixed:  # "$5.95 (CA$7.95, £4.95 or €5.95)" for Canada: every country's fee in one breath
             return Refusal("mixed_cases", f"other countries' amounts stand beside {country}'s: {mixed[:80]!r}")
+        if "country" not in wanted.cases:
+            only = self._only_a_named_countrys(wanted, stating, sources, about)
+            if only:
+                return only
         if not cases:
             return None
         money = wanted.kind == "amount"
@@ -209,6 +213,24 @@ class CompletenessCheck(AnswerCheck):
         for_ = " and ".join(cases.values())
         return Refusal(self.code, f"asks for {wanted.describe()}; the answer states it only for other cases than "
                                   f"{for_}")
+
+    def _only_a_named_countrys(self, wanted, stating: list[tuple[str, str]], sources: list[tuple[str, str]],
+                               about: set[str]) -> Refusal | None:
+        """A question that names no country is asked for the general figure: an answer stating the figure only for
+        a named country ("In the Mexico store, Pro costs MX$159 per month" for "how much is Pro per month?") is
+        incomplete where a cited line states one of the kind for no country ("Pro: $9 per month")."""
+        # the countries a line names, not its currencies: "$35 (£30, €35)" is the general fee in every currency
+        countries = [line_labels(t, h).get("country") for h, t in stating]
+        if not all(countries):
+            return None
+        general = [t for h, t in sources if figure_stated(wanted.kind, t)
+                   and not line_labels(t, h).get("country")  # "$9" names no country: the home store's price
+                   and about and same_event(about, terms(f"{h}\n{t}"))]
+        if not general:
+            return None
+        named = sorted({c for found in countries for c in found})
+        return Refusal(self.code, f"asks for {wanted.describe()} for no country; the answer states it only for "
+                                  f"{', '.join(named)}, the passages for none too: {general[0][:60]!r}")
 
     @staticmethod
     def _general_for_named_case(wanted, evidence: Evidence, stating: list[tuple[str, str]],

@@ -283,6 +283,9 @@ class ExtractiveAnswerer(Answerer):
         acted = any(asking.holds_action(action, s, before_figure=is_step(unit)) for s in stating)
         event = event or acted
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit + EVENT_WEIGHT * event
+        # a unit labelled with every asked case beats one labelled with some: a Plus member asking about sale items
+        # wants "Items bought ... during a sale ... (Plus members: 30 days)", not the standard window's Plus figure
+        score += CASE_WEIGHT * max(0, sum(case in labels.get(family, ()) for family, case in wanted.cases.items()) - 1)
         if states and wanted.kind == "count":  # "up to 20 wishlists" for "How many wishlists ...?"
             thing = counted_thing(question)
             score += COUNTED_WEIGHT * bool(thing and counts(thing, unit.text))
@@ -647,4 +650,4 @@ RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEI
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, LABEL_WEIGHT, "quoted labels", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
-                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", _CASE_ITEM_END.pattern, "asker's figure", "v10"])[:16]
+                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", _CASE_ITEM_END.pattern, "asker's figure", "every asked case", "v10"])[:16]

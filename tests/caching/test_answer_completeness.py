@@ -477,3 +477,21 @@ def test_free_in_the_question_is_its_condition_and_a_figure_answers_it(question,
     refusal = CompletenessCheck().refusal(evidence(question, answer, path, locale))
     assert refusal is not None and "states none" in refusal.detail, refusal
     assert CompletenessCheck().refusal(evidence(question, figure, path, locale)) is None
+
+
+def test_a_question_naming_no_country_is_not_answered_by_one_countrys_figure_alone():
+    """"how much is the middle one per month?" after "Free, Pro and Premier." was answered "In the Mexico store, Pro
+    costs MX$159 per month ..." and cached; the plans article states the home store's "Pro: $9 per month"."""
+    check = CompletenessCheck()
+    mexico = "In the Mexico store, Pro costs MX$159 per month and Premier MX$329 per month. [1]"
+    refusal = check.refusal(evidence("How much is the Pro plan per month?", mexico, "initech/en/subscription-plans.md"))
+    assert refusal is not None and "only for Mexico" in refusal.detail, refusal
+    # the general figure, in every currency at once, names no country: complete
+    home = "Prices:\n• Pro: $9 per month, or $90 per year with annual billing. [1]"
+    assert check.refusal(evidence("How much is the Pro plan per month?", home, "initech/en/subscription-plans.md")) is None
+    fee = "Diagnostic fee: $35 (£30, €35). [1]"
+    assert check.refusal(evidence("How much is the diagnostic fee for repairs outside the warranty?", fee,
+                                  "acme/en/warranty-and-repairs.md")) is None
+    # asked for Mexico, the Mexico figure is the answer
+    assert check.refusal(evidence("How much is the Pro plan per month in Mexico?", mexico,
+                                  "initech/en/subscription-plans.md")) is None

@@ -340,3 +340,15 @@ def test_a_price_question_is_not_handed_off_for_its_how_much(initech):
     # was handed off: "not answerable: P=0.333 < 0.334; the help centre never states much"
     outcome = ask(initech, "How much is the Premier plan?")
     assert "$19 per month" in outcome.answer, outcome.answer
+
+
+def test_a_unit_labelled_with_every_asked_case_leads(acme):
+    """The customer's Saturday delivery in the US, then "do Plus members pay less?": Plus and the US are both asked,
+    and the Saturday surcharge for Plus members in the US leads, not Plus's free Standard shipping (was, once a
+    rewrite was also answered in the customer's own words: the bulky-item surcharge that "also applies to Plus
+    members")."""
+    outcome = pipeline.ask(pipeline.Asker(acme, "en"), Conversation((
+        Turn("user", "Is there a surcharge for Saturday delivery in the US?"),
+        Turn("assistant", "Yes, the Saturday surcharge is $9.95."),
+        Turn("user", "do Plus members pay less?"))))
+    assert "$4.95" in outcome.answer, outcome.answer
