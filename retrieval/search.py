@@ -219,25 +219,34 @@ def is_evidence(hit: SearchHit) -> bool:
             or hit.term_coverage >= settings.RETRIEVAL_MIN_TERM_COVERAGE)
 
 
+def rrf_scores(*rankings: list[SearchHit]) -> dict[int, float]:
+    """Each passage's reciprocal-rank score, ``sum(1 / (RETRIEVAL_RRF_K + rank))`` over the rankings it is in."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, start=1):
+            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (settings.RETRIEVAL_RRF_K + rank)
+    return scores
+
+
 def search_hybrid(generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
                   k: int) -> list[SearchHit]:
     """The top-k evidence passages of a tenant and locale by reciprocal rank fusion of the vector and
     the full-text rankings (see the module docstring)."""
-    n, rrf_k = max(k, settings.RETRIEVAL_CANDIDATES), settings.RETRIEVAL_RRF_K
+    n = max(k, settings.RETRIEVAL_CANDIDATES)
     by_vector = search_chunks(generation, tenant_id, locale, vector, n)
     by_text = text_matches(generation, tenant_id, locale, question, vector, n)
-    scores: dict[int, float] = {}
+    scores = rrf_scores(by_vector, by_text)
     hits: dict[int, SearchHit] = {}
-    for ranking in (by_vector, by_text):
-        for rank, hit in enumerate(ranking, start=1):
-            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (rrf_k + rank)
-            if hit.chunk_id not in hits or hit.term_coverage:  # the full-text row carries the coverage
-                hits[hit.chunk_id] = hit
-    fused = sorted(hits.values(), key=lambda h: (-scores[h.chunk_id], -h.similarity, h.chunk_id))
+    for hit in (*by_vector, *by_text):
+        if hit.chunk_id not in hits or hit.term_coverage:  # the full-text row carries the coverage
+            hits[hit.chunk_id] = hit
+
+    def scored(hit: SearchHit) -> SearchHit:
+        return replace(hit, score=scores[hit.chunk_id], evidence=is_evidence(hit))
+
     out = []
-    for hit in fused:
-        hit = replace(hit, score=scores[hit.chunk_id])
-        hit = replace(hit, evidence=is_evidence(hit))
+    for hit in sorted(hits.values(), key=lambda h: (-scores[h.chunk_id], -h.similarity, h.chunk_id)):
+        hit = scored(hit)
         if hit.evidence:
             out.append(hit)
         if len(out) == k:
@@ -246,13 +255,20 @@ def search_hybrid(generation: IndexGeneration, tenant_id: int, locale: str, ques
     # words that say what kind of fact it wants ("how long does ... take") fill that ranking with passages that
     # happen to have them, pushing the one passage about the asked thing out of the fused top k
     if out and by_vector and by_vector[0].chunk_id not in {h.chunk_id for h in out}:
-        top = replace(hits[by_vector[0].chunk_id], score=scores[by_vector[0].chunk_id])
-        top = replace(top, evidence=is_evidence(top))
-        if top.evidence and len(out) == k:
-            out[-1] = top
-        elif top.evidence:
-            out.append(top)
+        top = scored(hits[by_vector[0].chunk_id])
+        if top.evidence:
+            out = out[:k - 1] + [top]
     return out
+
+
+def fuse(first: list[SearchHit], second: list[SearchHit], k: int) -> list[SearchHit]:
+    """The top k of two searches' results by reciprocal rank (``rrf_scores``), as ``search_hybrid`` fuses its
+    own two rankings; the first's order breaks ties, and a passage in both keeps the first's hit."""
+    scores = rrf_scores(first, second)
+    hits: dict[int, SearchHit] = {}
+    for hit in (*first, *second):
+        hits.setdefault(hit.chunk_id, hit)
+    return sorted(hits.values(), key=lambda h: -scores[h.chunk_id])[:k]
 
 
 def index_version(tenant_id: int) -> int:

@@ -1468,9 +1468,19 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
     tent", "the sofa" in the assistant's recap, "I'm not a member") keeps two conversations
     apart; the price is that reworded conversations rarely share. More than
     ``CONVERSATION_TOPIC_WORDS`` is too much to carry: the turn bypasses the shared caches."""
+    side = set() if users_only else _side_turns(history)
+    out = _topic_stems(history, message, side, skip=skip, users_only=users_only)
+    if len(out) > settings.CONVERSATION_TOPIC_WORDS:
+        raise TooMuchContext(f"{len(out)} topic words")
+    return _canonical_topic(history, message, skip, users_only, side)
+
+
+def _topic_stems(history: tuple[Turn, ...], message: str, side: set[int], *, skip: tuple[str, ...] = (),
+                 users_only: bool = False) -> list[str]:
+    """The stems of the earlier turns' topic words (``users_only``: the customer's turns'), in order, once each,
+    those of the message aside; small talk, the replies to it and the ``side`` turns left out."""
     have = {_stem(w) for w in _lower_words(message)}
     out: list[str] = []
-    side = set() if users_only else _side_turns(history)
     for i, turn in enumerate(history):
         if ((users_only and turn.role != "user") or turn.content in skip or _small_talk(turn) or i in side
                 or _chatter_reply(history, i)):
@@ -1478,9 +1488,7 @@ def _conversation_topic(history: tuple[Turn, ...], message: str, skip: tuple[str
         for w in map(_stem, _topic_words(turn.content)):  # "Sunday" and "Sundays" are one word of the topic
             if w not in have and w not in out:
                 out.append(w)
-    if len(out) > settings.CONVERSATION_TOPIC_WORDS:
-        raise TooMuchContext(f"{len(out)} topic words")
-    return _canonical_topic(history, message, skip, users_only, side)
+    return out
 
 
 # Words of a topic that say nothing of the case, whoever says them ("I'd like to…", "Sure,", "of course",
@@ -1764,15 +1772,7 @@ def customers_words(resolution: Resolution) -> str:
     question = resolution.question
     if resolution.how != How.REWRITTEN or TOPIC_MARK not in question or not resolution.history:
         return ""
-    have = {_stem(w) for w in _lower_words(resolution.message)}
-    side = _side_turns(resolution.history)
-    words: list[str] = []
-    for i, turn in enumerate(resolution.history):
-        if turn.role != "user" or _small_talk(turn) or i in side:
-            continue
-        for w in map(_stem, _topic_words(turn.content)):
-            if w not in have and w not in words:
-                words.append(w)
+    words = _topic_stems(resolution.history, resolution.message, _side_turns(resolution.history), users_only=True)
     return _with_topic(question.split(TOPIC_MARK, 1)[0], " ".join(words)) if words else ""
 
 

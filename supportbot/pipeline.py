@@ -18,13 +18,12 @@ import hashlib
 import hmac
 import logging
 import time
-
-import numpy as np
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Iterator
 
+import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
@@ -47,7 +46,7 @@ from generation.prompt import TenantPrompt, not_covered_text
 from generation.verifier import verify
 from retrieval.embeddings import EmbedStats, embed_texts, question_scope
 from retrieval.generations import GenerationMismatch, query_embedder
-from retrieval.search import SearchHit, index_version, search_hybrid, search_version
+from retrieval.search import SearchHit, fuse, index_version, search_hybrid, search_version
 from retrieval.services import active_generation_cached
 from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
@@ -118,7 +117,10 @@ class AskState:
     normalized: str
     streamed: bool
     resolution: Resolution | None = None  # the customer's message, and how it became ``question``
-    own_words: str = ""  # a rewrite with the customer's words only (``conversation.customers_words``), or ""
+    # a rewrite in the customer's own words (``own_words``: worked out when retrieval or the answer first needs it,
+    # never on a cache hit) and its vector
+    own: str | None = None
+    own_vector: np.ndarray | None = None
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     started: float = field(default_factory=time.perf_counter)
     timings: dict = field(default_factory=dict)
@@ -352,7 +354,7 @@ def start(asker: Asker, raw_question, streamed: bool) -> AskState:
         resolution = resolve(conversation, asker.locale, rewriter=model_rewriter(asker.tenant.slug))
     question = resolution.question
     return AskState(asker=asker, question=question, normalized=resolved_normalized(resolution), streamed=streamed,
-                    resolution=resolution, own_words=customers_words(resolution))
+                    resolution=resolution)
 
 
 def prepare(asker: Asker, raw_question, *, streamed: bool = False) -> AskState:
@@ -549,10 +551,9 @@ def retrieve(state: AskState) -> None:
             state.vector = embed_question(state)
             state.lap("embed", te)
         hits = search_hybrid(generation, tenant.pk, state.asker.locale, state.question, state.vector, k)
-        if state.own_words:  # a rewrite: also in the customer's own words (``conversation.customers_words``)
-            own = search_hybrid(generation, tenant.pk, state.asker.locale, state.own_words,
-                                embed_text(state, state.own_words), k)
-            hits = fused(hits, own, k)
+        if own_words(state):  # a rewrite: also in the customer's own words (``conversation.customers_words``)
+            hits = fuse(hits, search_hybrid(generation, tenant.pk, state.asker.locale, own_words(state),
+                                            own_vector(state), k), k)
         if cached.disposition == "miss":
             failed = search_layer.store(key, hits)
             if failed:
@@ -664,8 +665,8 @@ def answer_request(state: AskState) -> AnswerRequest | None:
     return AnswerRequest(
         tenant_slug=tenant.slug, tenant_prompt=tenant_prompt(tenant), passages=passages,
         # a rewrite: the customer's own words, with the meaning of the whole conversation and of those words
-        question=state.own_words or state.question,
-        question_vector=blend(state.vector, embed_text(state, state.own_words)) if state.own_words else state.vector,
+        question=own_words(state) or state.question,
+        question_vector=blend(state.vector, own_vector(state)) if own_words(state) else state.vector,
         embed=lambda texts: embed_texts(texts, embedder=embedder),
         assist_answer=state.assist.answer if state.assist else None,
         history=tuple((t.role, t.content) for t in state.resolution.history) if state.resolution else (),
@@ -709,10 +710,10 @@ def check_answerable(state: AskState) -> list[Passage]:
         generation=active_generation_cached(), tenant_id=state.asker.tenant.pk, locale=state.asker.locale,
         question=state.question, vector=state.vector, passages=state.passages,
         embed=lambda texts: embed_texts(texts, embedder=embedder))
-    if state.own_words:  # a passage answering a rewrite in the customer's own words answers it too
+    if own_words(state):  # a passage answering a rewrite in the customer's own words answers it too
         theirs = answerability.assess(
             generation=active_generation_cached(), tenant_id=state.asker.tenant.pk, locale=state.asker.locale,
-            question=state.own_words, vector=embed_text(state, state.own_words), passages=state.passages,
+            question=own_words(state), vector=own_vector(state), passages=state.passages,
             embed=lambda texts: embed_texts(texts, embedder=embedder))
         if theirs.answerable:
             best = verdict if verdict.answerable and verdict.probability >= theirs.probability else theirs
@@ -942,16 +943,18 @@ def tenant_prompt(tenant: Tenant) -> TenantPrompt:
     return TenantPrompt(name=tenant.name, instructions=tenant.instructions, few_shot=examples)
 
 
-def fused(first: list[SearchHit], second: list[SearchHit], k: int) -> list[SearchHit]:
-    """The top k of two rankings by reciprocal rank (``RETRIEVAL_RRF_K``), as ``search_hybrid`` fuses its own
-    two; the first's order breaks ties."""
-    scores: dict[int, float] = {}
-    hits: dict[int, SearchHit] = {}
-    for ranking in (first, second):
-        for rank, hit in enumerate(ranking, start=1):
-            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (settings.RETRIEVAL_RRF_K + rank)
-            hits.setdefault(hit.chunk_id, hit)
-    return sorted(hits.values(), key=lambda h: -scores[h.chunk_id])[:k]
+def own_words(state: AskState) -> str:
+    """A rule rewrite in the customer's own words (``conversation.customers_words``), or "": worked out once."""
+    if state.own is None:
+        state.own = customers_words(state.resolution) if state.resolution is not None else ""
+    return state.own
+
+
+def own_vector(state: AskState) -> np.ndarray:
+    """The vector of ``own_words``, embedded once for retrieval, the answerability check and the answerer."""
+    if state.own_vector is None:
+        state.own_vector = embed_text(state, own_words(state))
+    return state.own_vector
 
 
 def blend(a, b) -> np.ndarray:
@@ -961,7 +964,7 @@ def blend(a, b) -> np.ndarray:
 
 
 def embed_text(state: AskState, text: str):
-    """Another text's vector for the question (a rewrite's own words), cached as ``embed_question`` caches."""
+    """A text's vector for the question, cached in the tenant's scope for a general question only."""
     e = state.eligibility
     scope = question_scope(state.asker.tenant.pk) if e is not None and e.eligible else None
     return embed_texts([text], embedder=query_embedder(cached=True), stats=state.embed_stats, cache=scope)[0]

@@ -15,11 +15,11 @@ tenant's own articles in the asked locale (retrieval filters both).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import time
 from collections.abc import Iterator
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -236,8 +236,8 @@ class ExtractiveAnswerer(Answerer):
         if wanted.wants_fact or wanted.kind == "yesno":
             kept = self._fact_units(wanted, ranked)
             if wanted.wants_fact and kept[0].states:
-                kept[0] = dataclasses.replace(kept[0], unit=pertinent_part(wanted.kind, focus, kept[0].unit))
-                kept[0] = dataclasses.replace(kept[0], unit=askers_figure(wanted, kept[0].unit))
+                kept[0] = dataclasses.replace(
+                    kept[0], unit=askers_figure(wanted, pertinent_part(wanted.kind, focus, kept[0].unit)))
         else:
             kept = self._similar_units(ranked)
         for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
@@ -336,15 +336,15 @@ class ExtractiveAnswerer(Answerer):
         the asked case), and a little context of its article that states no other figure of the kind."""
         # near the best unit that may lead: a special case the question does not name ("Deliveries to Yukon ...
         # take 3–5 business days longer" for Canada) never leads, so it sets no bar for the units that may
-        eligible = [c for c in ranked if c.fit >= 0 and asking.special_fit(wanted, c.unit.text) >= 0]
-        best = (eligible[0] if wanted.wants_fact and eligible else ranked[0]).score
+        eligible = next((c for c in ranked if c.fit >= 0 and asking.special_fit(wanted, c.unit.text) >= 0),
+                        None) if wanted.wants_fact else None
+        best = (eligible or ranked[0]).score
         near = [c for c in ranked if c.score >= best - LEAD_MARGIN]
         if wanted.wants_fact:  # else the best unit of no other case: admission finds it incomplete
             # else the best unit of no other case, and of no special case the question does not name ("Deliveries
             # to Yukon ... take 3–5 business days longer" for Canada): admission then finds it incomplete
-            lead = next((c for tier in LEAD_TIERS for c in near if c.states and c.fit >= 0 and tier(c)), None) or next(
-                (c for c in ranked if c.fit >= 0 and asking.special_fit(wanted, c.unit.text) >= 0), None) or next(
-                (c for c in ranked if c.fit >= 0), ranked[0])
+            lead = next((c for tier in LEAD_TIERS for c in near if c.states and c.fit >= 0 and tier(c)), None) or \
+                eligible or next((c for c in ranked if c.fit >= 0), ranked[0])
         else:  # yes/no: the best unit, another case's rule too ("Klarna ... in the UK, Germany and Austria")
             lead = ranked[0]
         kept, used, figures = [lead], len(lead.unit.text) + 4, 0
@@ -441,12 +441,11 @@ def pertinent_part(kind: str, focus: set[str], unit: Unit) -> Unit:
     return dataclasses.replace(unit, text=text, marker="")
 
 
+# Where a figure starts: a currency or a digit.
+_FIGURE_START = re.compile(r"(?:ca\$|mx\$|us\$|[$€£]|\d)", re.I)
 # Where a figure of a list of cases ends: a comma, a bracket, a semicolon, or "and"/"und" before the next figure
 # ("20% in the UK, 19% in Germany and 20% in Austria"); "Germany and Austria" stays one case
-_CASE_ITEM_END = re.compile(r"\s*(?:[,;()]|\b(?:and|und|or|oder)\b(?=\s*(?:ca\$|mx\$|us\$|[$€£]|\d)))\s*", re.I)
-
-
-_FIGURE_START = re.compile(r"(?:ca\$|mx\$|us\$|[$€£]|\d)", re.I)
+_CASE_ITEM_END = re.compile(rf"\s*(?:[,;()]|\b(?:and|und|or|oder)\b(?=\s*{_FIGURE_START.pattern}))\s*", re.I)
 
 
 def askers_figure(wanted: asking.Asked, unit: Unit) -> Unit:
@@ -476,9 +475,9 @@ def _askers_item(kind: str, country: str, clause: str) -> str:
         if clause[start:end].strip():
             items.append((start, clause[start:end].strip()))
         start = m.end() if m else len(clause)
-    labelled = [(a, piece) for a, piece in items
-                if kind in asking.kinds_in(piece) and asking.all_cases_in(piece).get("country")]
-    askers = [(a, piece) for a, piece in labelled if country in asking.all_cases_in(piece)["country"]]
+    labelled = [(a, piece, named) for a, piece in items
+                if kind in asking.kinds_in(piece) and (named := asking.all_cases_in(piece).get("country"))]
+    askers = [(a, piece) for a, piece, named in labelled if country in named]
     if len(labelled) < 2 or len(askers) != 1:
         return clause
     a, piece = askers[0]
