@@ -72,8 +72,8 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
     on the question's topic, or an edit that adds a fact). Each active semantic entry of the
     articles' tenant and locale is searched again as the Ask path searches (``search_hybrid``, with
     the entry's stored question vector); an exact entry without a semantic twin is searched by its
-    question. An entry whose top-k evidence holds one of the articles is purged (semantic) or
-    deleted (exact). Retired articles need none of this: their citers went with the citation purge,
+    question, and a rewrite by the customer's own words too (``CachedAnswer.searched``). An entry
+    whose top-k evidence holds one of the articles is purged (semantic) or deleted (exact). Retired articles need none of this: their citers went with the citation purge,
     and an answer that did not cite one has none of its facts. Search results are not touched here:
     the re-index bumped the tenant's index version, so every older result is unreachable.
     Returns one ``PurgeRecord`` (trigger ``retrieval``) per article that cost an entry."""
@@ -111,19 +111,30 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
         # Exact entries with no active semantic twin (the tenant's semantic mode is off, say). Their
         # locale is not stored with them: one of another locale may be searched here too, and at worst
         # goes early (a miss), never late.
-        twins = set(SemanticEntry.objects.filter(tenant_id=tenant_id, status=SemanticEntry.Status.ACTIVE)
-                    .exclude(exact_key="").values_list("exact_key", flat=True))
-        alone = {key: value.get("question") for key, value in exact_layer.entries(tenant_id)
-                 if key not in twins and value is not None and value.get("question")}
-        alone_items = list(alone.items())
-        for i in range(0, len(alone_items), 200):
-            questions = dict(alone_items[i:i + 200])
-            vectors = embed_texts(list(questions.values()), embedder=embedder, cache=question_scope(tenant_id))
-            for (key, question), vector in zip(questions.items(), vectors):
-                article_pk = retrieved(question, vector)
+        # A rewrite whose retrieval also searched the customer's own words (``CachedAnswer.searched``) is
+        # searched by those words too: an article found only by them would have changed its answer.
+        twins = dict(SemanticEntry.objects.filter(tenant_id=tenant_id, status=SemanticEntry.Status.ACTIVE)
+                     .exclude(exact_key="").values_list("exact_key", "pk"))
+        searches, gone = [], set(doomed_keys)  # (key, what to search)
+        for key, value in exact_layer.entries(tenant_id):
+            if value is None or key in gone:
+                continue
+            if key not in twins and value.get("question"):
+                searches.append((key, value["question"]))
+            if value.get("searched"):
+                searches.append((key, value["searched"]))
+        for i in range(0, len(searches), 200):
+            batch = searches[i:i + 200]
+            vectors = embed_texts([q for _, q in batch], embedder=embedder, cache=question_scope(tenant_id))
+            for (key, question), vector in zip(batch, vectors):
+                article_pk = retrieved(question, vector) if key not in gone else None
                 if article_pk is not None:
+                    gone.add(key)
                     doomed_keys.append(key)
                     removed_exact[article_pk] += 1
+                    if key in twins:
+                        doomed_entries.append(twins[key])
+                        removed_semantic[article_pk] += 1
         with transaction.atomic():
             SemanticEntry.objects.filter(pk__in=doomed_entries, status=SemanticEntry.Status.ACTIVE).update(
                 status=SemanticEntry.Status.PURGED)

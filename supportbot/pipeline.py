@@ -741,7 +741,7 @@ def admit(state: AskState, checks: bool = True) -> None:
         model=state.spec.model, prompt_version=state.spec.prompt_version, source_request=state.request_id,
         question=state.question, prompt_tokens=state.result.prompt_tokens,
         completion_tokens=state.result.completion_tokens,
-        generation_ms=state.result.total_ms,
+        generation_ms=state.result.total_ms, searched=state.own or "",
     )
     state.layers.append(exact_layer.store(state.key, cached, state.asker.tenant.pk))
     if state.asker.tenant.semantic_mode != Tenant.SemanticMode.OFF and state.vector is not None:

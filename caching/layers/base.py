@@ -19,3 +19,4 @@ class CachedAnswer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     generation_ms: float = 0.0
+    searched: str = ""  # what retrieval also searched: a rewrite in the customer's own words (purge_retrieving)

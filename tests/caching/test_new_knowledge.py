@@ -4,11 +4,17 @@ none of it (``caching.purge.purge_retrieving``; the event -> worker path is in
 tests/jobs/test_worker.py)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from caching.layers.base import CachedAnswer
+from caching.layers import exact_layer
+from caching.layers.exact import exact_prefix
 from caching.models import AskEvent, PurgeRecord, SemanticEntry
 from caching.purge import purge_retrieving
 from core.models import Tenant
+from core.redis_client import get_redis
 from ingestion.models import Article
 from ingestion.services import article_edit
 from retrieval.services import index_sync
@@ -96,3 +102,29 @@ def test_a_retired_or_unknown_article_purges_nothing_here(acme):
     Article.objects.filter(pk=plus.pk).update(status=Article.Status.RETIRED)
     assert purge_retrieving([plus.pk, 10 ** 9]) == []
     assert served(acme, "Is there a student discount?") is not None
+
+
+def test_a_rewrite_is_also_found_by_the_customers_own_words(acme):
+    """A rule rewrite's retrieval also searched the customer's own words (``conversation.customers_words``); its
+    exact entry keeps them (``CachedAnswer.searched``), and a new article that those words retrieve deletes it,
+    although the stored question alone does not retrieve it (was: searched by the stored question only, so the
+    entry stayed until its TTL)."""
+    key = exact_prefix(acme.pk) + "0" * 32
+    exact_layer.store(key, CachedAnswer(
+        answer="Go to Account > Password [1].", citations=[], intent="general", created=time.time(), model="m",
+        prompt_version="p", source_request="r", question="How do I reset my password?",
+        searched="Can I rent a kayak for the weekend?"), acme.pk)
+    factories.article(acme, "kayak-rentals", "# Kayak rentals\n\nRent a kayak at the Basecamp Store in Denver "
+                      "for $40 a day, paddle and life jacket included. Book at the till.", title="Kayak rentals")
+    index_sync(tenant_id=acme.pk)
+    [record] = purge_retrieving([article(acme, "kayak-rentals").pk])
+    assert (record.removed_exact, record.removed_semantic) == (1, 0)
+    assert get_redis().get(key) is None
+
+
+def test_a_follow_ups_entry_keeps_what_its_retrieval_searched_in_the_customers_words(acme):
+    from tests.supportbot.test_answer_facts import FOLLOW_UP
+    outcome = pipeline.ask(pipeline.Asker(acme, "en"), FOLLOW_UP)
+    event = AskEvent.objects.get(request_id=outcome.request_id)
+    [(key, value)] = [(k, v) for k, v in exact_layer.entries(acme.pk) if v and v.get("question") == event.question]
+    assert value["searched"].endswith("(about: ship canada)"), value["searched"]
