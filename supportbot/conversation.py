@@ -670,9 +670,10 @@ def resolve(conversation: Conversation, locale: str = "en", rewriter=None, *, sc
         resolution = Resolution(conversation.message, _context_question(conversation.message, conversation.history),
                                 How.UNRESOLVED, f"too much context to carry in a question ({exc})",
                                 history=conversation.history)
-    if resolution.how == How.UNRESOLVED and not is_german(conversation.message, locale):
-        # too much conversation, or a follow-up of a question that was not resolved: if earlier topics were
-        # closed and a thread of a new subject began, the message is read in that thread (sixth session)
+    if resolution.how in (How.UNRESOLVED, How.REWRITTEN) and not is_german(conversation.message, locale):
+        # too much conversation, a follow-up of a question that was not resolved, or a rewrite carrying earlier
+        # topics' words: if earlier topics were closed and a thread of a new subject began, the message is read
+        # in that thread (sixth session; rewrites too since the twelfth)
         after = _after_closed_topic(conversation.history)
         if after is not None:
             inner = resolve(Conversation((*after, conversation.turns[-1])), locale, rewriter, scoped=scoped)
