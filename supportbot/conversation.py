@@ -1777,6 +1777,45 @@ def customers_words(resolution: Resolution) -> str:
     return _with_topic(question.split(TOPIC_MARK, 1)[0], " ".join(words)) if words else ""
 
 
+def last_reply(resolution: Resolution) -> str:
+    """The assistant's last turn that says something (not the reply to small talk), or ""."""
+    history = resolution.history
+    last = max((i for i, t in enumerate(history) if t.role == "assistant" and not _small_talk(t)
+                and not _chatter_reply(history, i)), default=None)
+    return history[last].content if last is not None else ""
+
+
+def grounded(reply: str, articles: dict[str, str]) -> bool:
+    """Whether an assistant's reply states the help centre's own words: at least ``CONVERSATION_GROUNDED_SHARE`` of
+    its content words are in one of ``articles`` (article id -> the text of the passages found for the reply).
+    Evidence that the conversation's subject is one the help centre covers ("No. Return shipping is free for
+    Premier members ..."), which a hand-off ("Sorry, our help centre doesn't cover ...") is not."""
+    words = {w for w in _lower_words(reply) if len(w) > 2 and w not in _STOP_EN}
+    if len(words) < 4 or not articles:
+        return False
+    return max(len(words & set(_lower_words(text))) / len(words) for text in articles.values()) \
+        >= settings.CONVERSATION_GROUNDED_SHARE
+
+
+def asked_part(message: str) -> str:
+    """The message without its sentences of small talk ("Nice. And if I end up not liking the watch, …?"
+    -> "And if I end up not liking the watch, …?"); the message itself if nothing else is left."""
+    kept = [s for s in re.split(r"(?<=[.!?])\s+", message.strip()) if not _small_talk(Turn("user", s))]
+    return " ".join(kept) if kept else message
+
+
+def without_words(question: str, drop) -> str:
+    """A rule rewrite with the words of its topic (``(about: …)``) for which ``drop(word)`` is true left out, and
+    its message without small talk (``asked_part``); the conditions stay as they are."""
+    if TOPIC_MARK not in question:
+        return question
+    head, rest = question.split(TOPIC_MARK, 1)
+    head = asked_part(head)
+    topic, _, tail = rest.partition(")")
+    kept = [w for w in topic.split() if not drop(w)]
+    return f"{head}{TOPIC_MARK}{' '.join(kept)}){tail}" if kept else f"{head}{tail}"
+
+
 def resolved_normalized(resolution: Resolution) -> str:
     """The exact-cache form of a resolved question (``AskState.normalized``). A rule rewrite that carries the
     conversation's topic is keyed by its message's canonical form (``canonical_message``; sixth session): "How

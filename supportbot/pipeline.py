@@ -44,14 +44,15 @@ from core.models import Tenant
 from generation.base import GenerationError, GenerationResult, Passage
 from generation.prompt import TenantPrompt, not_covered_text
 from generation.verifier import verify
+from ingestion.textsearch import text_search_config
 from retrieval.embeddings import EmbedStats, embed_texts, question_scope
 from retrieval.generations import GenerationMismatch, query_embedder
-from retrieval.search import SearchHit, fuse, index_version, search_hybrid, search_version
+from retrieval.search import SearchHit, fuse, index_version, query_terms, search_hybrid, search_version
 from retrieval.services import active_generation_cached
 from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
-from supportbot.conversation import (Conversation, Resolution, clarify_text, customers_words, resolve,
-                                     resolved_normalized)
+from supportbot.conversation import (Conversation, Resolution, clarify_text, customers_words, grounded, last_reply,
+                                     resolve, resolved_normalized, without_words)
 from supportbot.conversation_model import model_rewriter
 from supportbot.hit_sampling import DecisionRef
 from supportbot.inflight import InFlightRefused
@@ -719,12 +720,46 @@ def check_answerable(state: AskState) -> list[Passage]:
             best = verdict if verdict.answerable and verdict.probability >= theirs.probability else theirs
             state.answerability = verdict = replace(best, passing=verdict.passing | theirs.passing,
                                                     storable=verdict.storable | theirs.storable)
+        elif not verdict.answerable:
+            state.answerability = verdict = asked_subject(state, verdict, theirs)
     state.lap("answerability", t)
     if not verdict.answerable:
         return []
     articles = {p.article_id for p in state.passages if p.chunk_id in verdict.passing}
     kept = [p for p in state.passages if p.article_id in articles]
     return [replace(p, number=i) for i, p in enumerate(kept, start=1)]  # numbered [1]..[n] as the answerer shows them
+
+
+def asked_subject(state: AskState, verdict, theirs):
+    """A rewrite whose both readings failed the check, read once more without the conversation's words that the
+    help centre never states, when the assistant's last reply stated the help centre's own words
+    (``conversation.grounded``, against the passages found for that reply): then the conversation is about a
+    subject the help centre covers, and "lol", "way too big for my shelf" or "the trail maps look amazing" are
+    chatter, not what is asked. The message's own words stay, but for its small talk ("Nice."): "how long does
+    the battery last?" still needs a passage about a battery."""
+    reply = last_reply(state.resolution)
+    if not reply:
+        return verdict
+    generation, tenant_id, locale = active_generation_cached(), state.asker.tenant.pk, state.asker.locale
+    articles: dict[str, str] = {}
+    for hit in search_hybrid(generation, tenant_id, locale, reply, embed_text(state, reply),
+                             settings.RETRIEVAL_TOP_K):
+        articles[hit.article_id] = f"{articles.get(hit.article_id, '')} {hit.text}"
+    if not grounded(reply, articles):
+        return verdict
+    config = text_search_config(state.asker.locale)
+    unseen = set(verdict.unseen_terms) | set(theirs.unseen_terms)
+    asked = without_words(own_words(state), lambda w: bool(set(query_terms(config, w)) & unseen))
+    if asked == own_words(state):
+        return verdict
+    embedder = query_embedder(cached=True)
+    third = answerability.assess(
+        generation=generation, tenant_id=tenant_id, locale=locale, question=asked, vector=embed_text(state, asked),
+        passages=state.passages, embed=lambda texts: embed_texts(texts, embedder=embedder))
+    if not third.answerable:
+        return verdict
+    return replace(third, reason=f"{third.reason}; read without the conversation's words the help centre never "
+                   f"states: {asked}"[:300])
 
 
 @tracing.step("admission")

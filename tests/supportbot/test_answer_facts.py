@@ -352,3 +352,31 @@ def test_a_unit_labelled_with_every_asked_case_leads(acme):
         Turn("assistant", "Yes, the Saturday surcharge is $9.95."),
         Turn("user", "do Plus members pay less?"))))
     assert "$4.95" in outcome.answer, outcome.answer
+
+
+CHATTY_FOLLOW_UP = Conversation((
+    Turn("user", "Hey! I upgraded to Premier last month and bought a soundbar last week. lol it's way too big for my "
+                 "shelf. If I send it back, do I have to pay for return shipping?"),
+    Turn("assistant", "No. Return shipping is free for Premier members, and Premier members don't pay the 15% "
+                      "restocking fee on opened items either."),
+    Turn("user", "Good to know. How long do I have to send it back?")))
+
+
+def test_chatter_the_help_centre_never_states_does_not_hand_off_a_follow_up_on_its_subject(initech):
+    """The customer's "lol", "way too big for my shelf" are no subject of the help centre's; the assistant's reply
+    states its words, so the follow-up is about a subject it covers (was: handed off as not covered, "the help
+    centre never states big, either, great, lol")."""
+    outcome = pipeline.ask(pipeline.Asker(initech, "en"), CHATTY_FOLLOW_UP)
+    assert outcome.status == "answered", outcome.answer
+    assert "45 days" in outcome.answer, outcome.answer
+
+
+def test_a_follow_up_after_a_hand_off_is_still_handed_off(acme):
+    """A conversation whose subject the help centre does not cover stays not covered: the assistant's reply was the
+    hand-off, not the help centre's words, so the customer's words all still count."""
+    outcome = pipeline.ask(pipeline.Asker(acme, "en"), Conversation((
+        Turn("user", "Do you rent out kayaks for the weekend?"),
+        Turn("assistant", "Sorry, our help centre doesn't cover this question, so I can't answer it reliably. Please "
+                          "contact our customer support team and a person will be happy to help you."),
+        Turn("user", "ok, and how much would it cost per day?"))))
+    assert outcome.status == "not_covered", outcome.answer
