@@ -1790,7 +1790,7 @@ def grounded(reply: str, articles: dict[str, str]) -> bool:
     its content words are in one of ``articles`` (article id -> the text of the passages found for the reply).
     Evidence that the conversation's subject is one the help centre covers ("No. Return shipping is free for
     Premier members ..."), which a hand-off ("Sorry, our help centre doesn't cover ...") is not."""
-    words = {w for w in _lower_words(reply) if len(w) > 2 and w not in _STOP_EN}
+    words = {w for w in _lower_words(reply) if len(w) > 2 and w not in _STOP_EN and w not in _STOP_DE}
     if len(words) < 4 or not articles:
         return False
     return max(len(words & set(_lower_words(text))) / len(words) for text in articles.values()) \
@@ -1806,9 +1806,16 @@ def asked_part(message: str) -> str:
 
 def without_words(question: str, drop) -> str:
     """A rule rewrite with the words of its topic (``(about: …)``) for which ``drop(word)`` is true left out, and
-    its message without small talk (``asked_part``); the conditions stay as they are."""
+    its message without small talk (``asked_part``); the conditions stay as they are. An unresolved message's
+    context question (``_context_question``: "message | earlier turn | …"): the message without small talk, each
+    earlier turn without its small talk and those words."""
     if TOPIC_MARK not in question:
-        return question
+        parts = question.split(" | ")
+        if len(parts) < 2:
+            return question
+        rest = [" ".join(w for w in asked_part(p).split() if not drop(w.strip(".,;:!?()\"'„“”")))
+                for p in parts[1:]]
+        return " | ".join([asked_part(parts[0]), *filter(None, rest)])
     head, rest = question.split(TOPIC_MARK, 1)
     head = asked_part(head)
     topic, _, tail = rest.partition(")")

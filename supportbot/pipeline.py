@@ -51,7 +51,7 @@ from retrieval.search import SearchHit, fuse, index_version, query_terms, search
 from retrieval.services import active_generation_cached
 from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
-from supportbot.conversation import (Conversation, Resolution, clarify_text, customers_words, grounded, last_reply,
+from supportbot.conversation import (Conversation, How, Resolution, clarify_text, customers_words, grounded, last_reply,
                                      resolve, resolved_normalized, without_words)
 from supportbot.conversation_model import model_rewriter
 from supportbot.hit_sampling import DecisionRef
@@ -721,7 +721,9 @@ def check_answerable(state: AskState) -> list[Passage]:
             state.answerability = verdict = replace(best, passing=verdict.passing | theirs.passing,
                                                     storable=verdict.storable | theirs.storable)
         elif not verdict.answerable:
-            state.answerability = verdict = asked_subject(state, verdict, theirs)
+            state.answerability = verdict = asked_subject(state, verdict, own_words(state), theirs.unseen_terms)
+    elif not verdict.answerable and state.resolution is not None and state.resolution.how == How.UNRESOLVED:
+        state.answerability = verdict = asked_subject(state, verdict, state.question)  # "message | earlier turn | …"
     state.lap("answerability", t)
     if not verdict.answerable:
         return []
@@ -730,11 +732,11 @@ def check_answerable(state: AskState) -> list[Passage]:
     return [replace(p, number=i) for i, p in enumerate(kept, start=1)]  # numbered [1]..[n] as the answerer shows them
 
 
-def asked_subject(state: AskState, verdict, theirs):
-    """A rewrite whose both readings failed the check, read once more without the conversation's words that the
-    help centre never states, when the assistant's last reply stated the help centre's own words
-    (``conversation.grounded``, against the passages found for that reply): then the conversation is about a
-    subject the help centre covers, and "lol", "way too big for my shelf" or "the trail maps look amazing" are
+def asked_subject(state: AskState, verdict, question: str, unseen_too: tuple[str, ...] = ()):
+    """A rewrite whose both readings failed the check (``question``: the customer's own words), or an unresolved
+    message's context question, read once more without the conversation's words that the help centre never
+    states, when the assistant's last reply stated the help centre's own words (``conversation.grounded``,
+    against the passages found for that reply): then the conversation is about a subject the help centre covers, and "lol", "way too big for my shelf" or "the trail maps look amazing" are
     chatter, not what is asked. The message's own words stay, but for its small talk ("Nice."): "how long does
     the battery last?" still needs a passage about a battery."""
     reply = last_reply(state.resolution)
@@ -748,9 +750,9 @@ def asked_subject(state: AskState, verdict, theirs):
     if not grounded(reply, articles):
         return verdict
     config = text_search_config(state.asker.locale)
-    unseen = set(verdict.unseen_terms) | set(theirs.unseen_terms)
-    asked = without_words(own_words(state), lambda w: bool(set(query_terms(config, w)) & unseen))
-    if asked == own_words(state):
+    unseen = set(verdict.unseen_terms) | set(unseen_too)
+    asked = without_words(question, lambda w: bool(set(query_terms(config, w)) & unseen))
+    if asked == question:
         return verdict
     embedder = query_embedder(cached=True)
     third = answerability.assess(

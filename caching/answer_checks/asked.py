@@ -101,6 +101,19 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
                    r"\bgeöffnete[nrs]?\b", r"\bgeöffnet (?:habe|hast|haben|hat|wurde)\b", r"\b(?:verpackung|siegel) \w* ?geöffnet\b"),
         "unopened": (r"\bunopened\b", r"\bungeöffnete?[nrs]?\b", r"\boriginalverpackt"),
     },
+    # Holidays, by name or date, whose hours the help centre states apart: New Year's Day's hours are no answer for
+    # New Year's Eve ("December 31: ... close at 2:00 p.m.")
+    "holiday": {
+        "New Year's Eve": (r"\bnew year'?s eve\b", r"\bdec(?:ember)?\.? 31\b", r"\b31(?:st)? (?:of )?dec(?:ember)?\b",
+                           r"\bsilvester\b", r"\b31\. dezember\b"),
+        "New Year's Day": (r"\bnew year'?s day\b", r"\bjan(?:uary)?\.? 1\b(?![\d:])", r"\b1(?:st)? (?:of )?jan(?:uary)?\b",
+                           r"\bneujahr\b", r"\b1\. januar\b"),
+        "Christmas Eve": (r"\bchristmas eve\b", r"\bdec(?:ember)?\.? 24\b", r"\b24(?:th)? (?:of )?dec(?:ember)?\b",
+                          r"\bheiligabend\b", r"\b24\. (?:und 31\. )?dezember\b"),
+        "Christmas Day": (r"\bchristmas day\b", r"\bdec(?:ember)?\.? 25\b", r"\b25(?:th)? (?:of )?dec(?:ember)?\b",
+                          r"\b(?:1\.|erster) weihnachtstag\b", r"\b25\. dezember\b"),
+        "Thanksgiving": (r"\bthanksgiving\b",),
+    },
     # Places within a country that have rules of their own: a figure for them is not the country's
     # ("Deliveries to Yukon ... take 3-5 business days longer" is no answer to shipping to Canada).
     "region": {
@@ -126,7 +139,7 @@ CURRENCY_COUNTRY = {"usd": "United States", "cad": "Canada", "gbp": "United King
 EURO_COUNTRIES = frozenset({"Germany", "Austria"})
 # Families whose cases admission's completeness check holds an answer to: a figure for another
 # country or plan is another customer's answer. Product lines only steer the extractive answerer.
-CHECKED_FAMILIES = ("country", "plan")
+CHECKED_FAMILIES = ("country", "plan", "holiday")
 # Families of cases that have rules of their own (a sale item's return window, an opened item's fee): a question
 # naming one is answered by that case's figure where the passages state one, not by the general rule beside it.
 NAMED_FAMILIES = ("product", "condition")
@@ -194,7 +207,8 @@ def currency_countries(currency: str) -> frozenset[str]:
 
 
 def all_cases_in(text: str, *, with_currency: bool = False) -> dict[str, set[str]]:
-    """Every case of each family a text names; with ``with_currency`` an amount's currency names its country."""
+    """Every case of each family a text names; with ``with_currency`` an amount's currency names its country, and a
+    phone number's calling code its country."""
     out: dict[str, set[str]] = {}
     for family, cases in _CASE_PATTERNS.items():
         named = {case for case, pattern in cases.items() if pattern.search(text)}
@@ -205,9 +219,18 @@ def all_cases_in(text: str, *, with_currency: bool = False) -> dict[str, set[str
         countries = set()
         for currency, _ in amounts:
             countries |= currency_countries(currency)
+        for code in _PHONE_CODE.findall(text):  # "+1 (555) 010-4480" is a number in North America
+            countries |= PHONE_COUNTRIES[code]
         if countries:
             out.setdefault("country", set()).update(countries)
     return out
+
+
+# A phone number's country calling code names its country, as a currency does an amount's: "phone +1 (555) 010-4480"
+# is no answer to the UK's support number.
+PHONE_COUNTRIES = {"1": frozenset({"United States", "Canada"}), "44": frozenset({"United Kingdom"}),
+                   "49": frozenset({"Germany"}), "43": frozenset({"Austria"}), "52": frozenset({"Mexico"})}
+_PHONE_CODE = re.compile(r"(?<![\w+])\+(1|44|49|43|52)(?=[\s(-]*\d)")
 
 
 # A line's head, the words before its colon or bracket ("Phone UK: +44 ...", "USA Expedited (2 Werktage): 12,95 $"),

@@ -200,7 +200,7 @@ class CompletenessCheck(AnswerCheck):
                 return only
         if not cases:
             return None
-        money = wanted.kind == "amount"
+        money = wanted.kind in ("amount", "contact")  # an amount's currency, a phone number's code: its country
         judged = [(case_fit(cases, line_labels(t, h, with_currency=money)),
                    self._only_for_other_cases(wanted.kind, t, cases, sources), t) for h, t in stating]
         right = [t for fit, foreign, t in judged if fit >= 0 and not foreign]
@@ -268,6 +268,6 @@ class CompletenessCheck(AnswerCheck):
         stated = figures(kind, line)
         if not stated:
             return False
-        fits = [case_fit(cases, line_labels(t, h, with_currency=kind == "amount"))
+        fits = [case_fit(cases, line_labels(t, h, with_currency=kind in ("amount", "contact")))
                 for h, t in sources if figures(kind, t) & stated]
         return bool(fits) and all(fit == -1 for fit in fits)

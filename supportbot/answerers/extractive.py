@@ -176,6 +176,7 @@ class Candidate:
     about: bool = True  # its text, section or article holds a word of what the question asks about
     foreign_title: bool = False  # its article is about one plan ("Acme Plus membership") the question does not name
     event: bool = False  # states a duration of the event the question asks the length of
+    named: bool | None = None  # a list item headed by a label: whether the question names it (``head_named``)
 
 
 class ExtractiveAnswerer(Answerer):
@@ -240,13 +241,21 @@ class ExtractiveAnswerer(Answerer):
                     kept[0], unit=askers_figure(wanted, pertinent_part(wanted.kind, focus, kept[0].unit)))
         else:
             kept = self._similar_units(ranked)
+        # of a list with an item headed by what the question names ("PayPal: 1–2 Werktage"), not the items headed
+        # by what it does not name ("Kredit- oder Debitkarte (…): 5–7 Werktage")
+        lists = {(c.passage.chunk_id, lead_in(c.passage, c.unit)) for c in kept if c.named}
+        kept = [c for c in kept if c.named is not False or (c.passage.chunk_id, lead_in(c.passage, c.unit)) not in lists]
         for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
             if c.unit.text.endswith(":"):
                 used = sum(len(k.unit.text) + 4 for k in kept)
-                for u in list_after(c.passage, c.unit):
+                items = list_after(c.passage, c.unit)
+                named = [head_named(u, focus) for u in items]
+                for u, is_named in zip(items, named):
                     item = self._weigh(wanted, focus, c.passage, u, c.score)
                     if item.fit < 0 or (wanted.wants_fact and wanted.cases and item.states and item.fit == 0):
                         continue  # another case's figure
+                    if is_named is False and any(named):
+                        continue  # an item headed by what the question does not name, beside one it names
                     if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
                         kept.append(item)
                         used += len(u.text) + 4
@@ -257,7 +266,7 @@ class ExtractiveAnswerer(Answerer):
                triggers: frozenset[str] = frozenset(), about: frozenset[str] = frozenset(), question: str = "",
                company: str = "") -> Candidate:
         labels = asking.labels_of(f"{lead_in(passage, unit)}\n{unit.text}", section_of(passage), passage.title,
-                                  with_currency=wanted.kind == "amount")
+                                  with_currency=wanted.kind in ("amount", "contact"))
         fit = asking.case_fit(wanted.cases, labels)
         if wanted.kind == "yesno" and fit < 0 and EXCLUSIVE.search(unit.text):
             fit = 1  # "Usable in the US store only" answers "Can I use it in the Mexico store?" for Mexico too
@@ -307,12 +316,13 @@ class ExtractiveAnswerer(Answerer):
         # a label of the product's screens the question quotes ("the 'This wasn't me' link") names the very thing:
         # the unit that has it is about it, not the neighbouring step with the same words ("the link is valid ...")
         score += LABEL_WEIGHT * any(label.casefold() in unit.text.casefold() for label in quoted_labels(question))
+        named = head_named(unit, focus)
         if wanted.kind is not None:  # unless the step is the asked event ("4. ... repairs the product within 10 days")
             score -= STEP_WEIGHT * (is_step(unit) and not (event or states and asking.asked_event(question) & terms(unit.text)))
             score -= STEP_WEIGHT * (is_step(unit) and bool(action) and not acted)  # another step's deadline
         on_about = not about or asking.same_event(about, terms(f"{passage.title}\n{passage.heading}\n{lead_in(passage, unit)}\n{unit.text}"))
         foreign_title = asking.foreign_plan(wanted, question, passage.title, company)
-        return Candidate(passage, unit, score, fit, states, on_about, foreign_title, event)
+        return Candidate(passage, unit, score, fit, states, on_about, foreign_title, event, named)
 
     @staticmethod
     def _similar_units(ranked: list[Candidate]) -> list[Candidate]:
@@ -345,6 +355,11 @@ class ExtractiveAnswerer(Answerer):
             # to Yukon ... take 3–5 business days longer" for Canada): admission then finds it incomplete
             lead = next((c for tier in LEAD_TIERS for c in near if c.states and c.fit >= 0 and tier(c)), None) or \
                 eligible or next((c for c in ranked if c.fit >= 0), ranked[0])
+            # an item of a list whose sibling is headed by what the question names: the sibling ("PayPal: 3–5 business
+            # days" for "I paid with PayPal", not "Visa, Mastercard, American Express: 7–10 business days")
+            if lead.named is False:
+                lead = next((c for c in ranked if c.named and c.states and c.fit >= 0 and c.passage is lead.passage
+                             and lead_in(c.passage, c.unit) == lead_in(lead.passage, lead.unit)), lead)
         else:  # yes/no: the best unit, another case's rule too ("Klarna ... in the UK, Germany and Austria")
             lead = ranked[0]
         kept, used, figures = [lead], len(lead.unit.text) + 4, 0
@@ -355,6 +370,8 @@ class ExtractiveAnswerer(Answerer):
                 continue
             if ABOUT_ARTICLE.match(c.unit.text):
                 continue  # what the article covers is no context of a rule
+            if c.states and lead.states and lead.named and not c.named:
+                continue  # the item the question names leads: no figure of another ("PayPal: ..." without "Visa: ...")
             if c.states and lead.states:  # a second figure of the kind
                 same_case = lead.fit > 0 and c.fit > 0 and c.passage is lead.passage  # UK Standard, UK Express
                 if c.score < lead.score - SECOND_FIGURE_MARGIN:
@@ -385,7 +402,8 @@ class ExtractiveAnswerer(Answerer):
 # whose words are what the question asks about and whose article is no other plan's ("Free Standard shipping"
 # in "Acme Plus membership" is no answer to "From what order value is standard shipping free in Germany?"),
 # then one stating the length of the asked event ("We email the PDF and XML files within 72 hours" for "how long
-# until I get it?", not "you can ask until the 3rd day"), then one of no other case, then one whose article is another plan's, then any: a figure about other words
+# until I get it?", not "you can ask until the 3rd day"), then one of no other case, then one whose article is
+# another plan's, then any: a figure about other words
 # ("kostenlos" in a sentence about engraving, for "Was kostet der Standardversand?") is admission's to refuse.
 LEAD_TIERS = (lambda c: c.fit > 0 and c.about and not c.foreign_title,
               lambda c: c.event and c.about and not c.foreign_title,
@@ -534,6 +552,16 @@ def context_fit(wanted: asking.Asked, passage: Passage, unit: Unit) -> int:
         return 1
     first = next(u for u in split_units(passage.text) if u.kind == "sentence" and u.paragraph == unit.paragraph)
     return asking.special_fit(wanted, first.text) if first != unit and ":" in first.text else 1
+
+
+_ITEM_HEAD = re.compile(r"^([^:\n]{1,80}?):\s")
+
+
+def head_named(unit: Unit, focus: set[str]) -> bool | None:
+    """For a list item headed by a label ("PayPal: 3–5 business days"), whether the question names a word of the
+    label (``focus``: its content words); None for a unit without such a head."""
+    m = _ITEM_HEAD.match(unit.text) if unit.kind == "item" else None
+    return bool(terms(m.group(1)) & focus) if m else None
 
 
 def lead_in(passage: Passage, unit: Unit) -> str:
