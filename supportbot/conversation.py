@@ -1237,6 +1237,8 @@ def self_contained(message: str) -> bool:
     if len(subject) < 2 and any(w in _THING_ATTRIBUTES and not (w in _ATTRIBUTE_VERBS and acted_on & set(subject))
                                 for w in words):
         return False  # "do you charge a cancellation fee?", "do I need to pay a deposit?": of what?
+    if _HOW_FAST.match(" ".join(words)) and len([w for w in subject if w not in _MANNER]) < 2:
+        return False  # "how quickly do you usually answer?": answer what? (not "how fast do you ship to Canada?")
     if any(w in ("you", "your", "yours") for w in words):
         return True  # asks the business itself: "do you price match?", "what are your opening hours?"
     joined = " ".join(words)
@@ -1254,6 +1256,12 @@ def self_contained(message: str) -> bool:
         # "how long is the password reset link valid?" (not "how much is the early exit fee?": of what?)
         return True
     return bool(_HOW_TO.search(joined)) and len(subject) >= 2 - (len(words) >= 6)
+
+
+# How long or how fast something is done, and the words that say only how or how often it is done
+_HOW_FAST = re.compile(r"^how\s+(?:quickly|soon|fast|long)\b")
+_MANNER = {"quickly", "soon", "fast", "long", "usually", "normally", "typically", "generally", "often", "take", "takes",
+           "get", "usual", "normal"}
 
 
 # A dummy "it" whose infinitive names the thing ("how long does it usually take to get a new pin?"), and
