@@ -170,10 +170,10 @@ CONVERSATION_MAX_CHARS = env.int("CONVERSATION_MAX_CHARS", default=40000)
 CONVERSATION_RELATED_COSINE = env.float("CONVERSATION_RELATED_COSINE", default=0.75)
 # A rewritten question carries the words of every earlier turn (its topic); more than this many: no shared cache for the turn.
 CONVERSATION_TOPIC_WORDS = env.int("CONVERSATION_TOPIC_WORDS", default=40)
-# A self-contained message sharing one bare word with the conversation continues it only if one of the last this many turns used it.
 # The assistant's last reply states the help centre's words when at least this share of its content words are in one
-# retrieved article; then the conversation's words that the help centre never states are context, not the asked subject.
+# article found for it; then the conversation's words that the help centre never states are context, not the asked subject.
 CONVERSATION_GROUNDED_SHARE = env.float("CONVERSATION_GROUNDED_SHARE", default=0.7)
+# A self-contained message sharing one bare word with the conversation continues it only if one of the last this many turns used it.
 CONVERSATION_SHARED_WORD_TURNS = env.int("CONVERSATION_SHARED_WORD_TURNS", default=6)
 # A rewritten question carries every condition stated; more than this many: no shared cache for the turn.
 CONVERSATION_MAX_CONDITIONS = env.int("CONVERSATION_MAX_CONDITIONS", default=24)

@@ -72,7 +72,7 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
                            r"\bvereinigte[ns]? königreich"),
         "Germany": (r"\bgermany\b", r"\bdeutschland\b"),
         "Austria": (r"\baustria\b", r"\bösterreich\b"),
-        "Mexico": (r"\bmexic(?:o|an)\b", r"\bmexiko\b"),
+        "Mexico": (r"\bmexic(?:o|an)\b", r"\bmexiko\b", r"\bméxico\b"),
         "Alaska and Hawaii": (r"\balaska\b", r"\bhawaii\b"),
     },
     "plan": {
@@ -125,6 +125,21 @@ CASES: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 _CASED = frozenset({r"\bUSA?\b", r"\bU\.S\.", r"\bin den USA\b"})
+# A country by a city or state in it, too: a customer "in Guadalajara" asks about Mexico, and "Our service center in
+# San Marcos, Texas repairs the product within 10 business days" is the US's figure. Not a country named, though: the
+# Denver store's Sunday hours are no one country's figure among others (``named_countries``).
+PLACES: dict[str, tuple[str, ...]] = {
+    "United States": (r"\bdenver\b", r"\bcolorado\b", r"\baustin\b", r"\btexas\b", r"\bsan marcos\b", r"\bnew york\b",
+                      r"\blos angeles\b", r"\bchicago\b", r"\bseattle\b", r"\bboston\b", r"\bcalifornia\b", r"\bflorida\b"),
+    "Canada": (r"\btoronto\b", r"\bvancouver\b", r"\bmontr[eé]al\b", r"\bcalgary\b", r"\bottawa\b", r"\bontario\b",
+               r"\bqu[eé]bec\b", r"\bbritish columbia\b", r"\balberta\b"),
+    "United Kingdom": (r"\blondon\b", r"\bmanchester\b", r"\bbirmingham\b", r"\bedinburgh\b", r"\bglasgow\b",
+                       r"\bscotland\b", r"\bwales\b", r"\bleeds\b", r"\bbristol\b", r"\bliverpool\b"),
+    "Germany": (r"\bberlin\b", r"\bmunich\b", r"\bmünchen\b", r"\bhamburg\b", r"\bcologne\b", r"\bköln\b",
+                r"\bfrankfurt\b", r"\bleipzig\b", r"\bstuttgart\b", r"\bdresden\b", r"\bbavaria\b", r"\bbayern\b"),
+    "Austria": (r"\bvienna\b", r"\bwien\b", r"\bsalzburg\b", r"\bgraz\b", r"\binnsbruck\b", r"\blinz\b"),
+    "Mexico": (r"\bguadalajara\b", r"\bmonterrey\b", r"\bcanc[uú]n\b", r"\bpuebla\b", r"\btijuana\b"),
+}
 
 
 def _compile(aliases: tuple[str, ...]) -> re.Pattern:
@@ -132,8 +147,15 @@ def _compile(aliases: tuple[str, ...]) -> re.Pattern:
     return re.compile("|".join(([f"(?i:{'|'.join(loose)})"] if loose else []) + [a for a in aliases if a in _CASED]))
 
 
-_CASE_PATTERNS = {family: {case: _compile(aliases) for case, aliases in cases.items()}
+_CASE_PATTERNS = {family: {case: _compile(aliases + (PLACES.get(case, ()) if family == "country" else ()))
+                           for case, aliases in cases.items()}
                   for family, cases in CASES.items()}
+_COUNTRY_NAMES = {case: _compile(aliases) for case, aliases in CASES["country"].items()}
+
+
+def named_countries(text: str) -> set[str]:
+    """The countries a text names by name ("Canada", "the UK"), not by a city or state in it (``PLACES``)."""
+    return {case for case, pattern in _COUNTRY_NAMES.items() if pattern.search(text)}
 # An amount in a country's currency is that country's figure.
 CURRENCY_COUNTRY = {"usd": "United States", "cad": "Canada", "gbp": "United Kingdom", "mxn": "Mexico"}
 EURO_COUNTRIES = frozenset({"Germany", "Austria"})
@@ -342,6 +364,7 @@ def case_fit(wanted: dict[str, str], labels: dict[str, set[str]]) -> int:
 VERSION_BASE = [p.pattern for _, p in _KIND_PATTERNS] + [YES_NO_QUESTION.pattern, _CLOCK.pattern, _CONTACT.pattern,
                                                     _DURATION_WORDS.pattern, _FREE_WORDS.pattern,
                                                     sorted((f, sorted(c.items())) for f, c in CASES.items()),
+                                                    sorted(PLACES.items()),
                                                     sorted(_CASED)]
 
 

@@ -30,7 +30,7 @@ import re
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, asked_action,
                                          asks_in_words, figure_stated,
                                          asks_minimum, asked_day, case_fit, covers_day, holds_action, name_head,
-                                         names_head, states_minimum,
+                                         named_countries, names_head, states_minimum,
                                          currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
                                          instruction_verb, kinds_in, line_labels, only_things_durations, same_event, special_fit,
                                          specific_terms)
@@ -219,12 +219,13 @@ class CompletenessCheck(AnswerCheck):
         """A question that names no country is asked for the general figure: an answer stating the figure only for
         a named country ("In the Mexico store, Pro costs MX$159 per month" for "how much is Pro per month?") is
         incomplete where a cited line states one of the kind for no country ("Pro: $9 per month")."""
-        # the countries a line names, not its currencies: "$35 (£30, €35)" is the general fee in every currency
-        countries = [line_labels(t, h).get("country") for h, t in stating]
+        # the countries a line names by name, not its currencies ("$35 (£30, €35)" is the general fee in every
+        # currency) nor a city ("Acme Basecamp flagship store, Denver" has the one store's hours)
+        countries = [named_countries(f"{h}\n{t}") for h, t in stating]
         if not all(countries):
             return None
         general = [t for h, t in sources if figure_stated(wanted.kind, t)
-                   and not line_labels(t, h).get("country")  # "$9" names no country: the home store's price
+                   and not named_countries(f"{h}\n{t}")  # "$9" names no country: the home store's price
                    and about and same_event(about, terms(f"{h}\n{t}"))]
         if not general:
             return None

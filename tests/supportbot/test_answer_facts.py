@@ -434,3 +434,17 @@ def test_a_holidays_hours_are_that_days_not_another_holidays(demo, tenant_slug, 
     another holiday's hours never lead, and beside the asked day's they are refused as mixed cases."""
     outcome = ask(demo[tenant_slug], question, locale)
     assert fact in outcome.answer and other not in outcome.answer, outcome.answer
+
+
+@pytest.mark.parametrize("tenant_slug, question, locale, fact, other", [
+    # was: "4. Our service center in San Marcos, Texas repairs the product within 10 business days" first
+    ("initech", "I'm in Monterrey and my coffee machine stopped heating. Once my warranty claim is approved, how long "
+                "will the repair take?", "en", "15 business days", "10 business days"),
+    # was: "7 % in Deutschland, 10 % in Österreich und 0 % in Großbritannien"
+    ("acme", "Ich wohne in München. Welcher Steuersatz gilt für gedruckte Landkarten und Reiseführer?",
+     "de", "7 %", "10 %"),
+])
+def test_a_city_names_its_country(demo, tenant_slug, question, locale, fact, other):
+    """A customer in Monterrey asks about Mexico, and a line about San Marcos, Texas states the US's figure."""
+    outcome = ask(demo[tenant_slug], question, locale)
+    assert fact in outcome.answer and other not in outcome.answer, outcome.answer
