@@ -218,6 +218,9 @@ def cases_in(text: str) -> dict[str, str]:
     """The case of each family a text names, where it names exactly one ("in the UK" -> United Kingdom)."""
     out = {}
     for family, named in all_cases_in(text).items():
+        if family == "country" and len(named) > 1:
+            # a country named by name beats one a city implies: "I'm in the UK" / "we ship across the UK from Leipzig"
+            named = named_countries(text) or named
         if len(named) == 1:
             out[family] = next(iter(named))
     return out

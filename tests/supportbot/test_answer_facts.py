@@ -448,3 +448,14 @@ def test_a_city_names_its_country(demo, tenant_slug, question, locale, fact, oth
     """A customer in Monterrey asks about Mexico, and a line about San Marcos, Texas states the US's figure."""
     outcome = ask(demo[tenant_slug], question, locale)
     assert fact in outcome.answer and other not in outcome.answer, outcome.answer
+
+
+def test_a_country_named_beats_the_city_of_a_warehouse_in_another(acme):
+    """"I'm in the UK." / "we ship across the UK from Leipzig": the customer's country is the UK, not Germany, whose
+    city the assistant named (was, with cities as countries: the UK's and Germany's Express prices, cached)."""
+    outcome = pipeline.ask(pipeline.Asker(acme, "en"), Conversation((
+        Turn("user", "I'm in the UK."), Turn("assistant", "Great, we ship across the UK from Leipzig."),
+        Turn("user", "How much is express shipping?"))))
+    assert "£12.95" in outcome.answer and "€14.95" not in outcome.answer, outcome.answer
+    assert asking.cases_in("in the UK, shipped from Leipzig") == {"country": "United Kingdom"}
+    assert asking.cases_in("a school in München") == {"country": "Germany"}
