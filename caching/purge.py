@@ -73,8 +73,9 @@ def purge_retrieving(article_pks, trigger: str = "") -> list[PurgeRecord]:
     articles' tenant and locale is searched again as the Ask path searches (``search_hybrid``, with
     the entry's stored question vector); an exact entry without a semantic twin is searched by its
     question, and a rewrite by the customer's own words too (``CachedAnswer.searched``). An entry
-    whose top-k evidence holds one of the articles is purged (semantic) or deleted (exact). Retired articles need none of this: their citers went with the citation purge,
-    and an answer that did not cite one has none of its facts. Search results are not touched here:
+    whose top-k evidence holds one of the articles is purged (semantic) or deleted (exact). Retired
+    articles need none of this: their citers went with the citation purge, and an answer that did
+    not cite one has none of its facts. Search results are not touched here:
     the re-index bumped the tenant's index version, so every older result is unreachable.
     Returns one ``PurgeRecord`` (trigger ``retrieval``) per article that cost an entry."""
     articles = list(Article.objects.filter(pk__in=list(article_pks), status=Article.Status.ACTIVE)

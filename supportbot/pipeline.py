@@ -736,9 +736,10 @@ def asked_subject(state: AskState, verdict, question: str, unseen_too: tuple[str
     """A rewrite whose both readings failed the check (``question``: the customer's own words), or an unresolved
     message's context question, read once more without the conversation's words that the help centre never
     states, when the assistant's last reply stated the help centre's own words (``conversation.grounded``,
-    against the passages found for that reply): then the conversation is about a subject the help centre covers, and "lol", "way too big for my shelf" or "the trail maps look amazing" are
-    chatter, not what is asked. The message's own words stay, but for its small talk ("Nice."): "how long does
-    the battery last?" still needs a passage about a battery."""
+    against the passages found for that reply): then the conversation is about a subject the help centre covers,
+    and "lol", "way too big for my shelf" or "the trail maps look amazing" are chatter, not what is asked. The
+    message's own words stay, but for its small talk ("Nice."): "how long does the battery last?" still needs a
+    passage about a battery."""
     reply = last_reply(state.resolution)
     if not reply:
         return verdict

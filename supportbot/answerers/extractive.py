@@ -244,7 +244,8 @@ class ExtractiveAnswerer(Answerer):
         # of a list with an item headed by what the question names ("PayPal: 1–2 Werktage"), not the items headed
         # by what it does not name ("Kredit- oder Debitkarte (…): 5–7 Werktage")
         lists = {(c.passage.chunk_id, lead_in(c.passage, c.unit)) for c in kept if c.named}
-        kept = [c for c in kept if c.named is not False or (c.passage.chunk_id, lead_in(c.passage, c.unit)) not in lists]
+        kept = [c for c in kept
+                if c.named is not False or (c.passage.chunk_id, lead_in(c.passage, c.unit)) not in lists]
         for c in list(kept):  # a sentence that introduces a list ("... can't be returned:") brings the list
             if c.unit.text.endswith(":"):
                 used = sum(len(k.unit.text) + 4 for k in kept)
