@@ -89,6 +89,17 @@ def query_terms(config: str, question: str) -> list[str]:
         return list(cursor.fetchone()[0] or [])
 
 
+def words_terms(config: str, words) -> dict[str, list[str]]:
+    """``query_terms`` of each of ``words``, in one round trip: word -> its search terms."""
+    words = sorted(set(words))
+    if not words:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT w, tsvector_to_array(to_tsvector(%s::regconfig, w)) FROM unnest(%s::text[]) AS u(w)",
+                       [config, words])
+        return {w: list(terms or []) for w, terms in cursor.fetchall()}
+
+
 class _AnyTerm(SearchQuery):
     """A tsquery matching a passage with any of the terms. The terms come out of the configuration
     already (``query_terms``), so they are cast, not parsed and stemmed a second time."""

@@ -1812,6 +1812,9 @@ def asked_part(message: str) -> str:
     return " ".join(kept) if kept else message
 
 
+WORD_EDGES = ".,;:!?()\"'„“”"  # stripped off a word of a context question before ``drop`` reads it
+
+
 def without_words(question: str, drop) -> str:
     """A rule rewrite with the words of its topic (``(about: …)``) for which ``drop(word)`` is true left out, and
     its message without small talk (``asked_part``); the conditions stay as they are. An unresolved message's
@@ -1821,7 +1824,7 @@ def without_words(question: str, drop) -> str:
         parts = question.split(" | ")
         if len(parts) < 2:
             return question
-        rest = [" ".join(w for w in asked_part(p).split() if not drop(w.strip(".,;:!?()\"'„“”")))
+        rest = [" ".join(w for w in asked_part(p).split() if not drop(w.strip(WORD_EDGES)))
                 for p in parts[1:]]
         return " | ".join([asked_part(parts[0]), *filter(None, rest)])
     head, rest = question.split(TOPIC_MARK, 1)

@@ -47,12 +47,12 @@ from generation.verifier import verify
 from ingestion.textsearch import text_search_config
 from retrieval.embeddings import EmbedStats, embed_texts, question_scope
 from retrieval.generations import GenerationMismatch, query_embedder
-from retrieval.search import SearchHit, fuse, index_version, query_terms, search_hybrid, search_version
+from retrieval.search import SearchHit, fuse, index_version, query_terms, search_hybrid, search_version, words_terms
 from retrieval.services import active_generation_cached
 from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
 from supportbot.conversation import (Conversation, How, Resolution, clarify_text, customers_words, grounded, last_reply,
-                                     resolve, resolved_normalized, without_words)
+                                     WORD_EDGES, resolve, resolved_normalized, without_words)
 from supportbot.conversation_model import model_rewriter
 from supportbot.hit_sampling import DecisionRef
 from supportbot.inflight import InFlightRefused
@@ -752,7 +752,10 @@ def asked_subject(state: AskState, verdict, question: str, unseen_too: tuple[str
         return verdict
     config = text_search_config(state.asker.locale)
     unseen = set(verdict.unseen_terms) | set(unseen_too)
-    asked = without_words(question, lambda w: bool(set(query_terms(config, w)) & unseen))
+    # every word's search terms in one query (the words ``without_words`` may ask about; another is asked alone)
+    terms = words_terms(config, [w.strip(WORD_EDGES) for w in question.replace("(", " ").replace(")", " ").split()]
+                        + question.split())
+    asked = without_words(question, lambda w: bool(set(terms[w] if w in terms else query_terms(config, w)) & unseen))
     if asked == question:
         return verdict
     embedder = query_embedder(cached=True)

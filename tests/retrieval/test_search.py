@@ -35,7 +35,7 @@ from django.test import override_settings  # noqa: E402
 from caching.layers.search import search_key  # noqa: E402
 from ingestion.models import Chunk  # noqa: E402
 from ingestion.textsearch import search_vectors_refresh, text_search_config  # noqa: E402
-from retrieval.search import query_terms, search_hybrid, text_matches  # noqa: E402
+from retrieval.search import query_terms, search_hybrid, text_matches, words_terms  # noqa: E402
 
 
 def hybrid(tenant, locale, question, k=4):
@@ -50,6 +50,12 @@ def test_each_locale_searches_with_its_language(db):
     assert query_terms("german", "Wie lange dauert die Lieferung nach Österreich?") == [
         "dauert", "lang", "liefer", "osterreich"]
     assert "ship" in query_terms("english", "Do you ship to Canada?")
+
+
+def test_many_words_terms_in_one_query_are_each_words_own(db):
+    words = ["Lieferung", "Österreich", "die", "Versand-Etikett", "Lieferung"]
+    assert words_terms("german", words) == {w: query_terms("german", w) for w in words}
+    assert words_terms("german", ["die"]) == {"die": []} and words_terms("german", []) == {}
 
 
 def test_an_exact_term_finds_its_article_when_the_embedding_does_not(acme):
