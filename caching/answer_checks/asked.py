@@ -130,15 +130,30 @@ _CASED = frozenset({r"\bUSA?\b", r"\bU\.S\.", r"\bin den USA\b"})
 # Denver store's Sunday hours are no one country's figure among others (``named_countries``).
 PLACES: dict[str, tuple[str, ...]] = {
     "United States": (r"\bdenver\b", r"\bcolorado\b", r"\baustin\b", r"\btexas\b", r"\bsan marcos\b", r"\bnew york\b",
-                      r"\blos angeles\b", r"\bchicago\b", r"\bseattle\b", r"\bboston\b", r"\bcalifornia\b", r"\bflorida\b"),
+                      r"\blos angeles\b", r"\bchicago\b", r"\bseattle\b", r"\bboston\b", r"\bcalifornia\b", r"\bflorida\b",
+                      r"\bportland\b", r"\boregon\b", r"\bsan francisco\b", r"\bsan diego\b", r"\bphoenix\b",
+                      r"\barizona\b", r"\bphiladelphia\b", r"\bpennsylvania\b", r"\bhouston\b", r"\bdallas\b",
+                      r"\bmiami\b", r"\batlanta\b", r"\bdetroit\b", r"\bmichigan\b", r"\bminneapolis\b",
+                      r"\bminnesota\b", r"\bnashville\b", r"\btennessee\b", r"\bohio\b", r"\billinois\b",
+                      r"\bmassachusetts\b", r"\bnew jersey\b", r"\bvirginia\b", r"\bnorth carolina\b", r"\butah\b",
+                      r"\bnevada\b", r"\blas vegas\b", r"\bwisconsin\b", r"\bmaryland\b", r"\bmissouri\b",
+                      r"\bkentucky\b", r"\blouisiana\b", r"\bidaho\b", r"\bmontana\b", r"\bvermont\b", r"\bmaine\b",
+                      r"\bconnecticut\b", r"\biowa\b", r"\bkansas\b", r"\boklahoma\b", r"\balabama\b"),
     "Canada": (r"\btoronto\b", r"\bvancouver\b", r"\bmontr[eé]al\b", r"\bcalgary\b", r"\bottawa\b", r"\bontario\b",
-               r"\bqu[eé]bec\b", r"\bbritish columbia\b", r"\balberta\b"),
+               r"\bqu[eé]bec\b", r"\bbritish columbia\b", r"\balberta\b", r"\bwinnipeg\b", r"\bmanitoba\b",
+               r"\bhalifax\b", r"\bnova scotia\b", r"\bedmonton\b", r"\bsaskatchewan\b"),
     "United Kingdom": (r"\blondon\b", r"\bmanchester\b", r"\bbirmingham\b", r"\bedinburgh\b", r"\bglasgow\b",
-                       r"\bscotland\b", r"\bwales\b", r"\bleeds\b", r"\bbristol\b", r"\bliverpool\b"),
+                       r"\bscotland\b", r"\bwales\b", r"\bleeds\b", r"\bbristol\b", r"\bliverpool\b",
+                       r"\bcardiff\b", r"\bbelfast\b", r"\bsheffield\b", r"\bnottingham\b", r"\bnewcastle\b",
+                       r"\bbrighton\b"),
     "Germany": (r"\bberlin\b", r"\bmunich\b", r"\bmünchen\b", r"\bhamburg\b", r"\bcologne\b", r"\bköln\b",
-                r"\bfrankfurt\b", r"\bleipzig\b", r"\bstuttgart\b", r"\bdresden\b", r"\bbavaria\b", r"\bbayern\b"),
-    "Austria": (r"\bvienna\b", r"\bwien\b", r"\bsalzburg\b", r"\bgraz\b", r"\binnsbruck\b", r"\blinz\b"),
-    "Mexico": (r"\bguadalajara\b", r"\bmonterrey\b", r"\bcanc[uú]n\b", r"\bpuebla\b", r"\btijuana\b"),
+                r"\bfrankfurt\b", r"\bleipzig\b", r"\bstuttgart\b", r"\bdresden\b", r"\bbavaria\b", r"\bbayern\b",
+                r"\bdüsseldorf\b", r"\bdortmund\b", r"\bbremen\b", r"\bhannover\b", r"\bnürnberg\b", r"\bnuremberg\b",
+                r"\bbonn\b", r"\bfreiburg\b", r"\bheidelberg\b"),
+    "Austria": (r"\bvienna\b", r"\bwien\b", r"\bsalzburg\b", r"\bgraz\b", r"\binnsbruck\b", r"\blinz\b",
+                r"\bklagenfurt\b", r"\bbregenz\b", r"\btirol\b", r"\btyrol\b", r"\bkärnten\b", r"\bsteiermark\b"),
+    "Mexico": (r"\bguadalajara\b", r"\bmonterrey\b", r"\bcanc[uú]n\b", r"\bpuebla\b", r"\btijuana\b",
+               r"\boaxaca\b", r"\bquer[eé]taro\b", r"\bm[eé]rida\b"),
 }
 
 
@@ -156,6 +171,45 @@ _COUNTRY_NAMES = {case: _compile(aliases) for case, aliases in CASES["country"].
 def named_countries(text: str) -> set[str]:
     """The countries a text names by name ("Canada", "the UK"), not by a city or state in it (``PLACES``)."""
     return {case for case, pattern in _COUNTRY_NAMES.items() if pattern.search(text)}
+
+
+# How each locale's help centre names a country (what the answerability check reads for a city or state in it).
+COUNTRY_WORDS = {
+    "en": {"United States": "the US", "Canada": "Canada", "United Kingdom": "the UK", "Germany": "Germany",
+           "Austria": "Austria", "Mexico": "Mexico"},
+    "de": {"United States": "USA", "Canada": "Kanada", "United Kingdom": "Großbritannien", "Germany": "Deutschland",
+           "Austria": "Österreich", "Mexico": "Mexiko"},
+}
+_PLACE_PATTERNS = {country: re.compile("|".join(patterns), re.IGNORECASE) for country, patterns in PLACES.items()}
+# A question about a place itself (a shop, a branch, picking up in person), where the town is what is asked about
+_FACILITY = re.compile(
+    r"\b(?:stores?|shops?|branch(?:es)?|outlets?|showrooms?|locations?|offices?|warehouses?|pick(?:ing)?[ -]?up|"
+    r"collect|visit|in person|filial\w*|läden|laden|geschäft\w*|standort\w*|abhol\w*|büro\w*|lager|vor ort|"
+    r"besuchen|anprobier\w*|try (?:\w+ )?on|where in|wo in|servicestelle\w*|annahmestelle\w*|abgeben|"
+    r"drop(?:ping)? (?:\w+ )?off|service (?:center|centre|desk|point)s?)\b", re.IGNORECASE)
+# A town named before its state or country ("Fairbanks, Alaska", "Portland, Oregon")
+_TOWN_BEFORE = re.compile(r"\b[A-ZÄÖÜ][\w'’.-]*(?:\s+[A-ZÄÖÜ][\w'’.-]*)?,\s+(?=[A-ZÄÖÜ])")
+
+
+def places_as_countries(text: str, locale: str = "en") -> str:
+    """``text`` with the customer's whereabouts said by the country the help centre names: a city, state or
+    province in ``PLACES`` becomes its country ("I'm in Toronto" -> "I'm in Canada"), a town named before a known
+    state or country goes ("Fairbanks, Alaska" -> "Alaska"). A help centre states rules by country, never by the
+    customer's town, so a town it never names is no subject the question asks about, as a country it names is not
+    either. Unchanged when the question asks about a place itself (a store, a branch, picking up in person:
+    "Do you have a shop in Vienna?" is about Vienna)."""
+    if _FACILITY.search(text):
+        return text
+    words = COUNTRY_WORDS.get(locale.split("-")[0].split("_")[0].lower(), COUNTRY_WORDS["en"])
+
+    def known_after(m: re.Match) -> bool:
+        at = m.end()
+        return any(p.match(text, at) for p in (*_PLACE_PATTERNS.values(), *_COUNTRY_NAMES.values()))
+
+    text = _TOWN_BEFORE.sub(lambda m: "" if known_after(m) else m.group(0), text)
+    for country, pattern in _PLACE_PATTERNS.items():
+        text = pattern.sub(words[country], text)
+    return text
 # An amount in a country's currency is that country's figure.
 CURRENCY_COUNTRY = {"usd": "United States", "cad": "Canada", "gbp": "United Kingdom", "mxn": "Mexico"}
 EURO_COUNTRIES = frozenset({"Germany", "Austria"})

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from caching.answer_checks.asked import places_as_countries
 from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import IndexGeneration
@@ -45,6 +46,8 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         every = frozenset(p.chunk_id for p in passages)
         return Verdict(True, 1.0, 0.0, passages[0].chunk_id, f"not checked: {exc}"[:300], passing=every, storable=every)
     chunk_ids = [p.chunk_id for p in passages]
+    # the customer's town or state said by its country: no subject of the question ("I'm in Toronto - ...")
+    question = places_as_countries(question, locale)
     subject, nouns, rows, stated, grounded, headed = evidence(
         generation=generation, tenant_id=tenant_id, locale=locale, question=question, vector=vector,
         passages=passages, embed=embed)

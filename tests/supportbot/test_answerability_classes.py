@@ -95,7 +95,40 @@ def test_a_word_of_an_equivalents_group_states_the_others_and_nothing_else():
     assert states_same("german", "mehrwertsteu", {"umsatzsteu", "rechnung"})
     assert states_same("german", "kennwort", {"passwort"}) and states_same("german", "passwort", {"kennwort"})
     assert not states_same("german", "mehrwertsteu", {"steu", "rechnung"})
-    assert not states_same("english", "vat", {"tax"})  # English has no table
+    assert not states_same("english", "vat", {"tax"})  # English's table has abbreviations only
+    assert states_same("english", "max", {"maximum"})
+
+
+@pytest.mark.parametrize("locale, question, fact", [
+    # was: handed off, "the help centre never states toronto"
+    ("en", "I'm in Toronto – how much does Acme Plus cost per year for Canadian customers?", "CA$65"),
+    # was: handed off, "the help centre never names London"
+    ("de", "Ich wohne in London. Muss ich bei der Lieferung noch Zoll oder Einfuhrumsatzsteuer bezahlen?",
+     "Großbritannien"),
+    # was: handed off, "the help centre never states max, what"
+    ("en", "Whats the max number of rows in a CSV I can import into a wishlist?", "200"),
+])
+def test_the_customers_town_and_shorthand_are_no_subject_of_the_question(acme, locale, question, fact):
+    """A help centre states its rules by country: the customer's town is where they are, not what they ask about;
+    nor are "whats" or "max" words it would have to state."""
+    outcome = pipeline.ask(pipeline.Asker(Tenant.objects.get(pk=acme.pk), locale), question)
+    assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
+    assert fact in outcome.answer, outcome.answer
+
+
+def test_a_town_becomes_its_country_unless_the_question_is_about_a_place_there():
+    from caching.answer_checks.asked import places_as_countries
+
+    assert places_as_countries("I'm in Toronto - how much is Plus?") == "I'm in Canada - how much is Plus?"
+    assert places_as_countries("Ich wohne in London.", "de") == "Ich wohne in Großbritannien."
+    assert places_as_countries("I live in Fairbanks, Alaska. Shipping?") == "I live in Alaska. Shipping?"
+    assert places_as_countries("Hi, I'm in Portland, Oregon") == "Hi, I'm in the US"
+    assert places_as_countries("Sam, Leipzig here") == "Germany here"
+    for about_the_place in ("Haben Sie eine Filiale in Wien?", "Do you have a store in Toronto?",
+                            "Wo in Stuttgart kann ich Acme-Produkte anprobieren?",
+                            "Gibt es eine Servicestelle in Wien, wo ich Reparaturen abgeben kann?",
+                            "Can I pick up my order in Chicago?", "Haben Sie ein Lager in Dresden?"):
+        assert places_as_countries(about_the_place, "de") == about_the_place
 
 
 def test_a_company_question_needs_a_sentence_stating_it_of_the_company():
