@@ -61,7 +61,8 @@ NOT_SUBJECT = {
         "obwohl dass danach trotzdem bereits gerade immer nie manchmal oft ganz genau bald überhaupt "
         "vielleicht wohl ungefähr insgesamt normalerweise überall irgendwo irgendwie wirklich "
         # greetings, thanks and interjections: small talk, never what is asked about ("Hat geklappt, danke!")
-        "hallo hi hey moin servus danke dankeschön geklappt super prima toll okay ok übrigens"
+        "hallo hi hey moin servus danke dankeschön geklappt super prima toll okay ok übrigens "
+        "usd cad gbp eur mxn"
     ),
     "english": (
         # what the configuration keeps of a contraction ("I'm" -> "m", "we've" -> "ve", "won't" -> "won"):
@@ -74,7 +75,9 @@ NOT_SUBJECT = {
         # ("whats the max ...", "im in Texas")
         "would could might whats hows wheres whens whos thats theres im ive youre dont cant isnt doesnt "
         # greetings, thanks and interjections: small talk, never what is asked about ("thx. and for expedited?")
-        "hi hello hey thanks thank thx ty cheers please pls ok okay hmm btw lol sweet cool awesome hola yeah yep"
+        "hi hello hey thanks thank thx ty cheers please pls ok okay hmm btw lol sweet cool awesome hola yeah yep "
+        # currency codes: the unit of an amount ("$60" is read "60 usd"), not what is asked about
+        "usd cad gbp eur mxn"
     ),
 }
 

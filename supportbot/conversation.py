@@ -1110,7 +1110,8 @@ def _stem(word: str) -> str:
     word = word.removesuffix("'s")
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+    # "plus", "status", "bonus", "analysis": no plural
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
     return word
 
@@ -1793,16 +1794,16 @@ def last_reply(resolution: Resolution) -> str:
     return history[last].content if last is not None else ""
 
 
-def grounded(reply: str, articles: dict[str, str]) -> bool:
+def grounded(reply_terms, articles: dict[str, set[str]]) -> bool:
     """Whether an assistant's reply states the help centre's own words: at least ``CONVERSATION_GROUNDED_SHARE`` of
-    its content words are in one of ``articles`` (article id -> the text of the passages found for the reply).
-    Evidence that the conversation's subject is one the help centre covers ("No. Return shipping is free for
-    Premier members ..."), which a hand-off ("Sorry, our help centre doesn't cover ...") is not."""
-    words = {w for w in _lower_words(reply) if len(w) > 2 and w not in _STOP_EN and w not in _STOP_DE}
-    if len(words) < 4 or not articles:
+    its search terms (``retrieval.search.query_terms``: stemmed as the help centre's passages are, stop words out)
+    are in one of ``articles`` (article id -> the search terms of the passages found for the reply). Evidence that
+    the conversation's subject is one the help centre covers ("No. Return shipping is free for Premier members
+    ..."), which a hand-off ("Sorry, our help centre doesn't cover ...") is not."""
+    terms = {t for t in reply_terms if len(t) > 2 and not t.isdigit()}
+    if len(terms) < 4 or not articles:
         return False
-    return max(len(words & set(_lower_words(text))) / len(words) for text in articles.values()) \
-        >= settings.CONVERSATION_GROUNDED_SHARE
+    return max(len(terms & found) / len(terms) for found in articles.values()) >= settings.CONVERSATION_GROUNDED_SHARE
 
 
 def asked_part(message: str) -> str:

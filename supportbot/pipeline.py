@@ -748,9 +748,9 @@ def asked_subject(state: AskState, verdict, question: str, unseen_too: tuple[str
     for hit in search_hybrid(generation, tenant_id, locale, reply, embed_text(state, reply),
                              settings.RETRIEVAL_TOP_K):
         articles[hit.article_id] = f"{articles.get(hit.article_id, '')} {hit.text}"
-    if not grounded(reply, articles):
-        return verdict
     config = text_search_config(state.asker.locale)
+    if not grounded(query_terms(config, reply), {a: set(query_terms(config, text)) for a, text in articles.items()}):
+        return verdict
     unseen = set(verdict.unseen_terms) | set(unseen_too)
     # every word's search terms in one query (the words ``without_words`` may ask about; another is asked alone)
     terms = words_terms(config, [w.strip(WORD_EDGES) for w in question.replace("(", " ").replace(")", " ").split()]

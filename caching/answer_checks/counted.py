@@ -11,8 +11,10 @@ import re
 from caching.answer_checks.facts import _WORD_NUMBER
 from caching.answer_checks.text import STOPWORDS, WORDS, stem
 
-# "how many", "wie viele", then the counted thing's first word ("how many backup codes": "backup").
-_HOW_MANY = re.compile(r"\b(?:how many|wie viele|mit wie vielen)\s+(?P<noun>[^\W\d_][\w-]*)", re.I)
+# "how many", "wie viele", "the (maximum) number of", "Anzahl der", then the counted thing's first word ("how many
+# backup codes": "backup"; "whats the max number of rows": "rows").
+_HOW_MANY = re.compile(r"\b(?:how many|wie viele|mit wie vielen|number of|anzahl(?: (?:der|an|von))?)\s+"
+                       r"(?P<noun>[^\W\d_][\w-]*)", re.I)
 # A figure, then up to two words before the counted thing ("2 active live keys", "up to 20 wishlists").
 _FIGURE = re.compile(rf"(?<![\w.,])(?:\d+(?:,\d{{3}})*|{_WORD_NUMBER})\b((?:\s+[^\W\d_][\w-]*){{1,3}})", re.I)
 # Words after "how many" that are no counted thing of their own ("how many more", "how many of my orders").

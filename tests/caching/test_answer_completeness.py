@@ -372,6 +372,11 @@ def test_the_model_answerers_answers_get_the_same_checks(acme, settings):
      False),
     ("How many rows can my wishlist CSV have?",
      "Quantity is optional: 1 to 10. If a SKU is already on the wishlist, the quantities are added together.", True),
+    # "the max number of rows" counts rows as "how many rows" does (was: the SKU quantities' maximum of 10, admitted:
+    # the blind sixth and seventh fact sets)
+    ("Whats the max number of rows in a CSV I can import into a wishlist?",
+     "If a SKU is already on the wishlist, the quantities are added together, up to a maximum of 10.", True),
+    ("Welche Anzahl an Zeilen darf meine Wunschlisten-CSV haben?", "Die Datei darf bis zu 200 Zeilen haben.", False),
     # the passages count no "addresses" by name ("you can save up to 10"): nothing to compare, not refused
     ("How many addresses can I save?", "Add them in Account > Addresses instead; you can save up to 10.", False),
 ])

@@ -238,6 +238,7 @@ def test_hours_for_another_day_are_never_cached(acme):
     # third fact set; admitted, then served from the exact and the semantic cache)
     ("How many wishlists am I allowed to have?", "20 wishlists", "maximum of 10"),
     ("How many rows can my wishlist CSV have?", "200 rows", "maximum of 10"),
+    ("Whats the max number of rows in a CSV I can import into a wishlist?", "200 rows", "maximum of 10"),  # lf7-15
 ])
 def test_a_count_is_answered_with_the_figure_counting_the_asked_thing(acme, question, fact, neighbour):
     outcome = ask(acme, question)
@@ -369,6 +370,20 @@ def test_chatter_the_help_centre_never_states_does_not_hand_off_a_follow_up_on_i
     outcome = pipeline.ask(pipeline.Asker(initech, "en"), CHATTY_FOLLOW_UP)
     assert outcome.status == "answered", outcome.answer
     assert "45 days" in outcome.answer, outcome.answer
+
+
+def test_the_customers_town_goods_and_thanks_in_a_follow_up_are_no_subject_of_it(acme):
+    """Portland, Oregon is the US; "thx" is thanks; the sleeping bag is the customer's, and the reply states the
+    help centre's words, stemmed as its passages are ("costs", "orders") (was: handed off, "the help centre never
+    states around, bag, oregon, portland"; the blind seventh conversation set, lc7-01)."""
+    outcome = pipeline.ask(pipeline.Asker(acme, "en"), Conversation((
+        Turn("user", "Hi! I'm in Portland, Oregon and about to order a sleeping bag, it's around $60. What does "
+                     "shipping cost?"),
+        Turn("assistant", "For a US order under $75, Standard shipping (3–5 business days) costs $4.95. It's free on "
+                          "orders over $75."),
+        Turn("user", "thx. and for the expedited option?"))))
+    assert outcome.status == "answered", outcome.reason
+    assert "$12.95" in outcome.answer and "CA$19.95" not in outcome.answer, outcome.answer
 
 
 def test_a_follow_up_after_a_hand_off_is_still_handed_off(acme):
