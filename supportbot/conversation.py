@@ -315,6 +315,12 @@ _SAME_AS_BEFORE = {"true", "thing", "things", "goes", "go", "apply", "applies", 
                    "here", "there", "deal", "price", "way"}
 # Pronouns that, in a message with no conversation, point at the message's own earlier words.
 _OWN_WORDS_PRONOUNS = {"it", "its", "they", "them", "their", "those", "these"}
+# A person the customer names ("My son is 16 - can I add him ...?"): alone, "he", "him", "her" point there.
+_PERSONS = {"son", "sons", "daughter", "daughters", "kid", "kids", "child", "children", "wife", "husband", "partner",
+            "mom", "mum", "mother", "dad", "father", "brother", "sister", "friend", "roommate", "flatmate",
+            "colleague", "boss", "grandma", "grandpa", "grandmother", "grandfather", "girlfriend", "boyfriend",
+            "niece", "nephew", "aunt", "uncle", "employee", "teen", "teenager", "parent", "parents", "spouse"}
+_PERSON_PRONOUNS = {"he", "him", "his", "she", "her", "hers"}
 
 
 # A message alone has nothing else to point at: "it" followed by a clause of its own ("do I need
@@ -380,6 +386,11 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
             continue  # refers to something the message itself names (not "the middle one"'s own modifier)
         if alone and w in _OWN_WORDS_PRONOUNS and len([x for x in words[:i] if x not in _STOP_EN and len(x) > 2]) >= 2:
             continue  # alone, with a subject of its own before it: "... over-ear headphones once I've opened them?"
+        if alone and w in _PERSON_PRONOUNS and _PERSONS & set(words[:i]):
+            continue  # alone, a person it names before: "My son is 16 - can I add him to my team?"
+        if alone and w in ("there", "here") and any(
+                kind == "place" for kind in conditions(" ".join(words[:i]), names=False).values()):
+            continue  # alone, a place it names before: "I shop in the Mexico store. What does Pro cost there?"
         if w == "same" and (after == "time" or (alone and after not in _STOP_EN and after not in _SAME_AS_BEFORE
                                                 and len(after) > 2)):
             continue  # "at the same time"; alone, "the same jacket" names its own thing
@@ -441,13 +452,16 @@ def _points_back_de(words: list[str], original: list[str], text: str = "", alone
         before = words[i - 1] if i else ""
         if alone and w in _POINT_AT_OWN_NOUN_DE and _own_noun_before(original, i):
             continue  # "Die Schuhe passen nicht, kann ich sie zurückgeben?": its own noun, no conversation
+        if alone and w in ("dort", "dorthin") and any(
+                kind == "place" for kind in conditions(" ".join(original[:i]), names=False).values()):
+            continue  # a place it names before: "Ich bestelle aus Kanada. Wie lange dauert es dorthin?"
         if w in _ANAPHORA_DE:
             if w in _POLITE_DE and original[i][:1].isupper():
                 continue  # the polite "Sie", "Ihnen", "Ihr": the shop ("Gibt es bei Ihnen Rabatt?")
             if w == "ihr" and (i == 1 or not after_orig[:1].isupper()):
                 continue  # the informal plural "ihr" addresses the shop ("Liefert ihr auch nach Kanada?", "Habt ihr Gutscheine?")
-            if w == "damit" and after_orig.casefold() in _CLAUSE_START_DE:
-                continue  # the conjunction: "damit das Paket heute rausgeht"
+            if w == "damit" and (after_orig.casefold() in _CLAUSE_START_DE or re.search(r",\s*damit\b", text, re.I)):
+                continue  # the conjunction: "damit das Paket heute rausgeht", "…, damit nicht ständig …"
             if w == "auch" and i:
                 continue
             return w

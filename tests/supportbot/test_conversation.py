@@ -128,6 +128,24 @@ def test_a_pointing_word_inside_a_screens_label_points_nowhere(message, locale):
     assert resolve(Conversation.single(message), locale).how == How.SINGLE  # answered, not a clarifying reply
 
 
+@pytest.mark.parametrize("message, locale", [
+    # a person, a place or a clause the message itself names (was: a clarifying reply; the blind seventh sets)
+    ("My son is 16 - can I add him as a member of my Premier team?", "en"),
+    ("I shop in the Mexico store. What does the Pro plan cost per month there?", "en"),
+    ("Wie lange kann ich meinen Laptop als vertrauenswürdiges Gerät speichern, damit nicht ständig nach dem "
+     "2FA-Code gefragt wird?", "de"),
+    ("Ich bestelle aus Kanada. Wie lange dauert der Versand dorthin?", "de"),
+])
+def test_a_pronoun_alone_points_at_the_person_place_or_clause_the_message_names(message, locale):
+    assert resolve(Conversation.single(message), locale).how == How.SINGLE
+
+
+@pytest.mark.parametrize("message, locale", [("Can I add him?", "en"), ("How long does shipping take there?", "en"),
+                                             ("Wie lange dauert es dorthin?", "de"), ("Geht das damit?", "de")])
+def test_a_person_or_place_pronoun_with_nothing_named_before_it_still_points_back(message, locale):
+    assert resolve(Conversation.single(message), locale).how == How.CLARIFY
+
+
 @pytest.mark.parametrize("message", ["Can I return this?", "Does Plus cover this?", "I've got this, what's 'it' here?"])
 def test_a_pointing_word_outside_a_label_still_points_back(message):
     assert dependence(message, alone=True).kind == "anaphora"
