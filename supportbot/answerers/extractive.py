@@ -462,31 +462,40 @@ def pertinent_part(kind: str, focus: set[str], unit: Unit) -> Unit:
 
 # Where a figure starts: a currency or a digit.
 _FIGURE_START = re.compile(r"(?:ca\$|mx\$|us\$|[$€£]|\d)", re.I)
-# Where a figure of a list of cases ends: a comma, a bracket, a semicolon, or "and"/"und" before the next figure
-# ("20% in the UK, 19% in Germany and 20% in Austria"); "Germany and Austria" stays one case
-_CASE_ITEM_END = re.compile(rf"\s*(?:[,;()]|\b(?:and|und|or|oder)\b(?=\s*{_FIGURE_START.pattern}))\s*", re.I)
+# Where a figure of a list of cases ends: a comma, a bracket, a semicolon, or "and"/"und" before the next figure,
+# or before the next case's name and its figure ("20% in the UK, 19% in Germany and 20% in Austria"; "Pro costs
+# MX$159 per month and Premier MX$329 per month"); "Germany and Austria" stays one case
+_CASE_ITEM_END = re.compile(
+    rf"\s*(?:[,;()]|\b(?:and|und|or|oder)\b(?=\s*(?:[A-Z][\w+-]*\s+)?{_FIGURE_START.pattern}))\s*", re.I)
+# The families a unit's figures are listed by, case by case: the asker's country, then their plan
+_LISTED_FAMILIES = ("country", "plan")
 
 
 def askers_figure(wanted: asking.Asked, unit: Unit) -> Unit:
     """A unit that lists the asked kind's figure case by case ("The standard rates are 20% in the UK, 19% in
     Germany and 20% in Austria"; "Plus costs $49 per year (CA$65 in Canada, £42 in the UK, €45 in Germany and
-    Austria)") reduced, for a question about one of those cases, to its words before the first figure and the
-    asked case's item, the cut marked: "Plus costs … £42 in the UK." Each clause (";") on its own; a clause is
-    unchanged unless at least two of its items each state a figure of the kind and name a country, and exactly
-    one of them names the asked one."""
-    country = wanted.cases.get("country")
-    if not country or not wanted.wants_fact:
+    Austria)"; "In the Mexico store, Pro costs MX$159 per month and Premier MX$329 per month") reduced, for a
+    question about one of those cases (a country, else a plan), to its words before the first figure and the asked
+    case's item, the cut marked: "Plus costs … £42 in the UK.", "In the Mexico store, Pro costs MX$159 per month."
+    Each clause (";") on its own; a clause is unchanged unless at least two of its items each state a figure of
+    the kind and name a case of the family, and exactly one of them names the asked one."""
+    if not wanted.wants_fact:
         return unit
-    clauses = [c for c in _PART_END.split(unit.text) if c.strip()]
-    reduced = [_askers_item(wanted.kind, country, c) for c in clauses]
-    if reduced == clauses:
-        return unit
-    text = "; ".join(r.rstrip(" .") if i < len(reduced) - 1 else r for i, r in enumerate(reduced))
-    text = text[0].upper() + text[1:]
-    return dataclasses.replace(unit, text=text if text[-1] in ".!?" else f"{text}.", marker="")
+    for family in _LISTED_FAMILIES:
+        case = wanted.cases.get(family)
+        if not case:
+            continue
+        clauses = [c for c in _PART_END.split(unit.text) if c.strip()]
+        reduced = [_askers_item(wanted.kind, family, case, c) for c in clauses]
+        if reduced == clauses:
+            continue
+        text = "; ".join(r.rstrip(" .") if i < len(reduced) - 1 else r for i, r in enumerate(reduced))
+        text = text[0].upper() + text[1:]
+        return dataclasses.replace(unit, text=text if text[-1] in ".!?" else f"{text}.", marker="")
+    return unit
 
 
-def _askers_item(kind: str, country: str, clause: str) -> str:
+def _askers_item(kind: str, family: str, case: str, clause: str) -> str:
     """One clause of ``askers_figure``: reduced, or as it is."""
     items, start = [], 0
     for m in list(_CASE_ITEM_END.finditer(clause)) + [None]:
@@ -495,8 +504,8 @@ def _askers_item(kind: str, country: str, clause: str) -> str:
             items.append((start, clause[start:end].strip()))
         start = m.end() if m else len(clause)
     labelled = [(a, piece, named) for a, piece in items
-                if kind in asking.kinds_in(piece) and (named := asking.all_cases_in(piece).get("country"))]
-    askers = [(a, piece) for a, piece, named in labelled if country in named]
+                if kind in asking.kinds_in(piece) and (named := asking.all_cases_in(piece).get(family))]
+    askers = [(a, piece) for a, piece, named in labelled if case in named]
     if len(labelled) < 2 or len(askers) != 1:
         return clause
     a, piece = askers[0]
@@ -504,6 +513,8 @@ def _askers_item(kind: str, country: str, clause: str) -> str:
     subject = clause[:figure.start()].rstrip(" (,;:") if figure else ""
     if not subject or a <= figure.start():  # the asked case's item comes first: it holds the subject
         return clause[:a] + piece
+    if family == "plan":  # the subject names the first plan ("Pro costs"): the asked plan's item says it all
+        return piece
     return f"{subject} … {piece}"
 
 

@@ -337,6 +337,16 @@ def test_a_sentence_listing_other_countries_figures_is_whole_for_the_unlabelled_
         "Even after deletion, we keep invoices for as long as the law requires … 6 years in the UK.")
 
 
+def test_a_sentence_listing_each_plans_figure_is_quoted_for_the_askers_plan(initech):
+    """was: "In the Mexico store, Pro costs MX$159 per month and Premier MX$329 per month." for the Pro plan (the
+    blind seventh fact set, lf7-44: Premier's figure beside the asked one)."""
+    outcome = ask(initech, "I shop in the Mexico store. What does the Pro plan cost per month there?")
+    assert "MX$159" in outcome.answer and "MX$329" not in outcome.answer, outcome.answer
+    unit = split_units("Pro costs $9 per month and Premier $19 per month.")[0]
+    assert askers_figure(asking.asked("How much is Premier?"), unit).text == "Premier $19 per month."
+    assert askers_figure(asking.asked("How much is Plus?"), unit) == unit  # no item of the asked plan
+
+
 def test_a_price_question_is_not_handed_off_for_its_how_much(initech):
     # was handed off: "not answerable: P=0.333 < 0.334; the help centre never states much"
     outcome = ask(initech, "How much is the Premier plan?")
