@@ -235,7 +235,7 @@ class ExtractiveAnswerer(Answerer):
                                      request.tenant_prompt.name)
                          for (p, u), s in zip(candidates, scores)), key=lambda c: -c.score)
         if wanted.wants_fact or wanted.kind == "yesno":
-            kept = self._fact_units(wanted, ranked)
+            kept = self._fact_units(wanted, ranked, focus)
             if wanted.wants_fact and kept[0].states:
                 kept[0] = dataclasses.replace(
                     kept[0], unit=askers_figure(wanted, pertinent_part(wanted.kind, focus, kept[0].unit)))
@@ -342,7 +342,7 @@ class ExtractiveAnswerer(Answerer):
         return kept
 
     @staticmethod
-    def _fact_units(wanted: asking.Asked, ranked: list[Candidate]) -> list[Candidate]:
+    def _fact_units(wanted: asking.Asked, ranked: list[Candidate], focus: set[str] = frozenset()) -> list[Candidate]:
         """The unit that states the asked fact for the asked case (a yes/no question: that speaks of
         the asked case), and a little context of its article that states no other figure of the kind."""
         # near the best unit that may lead: a special case the question does not name ("Deliveries to Yukon ...
@@ -380,6 +380,8 @@ class ExtractiveAnswerer(Answerer):
                 if not same_case:
                     if figures or (wanted.cases and c.fit <= 0):
                         continue  # a third figure, or an unlabelled one: a neighbour's
+                    if focus and not _shared(focus, terms(c.unit.text)):
+                        continue  # a figure of nothing the question names: "locked for 15 minutes" for a link's life
                     figures += 1
             elif c.states:
                 continue  # the lead states nothing: nor may an unsuitable unit
