@@ -36,7 +36,8 @@ _KIND_PATTERNS = (
         rf"\bhow long\b|\bhow soon\b|\bhow quickly\b|\bhow fast\b|\bhow many {_TIME_UNIT}\b|\bhow much time\b|"
         rf"\buntil when\b|\bby when\b|\bwhen do(?:es)? .{{0,40}}\bexpire|\bfor how long\b|\bwithin what time\b|"
         rf"\bwie lange\b|\bbis wann\b|\bwie schnell\b|\bwie viele {_TIME_UNIT}\b|\bwie viel zeit\b|\bwann verf[äa]ll|"
-        rf"\b(?:innerhalb|in) welche[rn]? (?:frist|zeit(?:raum|spanne)?)\b|\bwelche frist\b|\bwithin what (?:period|timeframe)\b",
+        rf"\b(?:innerhalb|in) welche[rn]? (?:frist|zeit(?:raum|spanne)?)\b|\bwelche frist\b|"
+        rf"\bwithin what (?:period|timeframe)\b|\bhow much (?:earlier|sooner|longer|later)\b|\bwie viel (?:früher|eher|länger|später)\b",
         re.I)),
     # a file's or a parcel's size or weight: "How large can the CSV file be?", "Wie groß darf die Datei sein?"
     ("size", re.compile(r"\bhow (?:large|big|heavy)\b|\bwhat(?:'s| is) the (?:maximum |max\.? )?(?:file )?size\b|"
@@ -255,13 +256,36 @@ _ARTICLE = {"amount": "an ", "yesno": "a "}
 
 
 def asked(question: str) -> Asked:
-    return Asked(kind=kind_of(question), cases=cases_in(question))
+    return Asked(kind=kind_of(question), cases=asked_cases(question))
+
+
+# A case the customer says is not theirs: "i'm not premier", "I'm not a Plus member", "ohne Plus", "kein Plus-Mitglied"
+_NEGATED = re.compile(r"\b(?:not|non|no longer|ohne|kein\w*|nicht)"
+                      r"(?:\s+(?:a|an|on|on the|the|in the|ein\w*|im|in|auf))?\s*-?\s*$", re.IGNORECASE)
+
+
+def asked_cases(question: str) -> dict[str, str]:
+    """``cases_in`` of a question, less a case it names only negated ("how much is Saturday delivery? i'm not
+    premier" asks for no Premier figure; "I'm on Premier, not Pro" asks for Premier's)."""
+    out = {}
+    for family, named in all_cases_in(question).items():
+        named = {case for case in named if not all(_NEGATED.search(question[:m.start()])
+                                                   for m in _CASE_PATTERNS[family][case].finditer(question))}
+        if family == "country" and len(named) > 1:  # as in ``cases_in``: a country named by name beats a city's
+            named = (named_countries(question) & named) or named
+        if len(named) == 1:
+            out[family] = next(iter(named))
+    return out
+
+
+_KIND_PATTERNS_BY_NAME = dict(_KIND_PATTERNS)
 
 
 def kind_of(question: str) -> str | None:
     """The kind of fact a question wants (``KINDS``), or None."""
     if YES_NO_QUESTION.match(question) and not re.search(r"\bhow\b|\bwie\b", question, re.I):
-        return "yesno"
+        # "is there a max file size for ...?" wants the size, as "what is the max file size" does
+        return "size" if _KIND_PATTERNS_BY_NAME["size"].search(question) else "yesno"
     for name, pattern in _KIND_PATTERNS:
         if pattern.search(question):
             return name

@@ -427,8 +427,8 @@ def asked_of(request: AnswerRequest) -> asking.Asked:
     if TOPIC_MARK not in request.question:
         return asking.asked(request.question)
     message = request.question.split(TOPIC_MARK)[0]
-    cases = asking.cases_in(message)
-    said = asking.cases_in("\n".join(content for role, content in request.history if role == "user"))
+    cases = asking.asked_cases(message)
+    said = asking.asked_cases("\n".join(content for role, content in request.history if role == "user"))
     return asking.Asked(kind=asking.kind_of(message) or asking.kind_of(request.question),
                         cases={**said, **cases})
 

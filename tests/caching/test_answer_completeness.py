@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from caching import stats
 from caching.answer_checks import Evidence
-from caching.answer_checks.asked import asked, asked_action, asks_in_words, cases_in, figure_stated
+from caching.answer_checks.asked import Asked, asked, asked_action, asks_in_words, cases_in, figure_stated
 from caching.answer_checks.completeness import CompletenessCheck
 from caching.answer_checks.polarity import PolarityCheck
 from caching.models import AskEvent, SemanticEntry
@@ -446,6 +446,21 @@ def test_the_model_answerers_minimum_and_name_answers_get_the_same_checks(acme, 
 ])
 def test_germans_pro_per_year_names_no_plan(text, plan):
     assert cases_in(text).get("plan") == plan
+
+
+@pytest.mark.parametrize("question, kind, cases", [
+    # a plan the customer says is not theirs is no asked case (was: Premier's line for "i'm not premier", lf7-54)
+    ("how much extra is saturday delivery on an express order? i'm not premier", "amount", {}),
+    ("Ich bin kein Plus-Mitglied. Was kostet der Versand?", "amount", {}),
+    ("I'm on Premier, not Pro. How much is Freight?", "amount", {"plan": "Premier", "product": "bulky"}),
+    ("How much is Premier?", "amount", {"plan": "Premier"}),
+    # "is there a max file size" wants the size (was: a yes/no question, lf7-60), "wie viel früher" a length of time
+    ("is there a max file size for the address book csv import?", "size", {}),
+    ("Wie viel früher kommen Plus-Mitglieder in den Sale?", "duration", {"plan": "Plus"}),
+    ("Is there a fee?", "yesno", {}),
+])
+def test_what_a_question_asks_for_and_for_whom(question, kind, cases):
+    assert asked(question) == Asked(kind=kind, cases=cases)
 
 
 @pytest.mark.parametrize("kind, text, figure", [
