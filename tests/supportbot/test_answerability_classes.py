@@ -43,6 +43,9 @@ def test_a_question_about_the_company_itself_is_handed_off(demo, tenant, locale,
     ("acme", "en", "Is the Acme app available for Apple Watch?", "Apple Watch"),  # "Apple Pay", "GPS watch"
     ("acme", "de", "Gibt es die Acme-App auch für die Apple Watch?", "Watch"),
     ("acme", "de", "Kann ich die Acme-App auf meiner Samsung Galaxy Watch installieren?", "Samsung"),
+    # a platform typed in lower case is a name all the same (was: answered from the Acme Renewed warranty, lu7-10)
+    ("acme", "de", "gibt es die acme app auch für android?", "android"),
+    ("acme", "en", "is the acme app on android?", "android"),
 ])
 def test_an_app_on_a_device_no_article_names_is_handed_off(demo, tenant, locale, question, name):
     outcome = ask_twice(demo[tenant], question, locale)
