@@ -468,8 +468,15 @@ def case_terms(text: str) -> set[str]:
 
 def focus_terms(question: str, *, cases: bool = True) -> set[str]:
     """The question's content words that say what the fact is about: not the words asking for a kind
-    ("cost", "how long"), and, without ``cases``, not the names of the asked case either."""
-    return terms(question) - _TRIGGERS - (set() if cases else case_terms(question))
+    ("cost", "how long"), not what it is compared with ("need it faster than standard"), and, without ``cases``,
+    not the names of the asked case either."""
+    compared = {t for m in _COMPARED.finditer(question) for t in terms(m.group(1))}
+    return terms(question) - _TRIGGERS - compared - (set() if cases else case_terms(question))
+
+
+# What a question compares the asked thing with: "faster than standard", "instead of Express", "schneller als Standard"
+_COMPARED = re.compile(r"(?:\b(?:than|instead of|rather than|statt|anstatt)|\w+er\s+als)\s+(?:the\s+|der\s+|die\s+|das\s+|"
+                       r"dem\s+|den\s+)?([^\W\d_][\w-]*)", re.IGNORECASE)
 
 
 # A text about one plan's or membership's own terms names it first: "Premier: free Standard shipping",
