@@ -90,7 +90,7 @@ def query_terms(config: str, question: str) -> list[str]:
 
 
 def words_terms(config: str, words) -> dict[str, list[str]]:
-    """``query_terms`` of each of ``words``, in one round trip: word -> its search terms."""
+    """``query_terms`` of each of ``words`` (words or whole texts), in one round trip: word -> its search terms."""
     words = sorted(set(words))
     if not words:
         return {}

@@ -749,7 +749,8 @@ def asked_subject(state: AskState, verdict, question: str, unseen_too: tuple[str
                              settings.RETRIEVAL_TOP_K):
         articles[hit.article_id] = f"{articles.get(hit.article_id, '')} {hit.text}"
     config = text_search_config(state.asker.locale)
-    if not grounded(query_terms(config, reply), {a: set(query_terms(config, text)) for a, text in articles.items()}):
+    stated = words_terms(config, [reply, *articles.values()])  # the reply's and each article's terms, one query
+    if not grounded(stated[reply], {a: set(stated[text]) for a, text in articles.items()}):
         return verdict
     unseen = set(verdict.unseen_terms) | set(unseen_too)
     # every word's search terms in one query (the words ``without_words`` may ask about; another is asked alone)

@@ -37,7 +37,8 @@ _KIND_PATTERNS = (
         rf"\buntil when\b|\bby when\b|\bwhen do(?:es)? .{{0,40}}\bexpire|\bfor how long\b|\bwithin what time\b|"
         rf"\bwie lange\b|\bbis wann\b|\bwie schnell\b|\bwie viele {_TIME_UNIT}\b|\bwie viel zeit\b|\bwann verf[äa]ll|"
         rf"\b(?:innerhalb|in) welche[rn]? (?:frist|zeit(?:raum|spanne)?)\b|\bwelche frist\b|"
-        rf"\bwithin what (?:period|timeframe)\b|\bhow much (?:earlier|sooner|longer|later)\b|\bwie viel (?:früher|eher|länger|später)\b",
+        rf"\bwithin what (?:period|timeframe)\b|\bhow much (?:earlier|sooner|longer|later)\b|"
+        rf"\bwie viel (?:früher|eher|länger|später)\b",
         re.I)),
     # a file's or a parcel's size or weight: "How large can the CSV file be?", "Wie groß darf die Datei sein?"
     ("size", re.compile(r"\bhow (?:large|big|heavy)\b|\bwhat(?:'s| is) the (?:maximum |max\.? )?(?:file )?size\b|"
@@ -131,9 +132,10 @@ _CASED = frozenset({r"\bUSA?\b", r"\bU\.S\.", r"\bin den USA\b"})
 # Denver store's Sunday hours are no one country's figure among others (``named_countries``).
 PLACES: dict[str, tuple[str, ...]] = {
     "United States": (r"\bdenver\b", r"\bcolorado\b", r"\baustin\b", r"\btexas\b", r"\bsan marcos\b", r"\bnew york\b",
-                      r"\blos angeles\b", r"\bchicago\b", r"\bseattle\b", r"\bboston\b", r"\bcalifornia\b", r"\bflorida\b",
-                      r"\bportland\b", r"\boregon\b", r"\bsan francisco\b", r"\bsan diego\b", r"\bphoenix\b",
-                      r"\barizona\b", r"\bphiladelphia\b", r"\bpennsylvania\b", r"\bhouston\b", r"\bdallas\b",
+                      r"\blos angeles\b", r"\bchicago\b", r"\bseattle\b", r"\bboston\b", r"\bcalifornia\b",
+                      r"\bflorida\b", r"\bportland\b", r"\boregon\b", r"\bsan francisco\b", r"\bsan diego\b",
+                      r"\bphoenix\b", r"\barizona\b", r"\bphiladelphia\b", r"\bpennsylvania\b", r"\bhouston\b",
+                      r"\bdallas\b",
                       r"\bmiami\b", r"\batlanta\b", r"\bdetroit\b", r"\bmichigan\b", r"\bminneapolis\b",
                       r"\bminnesota\b", r"\bnashville\b", r"\btennessee\b", r"\bohio\b", r"\billinois\b",
                       r"\bmassachusetts\b", r"\bnew jersey\b", r"\bvirginia\b", r"\bnorth carolina\b", r"\butah\b",
@@ -475,8 +477,8 @@ def focus_terms(question: str, *, cases: bool = True) -> set[str]:
 
 
 # What a question compares the asked thing with: "faster than standard", "instead of Express", "schneller als Standard"
-_COMPARED = re.compile(r"(?:\b(?:than|instead of|rather than|statt|anstatt)|\w+er\s+als)\s+(?:the\s+|der\s+|die\s+|das\s+|"
-                       r"dem\s+|den\s+)?([^\W\d_][\w-]*)", re.IGNORECASE)
+_COMPARED = re.compile(r"(?:\b(?:than|instead of|rather than|statt|anstatt)|\w+er\s+als)\s+"
+                       r"(?:the\s+|der\s+|die\s+|das\s+|dem\s+|den\s+)?([^\W\d_][\w-]*)", re.IGNORECASE)
 
 
 # A text about one plan's or membership's own terms names it first: "Premier: free Standard shipping",
