@@ -90,13 +90,14 @@ def query_terms(config: str, question: str) -> list[str]:
 
 
 def words_terms(config: str, words) -> dict[str, list[str]]:
-    """``query_terms`` of each of ``words`` (words or whole texts), in one round trip: word -> its search terms."""
-    words = sorted(set(words))
+    """``query_terms`` of each of ``words`` (words or whole texts), in one round trip: word -> its search terms,
+    in the order the words come."""
+    words = list(dict.fromkeys(words))
     if not words:
         return {}
     with connection.cursor() as cursor:
-        cursor.execute("SELECT w, tsvector_to_array(to_tsvector(%s::regconfig, w)) FROM unnest(%s::text[]) AS u(w)",
-                       [config, words])
+        cursor.execute("SELECT w, tsvector_to_array(to_tsvector(%s::regconfig, w)) "
+                       "FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, n) ORDER BY n", [config, words])
         return {w: list(terms or []) for w, terms in cursor.fetchall()}
 
 

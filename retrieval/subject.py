@@ -25,7 +25,8 @@ from django.db.models import Case, IntegerField, Value, When
 from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
-from retrieval.search import _AnyTerm, compound_alternatives, query_terms, scope_words_sql, term_weights
+from retrieval.search import (_AnyTerm, compound_alternatives, query_terms, scope_words_sql, term_weights,
+                              words_terms)
 
 
 # English verbs whose forms a stemmer cannot join ("wore" / "wear" / "worn"): a question's past tense is
@@ -154,11 +155,7 @@ def states_same(config: str, stem: str, lexemes: frozenset[str] | set[str]) -> b
 @functools.lru_cache(maxsize=4)
 def _not_subject_stems(config: str) -> frozenset[str]:
     words = NOT_SUBJECT.get(config)
-    if not words:
-        return frozenset()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s))", [config, words])
-        return frozenset(cursor.fetchone()[0] or [])
+    return frozenset(query_terms(config, words)) if words else frozenset()
 
 
 def subject_terms(config: str, question: str, tenant_name: str = "") -> tuple[str, ...]:
@@ -325,13 +322,9 @@ def noun_words(question: str, tenant_name: str = "") -> list[str]:
 
 
 def _stems(config: str, words: list[str]) -> dict[str, str]:
-    """Word -> its stem as the configuration stems it (words it drops as stop words are left out)."""
-    if not words:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT w, tsvector_to_array(to_tsvector(%s::regconfig, w)) FROM unnest(%s::text[]) AS w",
-                       [config, words])
-        return {w: lexemes[0] for w, lexemes in cursor.fetchall() if lexemes}
+    """Word -> its stem as the configuration stems it (words it drops as stop words are left out), in the order the
+    words come."""
+    return {w: terms[0] for w, terms in words_terms(config, words).items() if terms}
 
 
 def compound_of(stem: str, lexemes: frozenset[str] | set[str]) -> bool:

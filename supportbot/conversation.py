@@ -374,6 +374,11 @@ def _one_stands_for_a_noun(words: list[str], i: int) -> bool:
 _INTRODUCTION = re.compile(r"\bthis is (?:[A-Z][\w'-]+|the [A-Z][\w'-]+)")
 
 
+def _names_a_place(words: list[str]) -> bool:
+    """Whether the words name a place (``conditions``: a country, a city, a state)."""
+    return "place" in conditions(" ".join(words), names=False).values()
+
+
 def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
     """The word that makes an English message point back at the conversation, or ""."""
     lowered = text.casefold()
@@ -388,8 +393,7 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
             continue  # alone, with a subject of its own before it: "... over-ear headphones once I've opened them?"
         if alone and w in _PERSON_PRONOUNS and _PERSONS & set(words[:i]):
             continue  # alone, a person it names before: "My son is 16 - can I add him to my team?"
-        if alone and w in ("there", "here") and any(
-                kind == "place" for kind in conditions(" ".join(words[:i]), names=False).values()):
+        if alone and w in ("there", "here") and _names_a_place(words[:i]):
             continue  # alone, a place it names before: "I shop in the Mexico store. What does Pro cost there?"
         if w == "same" and (after == "time" or (alone and after not in _STOP_EN and after not in _SAME_AS_BEFORE
                                                 and len(after) > 2)):
@@ -452,8 +456,7 @@ def _points_back_de(words: list[str], original: list[str], text: str = "", alone
         before = words[i - 1] if i else ""
         if alone and w in _POINT_AT_OWN_NOUN_DE and _own_noun_before(original, i):
             continue  # "Die Schuhe passen nicht, kann ich sie zurückgeben?": its own noun, no conversation
-        if alone and w in ("dort", "dorthin") and any(
-                kind == "place" for kind in conditions(" ".join(original[:i]), names=False).values()):
+        if alone and w in ("dort", "dorthin") and _names_a_place(original[:i]):
             continue  # a place it names before: "Ich bestelle aus Kanada. Wie lange dauert es dorthin?"
         if w in _ANAPHORA_DE:
             if w in _POLITE_DE and original[i][:1].isupper():

@@ -749,13 +749,13 @@ def asked_subject(state: AskState, verdict, question: str, unseen_too: tuple[str
                              settings.RETRIEVAL_TOP_K):
         articles[hit.article_id] = f"{articles.get(hit.article_id, '')} {hit.text}"
     config = text_search_config(state.asker.locale)
-    stated = words_terms(config, [reply, *articles.values()])  # the reply's and each article's terms, one query
-    if not grounded(stated[reply], {a: set(stated[text]) for a, text in articles.items()}):
+    # the search terms of the reply, of each article's passages and of every word ``without_words`` may ask about
+    # (another is asked alone), in one query
+    words = [w.strip(WORD_EDGES) for w in question.replace("(", " ").replace(")", " ").split()] + question.split()
+    terms = words_terms(config, [reply, *articles.values(), *words])
+    if not grounded(terms[reply], {a: set(terms[text]) for a, text in articles.items()}):
         return verdict
     unseen = set(verdict.unseen_terms) | set(unseen_too)
-    # every word's search terms in one query (the words ``without_words`` may ask about; another is asked alone)
-    terms = words_terms(config, [w.strip(WORD_EDGES) for w in question.replace("(", " ").replace(")", " ").split()]
-                        + question.split())
     asked = without_words(question, lambda w: bool(set(terms[w] if w in terms else query_terms(config, w)) & unseen))
     if asked == question:
         return verdict

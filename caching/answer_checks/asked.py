@@ -269,15 +269,9 @@ _NEGATED = re.compile(r"\b(?:not|non|no longer|ohne|kein\w*|nicht)"
 def asked_cases(question: str) -> dict[str, str]:
     """``cases_in`` of a question, less a case it names only negated ("how much is Saturday delivery? i'm not
     premier" asks for no Premier figure; "I'm on Premier, not Pro" asks for Premier's)."""
-    out = {}
-    for family, named in all_cases_in(question).items():
-        named = {case for case in named if not all(_NEGATED.search(question[:m.start()])
-                                                   for m in _CASE_PATTERNS[family][case].finditer(question))}
-        if family == "country" and len(named) > 1:  # as in ``cases_in``: a country named by name beats a city's
-            named = (named_countries(question) & named) or named
-        if len(named) == 1:
-            out[family] = next(iter(named))
-    return out
+    return _one_each(question, {family: {case for case in named if not all(
+        _NEGATED.search(question[:m.start()]) for m in _CASE_PATTERNS[family][case].finditer(question))}
+        for family, named in all_cases_in(question).items()})
 
 
 _KIND_PATTERNS_BY_NAME = dict(_KIND_PATTERNS)
@@ -296,11 +290,16 @@ def kind_of(question: str) -> str | None:
 
 def cases_in(text: str) -> dict[str, str]:
     """The case of each family a text names, where it names exactly one ("in the UK" -> United Kingdom)."""
+    return _one_each(text, all_cases_in(text))
+
+
+def _one_each(text: str, found: dict[str, set[str]]) -> dict[str, str]:
+    """Of the cases ``text`` names (``found``), each family's where it is one."""
     out = {}
-    for family, named in all_cases_in(text).items():
+    for family, named in found.items():
         if family == "country" and len(named) > 1:
             # a country named by name beats one a city implies: "I'm in the UK" / "we ship across the UK from Leipzig"
-            named = named_countries(text) or named
+            named = (named_countries(text) & named) or named
         if len(named) == 1:
             out[family] = next(iter(named))
     return out

@@ -342,7 +342,7 @@ class ExtractiveAnswerer(Answerer):
         return kept
 
     @staticmethod
-    def _fact_units(wanted: asking.Asked, ranked: list[Candidate], focus: set[str] = frozenset()) -> list[Candidate]:
+    def _fact_units(wanted: asking.Asked, ranked: list[Candidate], focus: set[str]) -> list[Candidate]:
         """The unit that states the asked fact for the asked case (a yes/no question: that speaks of
         the asked case), and a little context of its article that states no other figure of the kind."""
         # near the best unit that may lead: a special case the question does not name ("Deliveries to Yukon ...
