@@ -74,7 +74,7 @@ NOT_SUBJECT = {
         "much many "
         # modal verbs the stop list keeps, and question words and contractions written without their apostrophe
         # ("whats the max ...", "im in Texas")
-        "would could might whats hows wheres whens whos thats theres im ive youre dont cant isnt doesnt "
+        "would could might whats hows wheres whens whos thats theres im ive youre dont cant isnt doesnt till "
         # greetings, thanks and interjections: small talk, never what is asked about ("thx. and for expedited?")
         "hi hello hey thanks thank thx ty cheers please pls ok okay hmm btw lol sweet cool awesome hola yeah yep "
         # currency codes: the unit of an amount ("$60" is read "60 usd"), not what is asked about
@@ -163,8 +163,97 @@ def subject_terms(config: str, question: str, tenant_name: str = "") -> tuple[st
     less the words of the tenant's own name. Every question to a help centre is about its company, so
     "Acme" or "Initech Home" never says what is asked ("Who owns Acme Outfitters?" asks about owning)."""
     skip = _not_subject_stems(config) | set(query_terms(config, tenant_name) if tenant_name else ())
+    question = _POSSESSIVE_PERSON.sub(" ", question)
     # a number is an amount or a detail of the case ("a $40 order", "size 49"), never what a question is about
     return tuple(t for t in dict.fromkeys(query_terms(config, question)) if t not in skip and not t.isdigit())
+
+
+# People a customer names ("My son is 16", "my friend's household"): a person's possessive says whose the thing
+# asked about is, not what is asked about ("Can I join my friend's household?" asks about joining a household).
+PERSONS = frozenset({
+    "son", "sons", "daughter", "daughters", "kid", "kids", "child", "children", "wife", "husband", "partner",
+    "mom", "mum", "mother", "dad", "father", "brother", "sister", "friend", "roommate", "flatmate",
+    "colleague", "boss", "grandma", "grandpa", "grandmother", "grandfather", "girlfriend", "boyfriend",
+    "niece", "nephew", "aunt", "uncle", "employee", "teen", "teenager", "parent", "parents", "spouse"})
+_POSSESSIVE_PERSON = re.compile(rf"\b(?:{'|'.join(sorted(PERSONS))})['’]s\b", re.IGNORECASE)
+
+
+# --- The asker's case, told before the question ----------------------------------------------------------
+# Customers tell their case before they ask: "Opened my wireless earbuds, don't like the sound. Can I send them
+# back?", "The camping stove I bought went down in price. Can I get the difference back?". The goods, the reason
+# and the day are the case, and the help centre states its rule for every such case ("opened items", "within 7
+# days of your delivery") without naming the earbuds. A question that no passage answers as a whole is read again
+# as its question sentence asks it (``asked_readings``), when that sentence asks about something of its own that
+# the help centre states. Who the customer is ("I'm a teacher.", "We're a scout group.") and what the purchase is
+# for ("for our school") can decide a rule (a discount for them), so their unseen words stay in that reading; so
+# do names (capitalised after a sentence's first word: "Android", a place).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s+[—–-]+\s+|\n+")
+_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|z\.\s?b|bzw|ca|usw|etc|inkl|ggf|evtl|approx|vs)\.", re.IGNORECASE)
+_IDENTITY = re.compile(r"\b(?:i'?m|i am|we'?re|we are|he'?s|she'?s|is|are|as|ich bin|wir sind|ist|als)\s+"
+                       r"(?:a|an|ein|eine|einer|\d+)\b", re.IGNORECASE)
+_PURPOSE = re.compile(r"\b(?:for|für)\s+(?:my|our|his|her|their|a|an|the|mein\w*|unser\w*|ein\w*|die|den|das)\b"
+                      r"[^.,;!?]*", re.IGNORECASE)
+# words of a question sentence that ask about nothing of their own ("Is that possible?", "Is that ok?"): the
+# question is then the sentences before it, and every word of them stays
+_EMPTY_ASK = frozenset("possible possibly allowed able doable ok okay fine alright sure still way option options "
+                       "available work works also too even something anything thing things möglich okay erlaubt "
+                       "geht machbar".split())
+_LOWER_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.U)
+
+
+@dataclass(frozen=True)
+class Told:
+    """A question that tells the asker's case before it asks (see above)."""
+    asked: str  # the question sentence and what follows it
+    released: tuple[str, ...]  # the words of the case: goods, reasons, days
+    held: tuple[str, ...]  # the words before the question that stay: who the customer is, what for, names
+
+
+def told_case(question: str) -> Told | None:
+    """The question split into its question sentence (the first ending in "?", and what follows) and the words told
+    before it; None when no sentence comes before one or nothing told is the case."""
+    sentences = [s for s in _SENTENCE_END.split(_ABBREVIATION.sub(lambda m: m.group(0).replace(".", ""), question))
+                 if s.strip()]
+    first = next((i for i, s in enumerate(sentences) if s.rstrip().endswith("?")), None)
+    if not first:
+        return None
+    asked = " ".join(sentences[first:])
+    released, held = [], []
+    for sentence in sentences[:first]:
+        if _IDENTITY.search(sentence):
+            held.extend(m.group(0) for m in _LOWER_WORD.finditer(sentence))
+            continue
+        held.extend(m.group(0) for p in _PURPOSE.finditer(sentence) for m in _LOWER_WORD.finditer(p.group(0)))
+        for i, m in enumerate(_LOWER_WORD.finditer(_PURPOSE.sub(" ", sentence))):
+            name = i and (m.group(0)[:1].isupper() or m.group(0).casefold() in KNOWN_NAMES)
+            (held if name else released).append(m.group(0))  # a name may be what is asked about ("an Android phone")
+    return Told(asked, tuple(released), tuple(held)) if released else None
+
+
+def _asks(config: str, told: Told, tenant_name: str = "") -> set[str]:
+    """The subject terms of the question sentence itself, less the words that ask about nothing (``_EMPTY_ASK``):
+    empty for "Is that possible?", whose subject is what was told before it."""
+    words = " ".join(m.group(0) for m in _LOWER_WORD.finditer(told.asked) if m.group(0).casefold() not in _EMPTY_ASK)
+    return set(subject_terms(config, words, tenant_name))
+
+
+def asked_readings(config: str, question: str, subject: "Subject", tenant_name: str = "") -> list[str]:
+    """The question read again without its told case (``told_case``): once whole but for the case's words that no
+    passage states, once as its question sentence asks it. Of the words before the question sentence, both keep
+    those no passage states that are not the case (who the customer is, what for, a name: "Do you have a
+    discount?" after "We're a scout troop." asks about the troop's). None when the question tells no case, or its
+    question sentence asks about nothing of its own or about something the help centre never states."""
+    told = told_case(question)
+    if told is None or not subject.terms:
+        return []
+    unseen = set(subject.unseen())
+    asks = _asks(config, told, tenant_name)
+    if not asks or asks & unseen:  # the question sentence asks about something the help centre never states
+        return []
+    stems = words_terms(config, [*told.released, *told.held]) if unseen else {}
+    kept = [w for w in told.held if set(stems.get(w, ())) & unseen]
+    told_seen = [w for w in told.released if not set(stems.get(w, ())) & unseen]
+    return [" ".join([*told_seen, *told.held, told.asked]), " ".join([told.asked, *kept])]
 
 
 @functools.lru_cache(maxsize=4)
@@ -414,6 +503,95 @@ class Nouns:
 
     def grounded(self, chunk_id: int) -> bool:
         return self.grounds.get(chunk_id, True)
+
+
+# --- German typed in lower case --------------------------------------------------------------------------
+# The nouns check reads German's capitals, and customers often type a chat message in lower case ("gibt es die
+# plus mitgliedschaft auch als geschenkgutschein?"): then no noun is read, and a question about something the help
+# centre never states passes on the verbs it shares. Such a question gets its nouns' capitals back first: a word the
+# tenant's own articles write only capitalised, and the word that ends a run after an article, a possessive or a
+# preposition ("die weihnachtszeit", "eure stirnlampe", "ohne plastikverpackung", "in leipzig"), unless the articles
+# write it in lower case (a verb or an adjective they use) or the text-search configuration drops it (a stop word).
+_DETERMINERS = frozenset(
+    "der die das den dem des ein eine einen einem einer eines kein keine keinen keinem keiner mein meine meinen "
+    "meinem meiner dein deine deinen deinem euer eure euren eurem eurer unser unsere unseren unserem unserer im am "
+    "zum zur vom beim ins mit für ohne von aus bei nach zu über in an auf unter vor gegen um durch als viele "
+    "wieviele welche welcher welches welchen welchem jede jeder jedes jeden alle diese dieser dieses diesen diesem "
+    "eure euer".split())
+_MIN_NOUN = 3
+_ADJECTIVE_ENDINGS = ("e", "en", "er", "es", "em")
+_LOWER_TYPED_MIN_WORDS = 4
+
+
+@functools.lru_cache(maxsize=64)
+def _cased_words(generation_id: int, tenant_id: int, locale: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The words the scope's passages write capitalised only, and those they write in lower case (casefolded),
+    only words within a sentence counted (not a sentence's, a heading's or a list item's first)."""
+    meta, q = ChunkEmbedding._meta, connection.ops.quote_name
+    chunk = meta.get_field("chunk").related_model._meta
+    sql = (f"SELECT c.{q(chunk.get_field('heading').column)}, c.{q(chunk.get_field('text').column)} "
+           f"FROM {q(meta.db_table)} ce JOIN {q(chunk.db_table)} c "
+           f"ON c.{q(chunk.pk.column)} = ce.{q(meta.get_field('chunk').column)} "
+           f"WHERE ce.{q(meta.get_field('generation').column)} = %s AND ce.{q(meta.get_field('tenant').column)} = %s "
+           f"AND ce.{q(meta.get_field('locale').column)} = %s")
+    upper, lower = set(), set()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [generation_id, tenant_id, locale])
+        for heading, text in cursor.fetchall():
+            for body in (heading or "", text or ""):
+                for m in _WORD.finditer(body):
+                    before = body[:m.start()].rstrip()
+                    if before and (before[-1].isalnum() or before[-1] == ","):  # mid-sentence, not a list item's start
+                        (upper if m.group(0)[:1].isupper() else lower).add(m.group(0).casefold())
+    return frozenset(upper - lower), frozenset(lower)
+
+
+def lower_typed(question: str) -> bool:
+    """Whether a German question is typed all in lower case (no capital after its first word)."""
+    words = _WORD.findall(question)
+    return len(words) > _LOWER_TYPED_MIN_WORDS and not any(w[:1].isupper() for w in words[1:])
+
+
+def truecased(generation: IndexGeneration, tenant_id: int, locale: str, question: str) -> str:
+    """For a locale whose nouns are capitalised (``settings.NOUN_SUBJECT_LOCALES``), a question typed in lower case
+    with its nouns' capitals given back (see above); any other question as it is."""
+    language = locale.split("-")[0].split("_")[0].lower()
+    if language not in settings.NOUN_SUBJECT_LOCALES or not lower_typed(question):
+        return question
+    nouns, lower = _cased_words(generation.pk, tenant_id, locale)
+    matches = list(_WORD.finditer(question))
+    config = text_search_config(locale)
+    terms = words_terms(config, [m.group(0) for m in matches])
+    skip = _not_subject_stems(config)
+    content = [bool(set(terms.get(m.group(0), ())) - skip) and m.group(0) not in _DETERMINERS for m in matches]
+
+    def joined(i: int) -> bool:  # the word after ``i`` follows it in the same phrase (no punctuation between)
+        return i + 1 < len(matches) and not question[matches[i].end():matches[i + 1].start()].strip()
+
+    def last(i: int) -> bool:  # the last content word of its phrase
+        return not (joined(i) and content[i + 1])
+
+    def after_determiner(i: int) -> bool:
+        return i > 0 and matches[i - 1].group(0) in _DETERMINERS
+
+    def adjective(i: int) -> bool:  # "auf höchster stufe": declined, before the phrase's noun
+        word, after = matches[i].group(0), i + 1
+        return (after_determiner(i) and word.endswith(_ADJECTIVE_ENDINGS) and word not in nouns and not last(i)
+                and matches[after].group(0) not in lower and (matches[after].group(0) in nouns or last(after)))
+
+    capital = set()
+    for i, m in enumerate(matches):
+        word = m.group(0)
+        if not content[i] or word in lower or len(word) < _MIN_NOUN:
+            continue
+        if word in nouns or (after_determiner(i) and not adjective(i)) or (i > 0 and adjective(i - 1)):
+            capital.add(i)
+    out, at = [], 0
+    for i, m in enumerate(matches):
+        if i in capital:
+            out.append(question[at:m.start()] + m.group(0)[:1].upper() + m.group(0)[1:])
+            at = m.end()
+    return "".join(out) + question[at:]
 
 
 def nouns_of(generation: IndexGeneration, tenant_id: int, locale: str, question: str, chunk_ids: list[int],

@@ -33,6 +33,7 @@ from caching.answer_checks.text import sentences_of
 
 from retrieval.embeddings import embed_texts
 from retrieval.generations import query_embedder
+from retrieval.subject import PERSONS
 from supportbot.questions import AskRejected, clean_question, normalize_question
 
 ROLES = ("user", "assistant")
@@ -316,10 +317,6 @@ _SAME_AS_BEFORE = {"true", "thing", "things", "goes", "go", "apply", "applies", 
 # Pronouns that, in a message with no conversation, point at the message's own earlier words.
 _OWN_WORDS_PRONOUNS = {"it", "its", "they", "them", "their", "those", "these"}
 # A person the customer names ("My son is 16 - can I add him ...?"): alone, "he", "him", "her" point there.
-_PERSONS = {"son", "sons", "daughter", "daughters", "kid", "kids", "child", "children", "wife", "husband", "partner",
-            "mom", "mum", "mother", "dad", "father", "brother", "sister", "friend", "roommate", "flatmate",
-            "colleague", "boss", "grandma", "grandpa", "grandmother", "grandfather", "girlfriend", "boyfriend",
-            "niece", "nephew", "aunt", "uncle", "employee", "teen", "teenager", "parent", "parents", "spouse"}
 _PERSON_PRONOUNS = {"he", "him", "his", "she", "her", "hers"}
 
 
@@ -391,7 +388,7 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
             continue  # refers to something the message itself names (not "the middle one"'s own modifier)
         if alone and w in _OWN_WORDS_PRONOUNS and len([x for x in words[:i] if x not in _STOP_EN and len(x) > 2]) >= 2:
             continue  # alone, with a subject of its own before it: "... over-ear headphones once I've opened them?"
-        if alone and w in _PERSON_PRONOUNS and _PERSONS & set(words[:i]):
+        if alone and w in _PERSON_PRONOUNS and PERSONS & set(words[:i]):
             continue  # alone, a person it names before: "My son is 16 - can I add him to my team?"
         if alone and w in ("there", "here") and _names_a_place(words[:i]):
             continue  # alone, a place it names before: "I shop in the Mexico store. What does Pro cost there?"

@@ -156,7 +156,7 @@ PLACES: dict[str, tuple[str, ...]] = {
     "Austria": (r"\bvienna\b", r"\bwien\b", r"\bsalzburg\b", r"\bgraz\b", r"\binnsbruck\b", r"\blinz\b",
                 r"\bklagenfurt\b", r"\bbregenz\b", r"\btirol\b", r"\btyrol\b", r"\bkärnten\b", r"\bsteiermark\b"),
     "Mexico": (r"\bguadalajara\b", r"\bmonterrey\b", r"\bcanc[uú]n\b", r"\bpuebla\b", r"\btijuana\b",
-               r"\boaxaca\b", r"\bquer[eé]taro\b", r"\bm[eé]rida\b"),
+               r"\boaxaca\b", r"\bquer[eé]taro\b", r"\bm[eé]rida\b", r"\bcdmx\b"),
 }
 
 

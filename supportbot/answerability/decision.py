@@ -11,7 +11,7 @@ from caching.answer_checks.asked import places_as_countries
 from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import IndexGeneration
-from retrieval.subject import nouns_of, subject_of, unnamed
+from retrieval.subject import asked_readings, nouns_of, subject_of, truecased, unnamed
 from supportbot.answerability.company import unstated_company_facts
 from supportbot.answerability.features import pair_features, unit_similarities
 from supportbot.answerability.model import ModelUnavailable, current_model
@@ -46,27 +46,49 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         every = frozenset(p.chunk_id for p in passages)
         return Verdict(True, 1.0, 0.0, passages[0].chunk_id, f"not checked: {exc}"[:300], passing=every, storable=every)
     chunk_ids = [p.chunk_id for p in passages]
+    # a German question typed in lower case with its nouns' capitals back, which the nouns check reads; its nouns are
+    # a guess, so its answer is shown, never cached
+    guessed = truecased(generation, tenant_id, locale, question)
+    typed_lower, question = guessed != question, guessed
     # the customer's town or state said by its country: no subject of the question ("I'm in Toronto - ...")
     question = places_as_countries(question, locale)
+    units = unit_similarities(passages, vector, embed)
     subject, nouns, rows, stated, grounded, headed = evidence(
         generation=generation, tenant_id=tenant_id, locale=locale, question=question, vector=vector,
-        passages=passages, embed=embed)
+        passages=passages, embed=embed, units=units)
     probabilities = model.probabilities(rows)
-    ok = model.passing(probabilities, stated, locale, grounded, headed)
-    passing = frozenset(c for c, good in zip(chunk_ids, ok) if good)
     # an answer may be cached when the question is answerable surely enough (``model.sure``); it must still cite
     # an answering passage (admission's ``not_answerable``)
     # A German question that names nothing ("Wie alt bist du?") rests on a verb or an adjective it shares with a passage
-    # ("alt" of "altes Passwort"): shown, never cached
-    named = nouns is None or bool(nouns.stems)
-    storable = passing if named and model.sure(probabilities, ok, locale) else frozenset()
+    # ("alt" of "altes Passwort"): shown, never cached; so is one typed in lower case, whose nouns are guessed
+    named = nouns is None or (bool(nouns.stems) and not typed_lower)
+    ok = model.passing(probabilities, stated, locale, grounded, headed)
+    storable = frozenset(c for c, good in zip(chunk_ids, ok) if good) \
+        if named and model.sure(probabilities, ok, locale) else frozenset()
+    tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+    # a question that tells its case before it asks ("Opened my earbuds, don't like the sound. Can I send them
+    # back?") and that no passage answers as a whole is read again without its case (``asked_readings``); such an
+    # answer is never cached (``storable`` is the whole question's)
+    readings = asked_readings(text_search_config(locale), question, subject, tenant_name) \
+        if nouns is None and not any(ok) else []
+    answered = None  # the reading whose passing passage is likeliest
+    for reading in readings:
+        asked = subject_of(generation, tenant_id, locale, reading, chunk_ids)
+        if not asked.terms:
+            continue
+        again = model.probabilities(pair_features(passages, asked, units, locale, reading))
+        again_ok = model.passing(again, stated, locale, grounded, headed)
+        if any(again_ok) and (answered is None or max(again) > max(answered[0])):
+            answered = again, again_ok
+    if answered:
+        probabilities, ok = answered
+    passing = frozenset(c for c, good in zip(chunk_ids, ok) if good)
     # the best passage: the likeliest of those that answer, else the likeliest of all
     best = max(range(len(passages)), key=lambda i: (ok[i], probabilities[i]))
     p = float(probabilities[best])
     threshold = model.needed(stated[best], headed[best], locale)
     unseen = tuple(subject.unseen())
     chunk_id = passages[best].chunk_id
-    tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
     names = unnamed(generation, tenant_id, locale, question, subject, tenant_name)
     if names:  # a brand, place or device the help centre never names: no passage is about it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: the help centre never names "
@@ -89,7 +111,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
 
 
 def evidence(*, generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
-             passages: Sequence, embed: Callable[[list[str]], np.ndarray]):
+             passages: Sequence, embed: Callable[[list[str]], np.ndarray], units: list[float] | None = None):
     """What the model reads of ``passages``: the question's subject, its nouns (or None), one row of
     ``features.NAMES`` a passage, per passage whether its article states every noun, and per passage
     whether its article states any subject term at all (``retrieval.subject.grounded``), and per passage whether
@@ -97,7 +119,9 @@ def evidence(*, generation: IndexGeneration, tenant_id: int, locale: str, questi
     chunk_ids = [p.chunk_id for p in passages]
     subject = subject_of(generation, tenant_id, locale, question, chunk_ids)
     nouns = nouns_of(generation, tenant_id, locale, question, chunk_ids, subject.terms)
-    rows = pair_features(passages, subject, unit_similarities(passages, vector, embed), locale, question)
+    if units is None:
+        units = unit_similarities(passages, vector, embed)
+    rows = pair_features(passages, subject, units, locale, question)
     return (subject, nouns, rows, [nouns is None or nouns.stated(c) for c in chunk_ids],
             [nouns is None or nouns.grounded(c) for c in chunk_ids],
             [nouns is None or nouns.head_stated(c) for c in chunk_ids])
