@@ -6,12 +6,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 
 from caching.answer_checks.asked import places_as_countries
 from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import IndexGeneration
-from retrieval.subject import asked_readings, nouns_of, subject_of, truecased, unnamed
+from retrieval.subject import asked_readings, nouns_of, subject_of, truecased, unnamed, unstated_action
 from supportbot.answerability.company import unstated_company_facts
 from supportbot.answerability.features import pair_features, unit_similarities
 from supportbot.answerability.model import ModelUnavailable, current_model
@@ -93,6 +94,11 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     if names:  # a brand, place or device the help centre never names: no passage is about it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: the help centre never names "
                        f"{', '.join(names[:4])}"[:300], model.version, unseen)
+    action = unstated_action(text_search_config(locale), question, subject) \
+        if locale.split("-")[0].split("_")[0].lower() in settings.ACTION_CHECK_LOCALES else None
+    if action:  # the action asked for: no passage that shares the rest answers it
+        return Verdict(False, p, threshold, chunk_id, f"not answerable: asks to {action}, which the help centre "
+                       f"never states"[:300], model.version, unseen)
     company = unstated_company_facts(question, text_search_config(locale), tenant_name, passages)
     if company:  # the company itself: only a passage that says it of the company answers
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks about the company itself "

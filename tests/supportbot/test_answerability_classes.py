@@ -270,3 +270,34 @@ def test_a_german_question_typed_in_lower_case_is_answered_and_never_cached(acme
     first, second = pipeline.ask(asker, question), pipeline.ask(asker, question)
     assert first.status == AskEvent.Status.ANSWERED and "2 Jahre" in first.answer, first.answer
     assert second.layer == AskEvent.ServingLayer.NONE
+
+
+@pytest.mark.parametrize("tenant, question, action", [
+    # was: answered from the lost-card sentence, and served from the exact cache on the second ask (lu8-05)
+    ("acme", "can i reload my acme e-gift card with more money? want to add to the balance", "reload"),
+    ("acme", "Could you wrap my order as a gift?", "wrap"),
+    ("acme", "Can I pause my Plus membership over the winter?", "pause"),
+    ("initech", "Do you install a new TV on the wall when you deliver it?", "install"),
+])
+def test_an_action_the_help_centre_never_states_is_handed_off(demo, tenant, question, action):
+    """What "can I ...", "could you ...", "do you ..." ask for is the verb: a passage that shares the rest ("gift
+    card", "balance") does not answer it."""
+    outcome = ask_twice(demo[tenant], question, "en")
+    assert f"asks to {action}" in outcome.reason, outcome.reason
+
+
+@pytest.mark.parametrize("tenant, question", [
+    ("acme", "Can I return an opened item?"),
+    ("initech", "Do you ship to Mexico?"),
+    ("acme", "Can I still cancel my order?"),
+])
+def test_an_action_the_help_centre_states_is_answered(demo, tenant, question):
+    outcome = pipeline.ask(pipeline.Asker(Tenant.objects.get(pk=demo[tenant].pk), "en"), question)
+    assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
+
+
+def test_a_customers_deadline_is_the_articles_window_and_small_talk_is_no_subject():
+    from retrieval.subject import states_same
+
+    assert states_same("english", "deadlin", {"window"})
+    assert not states_same("english", "deadlin", {"return"})
