@@ -273,6 +273,14 @@ def search_hybrid(generation: IndexGeneration, tenant_id: int, locale: str, ques
     return out
 
 
+def article_hits(generation: IndexGeneration, tenant_id: int, locale: str, article_pk: int,
+                 vector: np.ndarray) -> list[SearchHit]:
+    """Every chunk of one article in a tenant's scope, most similar to ``vector`` first."""
+    rows = (_scope(generation, tenant_id, locale).filter(article_id=article_pk)
+            .annotate(distance=CosineDistance("embedding", vector)).order_by("distance"))
+    return [_hit(r, float(1.0 - r.distance)) for r in rows]
+
+
 def fuse(first: list[SearchHit], second: list[SearchHit], k: int) -> list[SearchHit]:
     """The top k of two searches' results by reciprocal rank (``rrf_scores``), as ``search_hybrid`` fuses its
     own two rankings; the first's order breaks ties, and a passage in both keeps the first's hit."""

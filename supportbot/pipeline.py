@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from caching import admission, guards, learning
+from caching.answer_checks import asked as asking
 from caching.keys import AnswerSpec, canonical_json, digest
 from caching.layers import exact_layer, search_layer, semantic_layer
 from caching.layers.base import CachedAnswer
@@ -47,7 +48,8 @@ from generation.verifier import verify
 from ingestion.textsearch import text_search_config
 from retrieval.embeddings import EmbedStats, embed_texts, question_scope
 from retrieval.generations import GenerationMismatch, query_embedder
-from retrieval.search import SearchHit, fuse, index_version, query_terms, search_hybrid, search_version, words_terms
+from retrieval.search import (SearchHit, article_hits, fuse, index_version, query_terms, search_hybrid, search_version,
+                              words_terms)
 from retrieval.services import active_generation_cached
 from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
@@ -559,7 +561,8 @@ def retrieve(state: AskState) -> None:
             failed = search_layer.store(key, hits)
             if failed:
                 cached.reason = f"{cached.reason}; not stored ({failed})"
-    usable = [h for h in hits if h.evidence]
+    usable = with_plan_section(generation, tenant.pk, state.asker.locale, state.question, state.vector,
+                               [h for h in hits if h.evidence])
     state.passages = [
         Passage(number=i, chunk_id=h.chunk_id, article_id=h.article_id, title=h.title, url=h.url,
                 version=h.version, text=h.text, similarity=h.similarity, heading=h.heading)
@@ -567,6 +570,26 @@ def retrieve(state: AskState) -> None:
     ]
     state.article_pks = {h.chunk_id: h.article_pk for h in usable}
     state.lap("retrieval", t)
+
+
+def with_plan_section(generation, tenant_id: int, locale: str, question: str, vector, hits: list[SearchHit]
+                      ) -> list[SearchHit]:
+    """``hits`` and, for a question that names a plan or membership that no hit of the first hit's article names
+    ("Premier member here. What does freight cost for me?"), the section of that article that names it ("Shipping
+    with a Pro or Premier plan: ... Freight for $39 instead of $79"): a plan's own figures are often in a section of
+    their own, which the question's other words ("freight", "over 50 lb") rank below the general figures."""
+    plan = asking.cases_in(question).get("plan")
+    if not plan or not hits or vector is None or any(
+            _names_plan(h, plan) for h in hits if h.article_pk == hits[0].article_pk):
+        return hits
+    taken = {h.chunk_id for h in hits}
+    section = next((h for h in article_hits(generation, tenant_id, locale, hits[0].article_pk, vector)
+                    if h.chunk_id not in taken and _names_plan(h, plan)), None)
+    return hits + [section] if section else hits
+
+
+def _names_plan(hit: SearchHit, plan: str) -> bool:
+    return plan in asking.all_cases_in(f"{hit.heading}\n{hit.text}").get("plan", ())
 
 
 class _Writing:

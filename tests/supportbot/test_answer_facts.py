@@ -501,3 +501,14 @@ def test_a_country_named_beats_the_city_of_a_warehouse_in_another(acme):
     assert "£12.95" in outcome.answer and "€14.95" not in outcome.answer, outcome.answer
     assert asking.cases_in("in the UK, shipped from Leipzig") == {"country": "United Kingdom"}
     assert asking.cases_in("a school in München") == {"country": "Germany"}
+
+
+@pytest.mark.parametrize("tenant_slug, question, fact", [
+    # was: "United States: • Freight for items over 50 lb, such as large TVs (7–14 business days): $79" (the Premier
+    # section of the shipping article was not among the four passages)
+    ("initech", "Premier member here. My new TV is well over 50 lb. What does freight cost for me?", "$39"),
+    ("initech", "I'm on the Pro plan. From what order value is standard shipping free for me?", "$60"),
+])
+def test_a_plans_own_section_answers_for_a_member_of_that_plan(demo, tenant_slug, question, fact):
+    outcome = ask(demo[tenant_slug], question)
+    assert fact in outcome.answer, outcome.answer
