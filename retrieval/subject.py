@@ -189,13 +189,19 @@ _POSSESSIVE_PERSON = re.compile(rf"\b(?:{'|'.join(sorted(PERSONS))})['’]s\b", 
 # and the day are the case, and the help centre states its rule for every such case ("opened items", "within 7
 # days of your delivery") without naming the earbuds. A question that no passage answers as a whole is read again
 # as its question sentence asks it (``asked_readings``), when that sentence asks about something of its own that
-# the help centre states. Who the customer is ("I'm a teacher.", "We're a scout group.") and what the purchase is
-# for ("for our school") can decide a rule (a discount for them), so their unseen words stay in that reading; so
-# do names (capitalised after a sentence's first word: "Android", a place).
+# the help centre states. Who the customer is ("I'm a teacher.", "We're a scout group."), what they want done ("I
+# want to rent a tent. What are your prices?") and what the purchase is for ("for our school") decide what is
+# asked, so their unseen words stay in that reading; so do names (capitalised after a sentence's first word:
+# "Android", a place).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s+[—–-]+\s+|\n+")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|z\.\s?b|bzw|ca|usw|etc|inkl|ggf|evtl|approx|vs)\.", re.IGNORECASE)
 _IDENTITY = re.compile(r"\b(?:i'?m|i am|we'?re|we are|he'?s|she'?s|is|are|as|ich bin|wir sind|ist|als)\s+"
                        r"(?:a|an|ein|eine|einer|\d+)\b", re.IGNORECASE)
+# What the customer wants done ("I want to rent a tent.", "We'd like to hire a kayak."): the question after it
+# ("What are your prices?") asks about that, so such a sentence is held, as one saying who the customer is
+_WANT = re.compile(r"\b(?:wants? to|wanted to|wanna|(?:would|'d) like to|like to|needs? to|looking (?:to|for)|"
+                   r"plan(?:ning)? to|hoping to|trying to|thinking (?:of|about)|interested in|möchte|möchten|ich will|"
+                   r"wir wollen|würde gerne?|brauche)\b", re.IGNORECASE)
 _PURPOSE = re.compile(r"\b(?:for|für)\s+(?:my|our|his|her|their|a|an|the|mein\w*|unser\w*|ein\w*|die|den|das)\b"
                       r"[^.,;!?]*", re.IGNORECASE)
 # words of a question sentence that ask about nothing of their own ("Is that possible?", "Is that ok?"): the
@@ -225,7 +231,7 @@ def told_case(question: str) -> Told | None:
     asked = " ".join(sentences[first:])
     released, held = [], []
     for sentence in sentences[:first]:
-        if _IDENTITY.search(sentence):
+        if _IDENTITY.search(sentence) or _WANT.search(sentence):
             held.extend(m.group(0) for m in _LOWER_WORD.finditer(sentence))
             continue
         held.extend(m.group(0) for p in _PURPOSE.finditer(sentence) for m in _LOWER_WORD.finditer(p.group(0)))

@@ -218,6 +218,9 @@ def test_the_case_told_before_the_question_is_no_subject_of_it(demo, tenant, que
     ("I'm a teacher. Do you have a discount for me?", ""),  # who the customer is
     ("I'll be abroad for four months. Can I pause my Acme Plus membership instead of cancelling it?", "paus"),
     ("I want to rent a kayak for the weekend. Is that possible?", ""),  # the question sentence asks nothing itself
+    # what the customer wants done (was, read as its question sentence alone: the repairs' "Typical prices")
+    ("I want to rent a tent. What are your prices?", "rent"),
+    ("We'd like to hire a kayak for the weekend. How much does it cost?", "hire"),
     ("I have an Android phone. Can I use the app on it?", "Android"),  # a name
 ])
 def test_what_a_told_case_says_of_the_customer_stays_the_subject(acme, question, reason):
@@ -236,6 +239,7 @@ def test_a_question_is_split_into_its_told_case_and_its_question_sentence():
     assert told_case("I have an Android phone. Can I use the app?").held == ("Android",)
     assert told_case("I'm a teacher. Do you have a discount for me?") is None  # who the customer is: all held
     assert told_case("My son is 16 - can I add him to my team?") is None
+    assert told_case("I want to rent a tent. What are your prices?") is None  # what the customer wants: held
     assert told_case("Can I return it? I bought it last week.") is None  # nothing told before the question
     assert told_case("verschickt ihr klimaneutral, z.b. mit dhl gogreen?") is None  # "z.b." ends no sentence
 
