@@ -207,7 +207,7 @@ _PURPOSE = re.compile(r"\b(?:for|für)\s+(?:my|our|his|her|their|a|an|the|mein\w
 # words of a question sentence that ask about nothing of their own ("Is that possible?", "Is that ok?"): the
 # question is then the sentences before it, and every word of them stays
 _EMPTY_ASK = frozenset("possible possibly allowed able doable ok okay fine alright sure still way option options "
-                       "available work works also too even something anything thing things möglich okay erlaubt "
+                       "available work works also too even something anything thing things möglich erlaubt "
                        "geht machbar".split())
 _LOWER_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.U)
 
@@ -217,7 +217,8 @@ class Told:
     """A question that tells the asker's case before it asks (see above)."""
     asked: str  # the question sentence and what follows it
     released: tuple[str, ...]  # the words of the case: goods, reasons, days
-    held: tuple[str, ...]  # the words before the question that stay: who the customer is, what for, names
+    held: tuple[str, ...]  # the words before the question that stay: who the customer is, what they want, what for,
+    # names
 
 
 def told_case(question: str) -> Told | None:
@@ -252,7 +253,7 @@ def asked_readings(config: str, question: str, subject: "Subject", tenant_name: 
     """The question read again without its told case (``told_case``): once whole but for the case's words that no
     passage states, once as its question sentence asks it. Of the words before the question sentence, both keep
     those no passage states that are not the case (who the customer is, what for, a name: "Do you have a
-    discount?" after "We're a scout troop." asks about the troop's). None when the question tells no case, or its
+    discount?" after "We're a scout troop." asks about the troop's). Empty when the question tells no case, or its
     question sentence asks about nothing of its own or about something the help centre never states."""
     told = told_case(question)
     if told is None or not subject.terms:
@@ -527,8 +528,8 @@ _DETERMINERS = frozenset(
     "der die das den dem des ein eine einen einem einer eines kein keine keinen keinem keiner mein meine meinen "
     "meinem meiner dein deine deinen deinem euer eure euren eurem eurer unser unsere unseren unserem unserer im am "
     "zum zur vom beim ins mit für ohne von aus bei nach zu über in an auf unter vor gegen um durch als viele "
-    "wieviele welche welcher welches welchen welchem jede jeder jedes jeden alle diese dieser dieses diesen diesem "
-    "eure euer".split())
+    "wieviele welche welcher welches welchen welchem jede jeder jedes jeden alle diese dieser dieses diesen diesem"
+    .split())
 _MIN_NOUN = 3
 _ADJECTIVE_ENDINGS = ("e", "en", "er", "es", "em")
 _LOWER_TYPED_MIN_WORDS = 4
@@ -558,7 +559,7 @@ def _cased_words(generation_id: int, tenant_id: int, locale: str) -> tuple[froze
 
 
 def lower_typed(question: str) -> bool:
-    """Whether a German question is typed all in lower case (no capital after its first word)."""
+    """Whether a question is typed all in lower case (no capital after its first word; five words or more)."""
     words = _WORD.findall(question)
     return len(words) > _LOWER_TYPED_MIN_WORDS and not any(w[:1].isupper() for w in words[1:])
 
