@@ -16,10 +16,15 @@ from django.db.models import Q
 from ingestion.models import Chunk
 
 
+def language_of(locale: str) -> str:
+    """A locale's language: "de" of "de-AT" or "de_at"."""
+    return locale.split("-")[0].split("_")[0].lower()
+
+
 def text_search_config(locale: str) -> str:
     """The text-search configuration of a locale: exact (``de-AT``), then its language (``de``), else ``simple``."""
     configs = settings.TEXT_SEARCH_CONFIGS
-    return configs.get(locale) or configs.get(locale.split("-")[0].split("_")[0].lower()) or "simple"
+    return configs.get(locale) or configs.get(language_of(locale)) or "simple"
 
 
 def search_vector(config: str) -> SearchVector:

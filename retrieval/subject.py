@@ -23,7 +23,7 @@ from django.db import connection
 from django.db.models import Case, IntegerField, Value, When
 
 from core.models import Tenant
-from ingestion.textsearch import text_search_config
+from ingestion.textsearch import language_of, text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
 from retrieval.search import (_AnyTerm, compound_alternatives, query_terms, scope_words_sql, term_weights,
                               words_terms)
@@ -539,22 +539,15 @@ _LOWER_TYPED_MIN_WORDS = 4
 def _cased_words(generation_id: int, tenant_id: int, locale: str) -> tuple[frozenset[str], frozenset[str]]:
     """The words the scope's passages write capitalised only, and those they write in lower case (casefolded),
     only words within a sentence counted (not a sentence's, a heading's or a list item's first)."""
-    meta, q = ChunkEmbedding._meta, connection.ops.quote_name
-    chunk = meta.get_field("chunk").related_model._meta
-    sql = (f"SELECT c.{q(chunk.get_field('heading').column)}, c.{q(chunk.get_field('text').column)} "
-           f"FROM {q(meta.db_table)} ce JOIN {q(chunk.db_table)} c "
-           f"ON c.{q(chunk.pk.column)} = ce.{q(meta.get_field('chunk').column)} "
-           f"WHERE ce.{q(meta.get_field('generation').column)} = %s AND ce.{q(meta.get_field('tenant').column)} = %s "
-           f"AND ce.{q(meta.get_field('locale').column)} = %s")
+    rows = (ChunkEmbedding.objects.filter(generation_id=generation_id, tenant_id=tenant_id, locale=locale)
+            .values_list("chunk__heading", "chunk__text"))
     upper, lower = set(), set()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [generation_id, tenant_id, locale])
-        for heading, text in cursor.fetchall():
-            for body in (heading or "", text or ""):
-                for m in _WORD.finditer(body):
-                    before = body[:m.start()].rstrip()
-                    if before and (before[-1].isalnum() or before[-1] == ","):  # mid-sentence, not a list item's start
-                        (upper if m.group(0)[:1].isupper() else lower).add(m.group(0).casefold())
+    for heading, text in rows:
+        for body in (heading or "", text or ""):
+            for m in _WORD.finditer(body):
+                before = body[:m.start()].rstrip()
+                if before and (before[-1].isalnum() or before[-1] == ","):  # mid-sentence, not a list item's start
+                    (upper if m.group(0)[:1].isupper() else lower).add(m.group(0).casefold())
     return frozenset(upper - lower), frozenset(lower)
 
 
@@ -567,7 +560,7 @@ def lower_typed(question: str) -> bool:
 def truecased(generation: IndexGeneration, tenant_id: int, locale: str, question: str) -> str:
     """For a locale whose nouns are capitalised (``settings.NOUN_SUBJECT_LOCALES``), a question typed in lower case
     with its nouns' capitals given back (see above); any other question as it is."""
-    language = locale.split("-")[0].split("_")[0].lower()
+    language = language_of(locale)
     if language not in settings.NOUN_SUBJECT_LOCALES or not lower_typed(question):
         return question
     nouns, lower = _cased_words(generation.pk, tenant_id, locale)
@@ -612,7 +605,7 @@ def nouns_of(generation: IndexGeneration, tenant_id: int, locale: str, question:
     and which of them each chunk's article does not state; None for other locales. With ``terms`` (the
     question's subject terms, ``subject_of``), in ``settings.SUBJECT_GROUNDED_LOCALES`` also whether each
     chunk's article states at least one of them (``grounded``)."""
-    language = locale.split("-")[0].split("_")[0].lower()
+    language = language_of(locale)
     if language not in settings.NOUN_SUBJECT_LOCALES:
         return None
     config = text_search_config(locale)
@@ -753,9 +746,13 @@ _ASKED_ACTION = {"english": re.compile(
     r"\s+(?:still\s+|just\s+|also\s+|even\s+|guys\s+|please\s+)?([a-z]+)", re.I)}
 
 
-def unstated_action(config: str, question: str, subject: Subject) -> str | None:
+def unstated_action(locale: str, question: str, subject: Subject) -> str | None:
     """The verb a question asks for an action with ("can I reload ...", "do you rent ..."), when it is one of the
-    subject's terms that no passage of the scope states (``Subject.unseen``); else None."""
+    subject's terms that no passage of the scope states (``Subject.unseen``); else None, and None for a locale not
+    in ``settings.ACTION_CHECK_LOCALES``."""
+    if language_of(locale) not in settings.ACTION_CHECK_LOCALES:
+        return None
+    config = text_search_config(locale)
     pattern = _ASKED_ACTION.get(config)
     match = pattern.search(question) if pattern else None
     if not match:
@@ -769,7 +766,7 @@ def unnamed(generation: IndexGeneration, tenant_id: int, locale: str, question: 
     """The names the question asks about (``name_phrases``) that the tenant's help centre never names in the
     locale: a one-word name whose subject term no passage has, not even as a compound part, a name of several
     words that no passage has as a phrase. Empty for a locale not in ``settings.NAME_CHECK_LOCALES``."""
-    language = locale.split("-")[0].split("_")[0].lower()
+    language = language_of(locale)
     if language not in settings.NAME_CHECK_LOCALES:
         return ()
     config = text_search_config(locale)

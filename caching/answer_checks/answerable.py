@@ -25,7 +25,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
-from ingestion.textsearch import text_search_config
+from ingestion.textsearch import language_of, text_search_config
 from retrieval.search import query_terms
 from retrieval.services import active_generation_cached
 from retrieval.subject import (irregular_alternatives, name_phrases, named_in_scope, noun_words, phrase_stated, states,
@@ -58,7 +58,7 @@ def uncovered_subject(question: str, passages_text: str, locale: str, known_name
     if not terms:
         return None  # nothing the question asks about beyond the company: no say
     lexemes = frozenset(query_terms(config, passages_text))
-    language = locale.split("-")[0].split("_")[0].lower()
+    language = language_of(locale)
     compounding = config in settings.TEXT_SEARCH_COMPOUNDS
     forms = irregular_alternatives(config, list(terms), question)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from caching.answer_checks.facts import QUANTITY, UNITS, quantities
 from caching.answer_checks.text import terms
+from ingestion.textsearch import language_of
 
 KINDS = ("amount", "duration", "size", "count", "clock", "contact", "name", "yesno")
 FACT_KINDS = frozenset({"amount", "duration", "size", "count", "clock", "contact"})  # a figure an answer must hold
@@ -203,7 +204,7 @@ def places_as_countries(text: str, locale: str = "en") -> str:
     "Do you have a shop in Vienna?" is about Vienna)."""
     if _FACILITY.search(text):
         return text
-    words = COUNTRY_WORDS.get(locale.split("-")[0].split("_")[0].lower(), COUNTRY_WORDS["en"])
+    words = COUNTRY_WORDS.get(language_of(locale), COUNTRY_WORDS["en"])
 
     def known_after(m: re.Match) -> bool:
         at = m.end()

@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.conf import settings
 
 from caching.answer_checks.asked import places_as_countries
 from core.models import Tenant
@@ -70,7 +69,8 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     # a question that tells its case before it asks ("Opened my earbuds, don't like the sound. Can I send them
     # back?") and that no passage answers as a whole is read again without its case (``asked_readings``); such an
     # answer is never cached (``storable`` is the whole question's)
-    readings = asked_readings(text_search_config(locale), question, subject, tenant_name) \
+    config = text_search_config(locale)
+    readings = asked_readings(config, question, subject, tenant_name) \
         if nouns is None and not any(ok) else []
     answered = None  # the reading whose passing passage is likeliest
     for reading in readings:
@@ -94,12 +94,11 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     if names:  # a brand, place or device the help centre never names: no passage is about it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: the help centre never names "
                        f"{', '.join(names[:4])}"[:300], model.version, unseen)
-    action = unstated_action(text_search_config(locale), question, subject) \
-        if locale.split("-")[0].split("_")[0].lower() in settings.ACTION_CHECK_LOCALES else None
+    action = unstated_action(locale, question, subject)
     if action:  # the action asked for: no passage that shares the rest answers it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks to {action}, which the help centre "
                        f"never states"[:300], model.version, unseen)
-    company = unstated_company_facts(question, text_search_config(locale), tenant_name, passages)
+    company = unstated_company_facts(question, config, tenant_name, passages)
     if company:  # the company itself: only a passage that says it of the company answers
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks about the company itself "
                        f"({', '.join(company[:3])}), which no retrieved passage states of {tenant_name}"[:300],

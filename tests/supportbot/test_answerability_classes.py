@@ -301,7 +301,9 @@ def test_an_action_the_help_centre_states_is_answered(demo, tenant, question):
 
 
 def test_a_customers_deadline_is_the_articles_window_and_small_talk_is_no_subject():
-    from retrieval.subject import states_same
+    from retrieval.subject import states_same, subject_terms
 
     assert states_same("english", "deadlin", {"window"})
     assert not states_same("english", "deadlin", {"return"})
+    terms = subject_terms("english", "great. whats my deadline to return it if I don't like something? got it 3 weeks ago")
+    assert {"great", "someth", "ago"}.isdisjoint(terms) and {"deadlin", "return"} <= set(terms), terms
