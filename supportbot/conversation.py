@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from django.conf import settings
 
 from caching import guards
-from caching.answer_checks.asked import kinds_in
+from caching.answer_checks.asked import REWRITE_MARK, kinds_in
 from caching.answer_checks.text import sentences_of
 
 from retrieval.embeddings import embed_texts
@@ -37,7 +37,7 @@ from retrieval.subject import PERSONS
 from supportbot.questions import AskRejected, clean_question, normalize_question
 
 ROLES = ("user", "assistant")
-TOPIC_MARK = " (about: "  # what a rewritten question carries of the conversation's words follows this
+TOPIC_MARK = REWRITE_MARK  # what a rewritten question carries of the conversation's words follows this
 
 
 class How:
@@ -202,6 +202,7 @@ _ATTRIBUTES = {
 # thing ("do I need to pay a deposit?"); alone, "what's the warranty?" is still asked as it is.
 _THING_ATTRIBUTES = _ATTRIBUTES | {"deposit", "deposits", "warranty", "guarantee", "notice", "excess", "surcharge",
                                    "interest", "penalties"}
+
 # ... of which these are what is done, not what a thing has: "how do I change my password?" names its
 # subject (the password); "do you charge a cancellation fee?" asks a fee of whatever the chat is about.
 _ATTRIBUTE_VERBS = {"cancel", "change", "apply", "pay", "take", "need"}
@@ -214,6 +215,12 @@ _BARE_DE = {"warum", "wieso", "wie", "wann", "wo", "wer", "welche", "welcher", "
 # A message opening like this continues the previous question with something else.
 _ELLIPSIS_EN = re.compile(r"^(?:and|or|but|also|plus)?\s*(?:what|how)\s+about\b|^(?:and|or|but|also)\b"
                           r"|^same\s+(?:for|with|in)\b|^what\s+if\b|^(?:for|in|to|with)\s+\S+\s*\??$")
+# ... or ends by adding to what was asked before ("Can I add my sister as well?"), or asks to get in touch without
+# saying with whom or where ("Could I ring on Saturday morning?"): the conversation's number or address
+_ADDITIVE_EN = re.compile(r"\b(?:as well|too|also)$")
+_NO_OBJECT_EN = re.compile(r"\b(?:can|could|may|should|shall|do|would)\s+(?:i|we)\s+(?:also\s+|still\s+)?"
+                           r"(?:call|ring|phone|contact|reach|email|e-mail|text)\s*(?:$|on|at|in|during|before|after|"
+                           r"between|this|next|tomorrow|today|tonight|now|instead|then)\b")
 _ELLIPSIS_DE = re.compile(r"^(?:und|oder|aber|auch)\b|^(?:was|wie)\s+(?:ist|sieht\s+es)\s+(?:es\s+)?mit\b"
                           r"|^(?:gilt|geht)\s+das\s+auch\b|^(?:für|in|nach)\s+\S+\s*\??$")
 _ELLIPSIS_SLOT = re.compile(
@@ -292,6 +299,12 @@ _COMMON_CAPITALISED = {
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mr", "mrs", "ms", "dr",
 }
 _DAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "montag", "dienstag", "mittwoch", "donnerstag", "freitag", "samstag", "sonntag"}
+
+
+# What a follow-up says that names no thing (``supportbot.answerers.extractive``: its own words that the conversation did
+# not say name what it asks about, these never): what a thing has ("how much extra?") and function words ("on that?")
+NAMING_NOTHING = frozenset(_THING_ATTRIBUTES | _STOP_EN | _STOP_DE | {"limit", "limits", "extra", "anymore", "longer",
+                                                                     "time"})
 
 
 def _words(text: str) -> list[str]:
@@ -517,6 +530,10 @@ def dependence(message: str, locale: str = "en", *, alone: bool = False) -> Depe
         return Dependence("bare", phrase)
     if (_ELLIPSIS_DE if german else _ELLIPSIS_EN).search(phrase):
         return Dependence("ellipsis", words[0] if words else "")
+    if not german and not alone and (_ADDITIVE_EN.search(phrase) or _NO_OBJECT_EN.search(phrase)):
+        # "Can I add my sister as well?", "Could I ring on Saturday?"; alone, the help centre's own ("Does the bulky
+        # item surcharge apply to Plus members too?", "Could I call on Saturday?": its support line)
+        return Dependence("anaphora", words[-1])
     if _REPLY_START.match(message.strip()):
         return Dependence("reply", words[0])
     word = _points_back_de(words, _words(message), message, alone) if german else _points_back_en(words, message, alone)
@@ -1080,6 +1097,9 @@ _CONTINUATION = {"still", "instead", "anyway", "either", "already", "yet", "othe
 # A comparison with no "than": with what the conversation said ("do Plus members pay less?" after a price).
 _COMPARATIVE = {"less", "cheaper", "lower", "fewer", "faster", "quicker", "sooner", "longer", "shorter", "later",
                 "higher", "pricier", "dearer"}
+# ... used as a verb, with its object after it ("if you lower the price after I've received it"): no comparison
+_COMPARATIVE_VERB = re.compile(rf"\b({'|'.join(sorted(_COMPARATIVE))})\s+(?:the|a|an|my|your|its|their|our|his|her|"
+                               rf"this|that|these|those|prices?|it|them)\b", re.IGNORECASE)
 # A request that the assistant act for this customer ("can you send me a corrected copy?",
 # "please cancel the booking", "book me in"): about the customer's own case, which the conversation set out.
 _ACTION_REQUEST = re.compile(
@@ -1191,7 +1211,8 @@ def continues(message: str, history: tuple[Turn, ...]) -> str:
     marker = sorted(words & _CONTINUATION)
     if marker:
         return f"carries on from the conversation ({marker[0]!r})"
-    compared = sorted(words & _COMPARATIVE)
+    verbs = {m.group(1).casefold() for m in _COMPARATIVE_VERB.finditer(message)}  # "if you lower the price"
+    compared = sorted(words & _COMPARATIVE - verbs)
     if compared and "than" not in words:
         return f"compares with what the conversation said ({compared[0]!r} than what?)"
     if _ACTION_REQUEST.search(message.strip()):

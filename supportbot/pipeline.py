@@ -557,6 +557,11 @@ def retrieve(state: AskState) -> None:
         if own_words(state):  # a rewrite: also in the customer's own words (``conversation.customers_words``)
             hits = fuse(hits, search_hybrid(generation, tenant.pk, state.asker.locale, own_words(state),
                                             own_vector(state), k), k)
+        told, asks = asking.asks_of(state.question)
+        for ask in asks:  # a question of several asks: each ask's best passage too ("..., and how long must the
+            ask = f"{told} {ask}".strip()  # new password be?" is answered by the "Password rules", not the reset steps)
+            best = search_hybrid(generation, tenant.pk, state.asker.locale, ask, embed_text(state, ask), 1)
+            hits = hits + [h for h in best if h.chunk_id not in {x.chunk_id for x in hits}]
         if cached.disposition == "miss":
             failed = search_layer.store(key, hits)
             if failed:

@@ -270,7 +270,8 @@ SUBJECT_GROUNDED_LOCALES = env.list("SUBJECT_GROUNDED_LOCALES", default=["de"])
 # name_phrases) that no passage of the help centre names makes the question not covered, whatever the model says.
 NAME_CHECK_LOCALES = env.list("NAME_CHECK_LOCALES", default=["en", "de"])
 # Answerability: languages where a question asking for an action that no passage of the help centre states ("Can I
-# reload my gift card?", "Do you rent kayaks?": retrieval.subject.unstated_action) is not covered. Empty turns it off.
+# reload my gift card?", "Do you rent kayaks?": retrieval.subject.unstated_action), or whether there is a thing no passage
+# states ("Is there parking at ...?": unstated_thing), is not covered. Empty turns it off.
 ACTION_CHECK_LOCALES = env.list("ACTION_CHECK_LOCALES", default=["en"])
 # Content gaps staff page: handed-off questions at least this similar (embedding cosine) are one group.
 CONTENT_GAP_SIMILARITY = env.float("CONTENT_GAP_SIMILARITY", default=0.75)

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from caching.answer_checks.facts import QUANTITY, UNITS, quantities
-from caching.answer_checks.text import terms
+from caching.answer_checks.text import split_sentences, terms
 from ingestion.textsearch import language_of
 
 KINDS = ("amount", "duration", "size", "count", "clock", "contact", "name", "yesno")
@@ -33,6 +33,10 @@ _TIME_UNIT = r"(?:minutes?|hours?|days?|business days|weeks?|months?|years?|minu
              r"monaten?|jahren?)"
 # Most specific first: "how many days" is a duration, "how much time" too.
 _KIND_PATTERNS = (
+    # how long a thing must be ("How long does the new password need to be?"): a length, before "how long" as a duration
+    ("size", re.compile(r"\bhow long (?:does|do|must|should|can|has|have)\b[^?.]{0,40}?\b(?:need to|needs to|have to|"
+                        r"has to|must|should|can) be\b|\bhow long (?:must|should|can) (?:\w+\s+){1,3}be\b|"
+                        r"\bwie lang (?:muss|darf|soll|kann)\b", re.I)),
     ("duration", re.compile(
         rf"\bhow long\b|\bhow soon\b|\bhow quickly\b|\bhow fast\b|\bhow many {_TIME_UNIT}\b|\bhow much time\b|"
         rf"\buntil when\b|\bby when\b|\bwhen do(?:es)? .{{0,40}}\bexpire|\bfor how long\b|\bwithin what time\b|"
@@ -54,7 +58,7 @@ _KIND_PATTERNS = (
     ("count", re.compile(r"\bhow many\b|\bwie viele\b|\bmit wie vielen\b|\bnumber of\b|\banzahl\b", re.I)),
     ("clock", re.compile(
         r"\bwhat time\b|\bopening hours\b|\bsupport hours\b|\boffice hours\b|\bhours\b|\bwhen (?:are|is) .{0,30}\bopen\b|"
-        r"\bwhen can i (?:call|reach)\b|\berreichbar\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist) .{0,30}\bgeöffnet",
+        r"\bwhen can i (?:call|reach)\b|\berreichbar\b|\bwann (?:erreiche|erreicht|kann ich (?:euch|sie) (?:anrufen|erreichen))\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist) .{0,30}\bgeöffnet",
         re.I)),
     ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\b(?:which|what) number\b|\bwho(?:m)? (?:do|can|should) i "
                            r"(?:call|ring|phone|e-?mail|write to)\b|\bwelche nummer\b|\bwen (?:rufe|kann) ich\b|"
@@ -186,7 +190,8 @@ COUNTRY_WORDS = {
 }
 _PLACE_PATTERNS = {country: re.compile("|".join(patterns), re.IGNORECASE) for country, patterns in PLACES.items()}
 # A question about a place itself (a shop, a branch, picking up in person), where the town is what is asked about
-_FACILITY = re.compile(
+_FACILITY = re.compile(  # the company's, not the customer's own ("our office in Salzburg")
+    r"(?<!\bmy )(?<!\bour )(?<!\bmein )(?<!\bmeine )(?<!\bunser )(?<!\bunsere )(?<!\bunserem )(?<!\bmeinem )"
     r"\b(?:stores?|shops?|branch(?:es)?|outlets?|showrooms?|locations?|offices?|warehouses?|pick(?:ing)?[ -]?up|"
     r"collect|visit|in person|filial\w*|läden|laden|geschäft\w*|standort\w*|abhol\w*|büro\w*|lager|vor ort|"
     r"besuchen|anprobier\w*|try (?:\w+ )?on|where in|wo in|servicestelle\w*|annahmestelle\w*|abgeben|"
@@ -275,7 +280,7 @@ def asked_cases(question: str) -> dict[str, str]:
         for family, named in all_cases_in(question).items()})
 
 
-_KIND_PATTERNS_BY_NAME = dict(_KIND_PATTERNS)
+_KIND_PATTERNS_BY_NAME = dict(_KIND_PATTERNS[1:])  # the general size pattern, not the length one
 
 
 def kind_of(question: str) -> str | None:
@@ -895,6 +900,81 @@ def _free_duration(sentence: str) -> bool:
                           r"werktagen?|tagen?|wochen|stunden|monaten?|jahren?)\b", plain, re.I))
 
 
+
+# A question that asks two things in one ("How long is the link valid, and how long must the password be?", "Was
+# kostet Express nach Wien und wie lange dauert er?"): each ask starts with a question word or an auxiliary, after
+# "and" or a comma, or is a question sentence of its own ("Is the store open on Sundays? What hours?").
+_ASK_WORD = (r"(?:how|what(?:'s| is| are| does| do)?|when|where|which|who|can|could|do|does|is|are|will|would|should|"
+             r"wie|was|wann|wo|welche[rsmn]?|kann|können|gibt|ist|sind|muss|darf|bekomme)")
+# after a bare comma only an English question that inverts ("..., how long do I have?"): "where", "which" and every German
+# word may start a relative clause ("ein Laden in Wien, wo ich Jacken anprobieren kann?")
+_NEXT_ASK = re.compile(rf"(?:,\s*(?:and|und|&|also|plus)|;|\s+(?:and|und|&))\s+(?={_ASK_WORD}\b)|"
+                       rf",\s+(?=(?:how|what|when|can|could|do|does|is|are|will|would|should)\b)", re.I)
+_QUESTION_END = re.compile(r"(?<=\?)\s+")
+MAX_ASKS = 3
+# two question words sharing one clause: "Unter welcher Nummer und wann erreiche ich euch?", "Which number and when
+# can I call?"
+_SHARED_CLAUSE = re.compile(r"^(?P<before>\W*(?:\w+\s+)?)(?P<first>(?:welche[rsmn]?|which|what)\s+\w+)\s+(?:und|and)\s+"
+                            r"(?P<second>wann|wo|wie lange|wie|when|where|how long|how)\s+(?P<rest>.+)$", re.I)
+REWRITE_MARK = " (about: "  # supportbot.conversation.TOPIC_MARK: what a rewritten follow-up carries of its conversation
+
+
+def asks_of(question: str) -> tuple[str, list[str]]:
+    """What a question tells and what it asks, when it asks more than one thing: (the told sentences, each ask
+    as a question of its own); (question, []) for a question of one ask. An ask starts with a question word or an
+    auxiliary and asks for a known kind (``kind_of``); a part that does not ("If you lower the price after I buy,
+    ...") stays with the ask after it. An ask whose words name nothing ("..., and how long?", "wie lange dauert
+    er?") is one ask with the ask before it."""
+    if REWRITE_MARK in question:  # a follow-up rewritten with its conversation's words: each ask carries them
+        message, about = question.split(REWRITE_MARK, 1)
+        told, asks = asks_of(message)
+        return (question, []) if not asks else (told, [f"{ask}{REWRITE_MARK}{about}" for ask in asks])
+    told, asks = [], []
+    for sentence in split_sentences(" ".join(question.split())):
+        for paragraph in _QUESTION_END.split(sentence):
+            if not (paragraph.rstrip().endswith("?") or _ASK_START.match(paragraph)):
+                told.append(paragraph)
+                continue
+            pending = ""
+            shared = _SHARED_CLAUSE.match(paragraph)  # "Unter welcher Nummer und wann erreiche ich euch?"
+            parts = ([f"{shared['before']}{shared['first']} {shared['rest']}", f"{shared['second']} {shared['rest']}"]
+                     if shared else _NEXT_ASK.split(paragraph))
+            for part in (p.strip(" ,;") for p in parts):
+                if not part:
+                    continue
+                part = f"{pending} {part}".strip() if pending else part
+                if not ((shared or _ASK_START.match(part)) and kind_of(part)):
+                    pending = part
+                    continue
+                pending = ""
+                if asks and not _names_something(part):
+                    part = f"{asks.pop().rstrip('?')}, {part}"
+                asks.append(part)
+            if pending:
+                if asks:
+                    asks[-1] = f"{asks[-1]} {pending}"
+                else:
+                    told.append(pending)
+    if not 1 < len(asks) <= MAX_ASKS:
+        return question, []
+    return " ".join(told), asks
+
+
+def ask_kind(ask: str) -> str | None:
+    """``kind_of`` an ask of ``asks_of``: of its own words, not of the conversation's a rewrite carries."""
+    return kind_of(ask.split(REWRITE_MARK, 1)[0])
+
+
+_ASK_START = re.compile(rf"^\W*{_ASK_WORD}\b|{YES_NO_QUESTION.pattern}", re.I)
+_NAMING_NOTHING = frozenset(terms(
+    "i me my we us our you your it its that this these those he she they them ich mir mich wir uns sie ihr er es das "
+    "die der dies man have has need do does be get take lange hour hours time times number uhr uhrzeit nummer"))
+
+
+def _names_something(part: str) -> bool:
+    return bool(focus_terms(part, cases=False) - _NAMING_NOTHING - GENERIC_TERMS)
+
+
 VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.pattern, _INSTRUCTION.pattern, "foreign plan",
                           sorted(GENERIC_TERMS), _EVENT.pattern, _THING_DURATION.pattern,
                           _RELATIVE_DURATION.pattern, _CLAUSE.pattern, _DISPATCH.pattern, _TAKES.pattern, sorted(_EVENT_SYNONYMS.items()), _WAIT.pattern, _RECEIVING.pattern,
@@ -903,4 +983,5 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           MINIMUM_QUESTION.pattern, _LOWER_BOUND.pattern, _SIZE.pattern,
                           sorted((k, p.pattern) for k, p in NAME_HEADS.items()), _NAMED_COMPANY.pattern,
                           _DAY.pattern, _DAY_RANGE.pattern, _EVERY_DAY.pattern, "action particle: back",
-                          _ASKS_IN_WORDS.pattern, "the question's own 'free' is its condition: a figure answers it"]
+                          _ASKS_IN_WORDS.pattern, "the question's own 'free' is its condition: a figure answers it",
+                          _ASK_WORD, _NEXT_ASK.pattern, _SHARED_CLAUSE.pattern, MAX_ASKS, sorted(_NAMING_NOTHING)]

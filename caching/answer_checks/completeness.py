@@ -25,9 +25,11 @@ complete only if the answer speaks of a country: that one, or those the rule app
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 
-from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, all_cases_in, asked, asked_action,
+from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, Asked, all_cases_in, asked,
+                                         asked_action, asked_cases, ask_kind, asks_of,
                                          asks_in_words, figure_stated,
                                          asks_minimum, asked_day, case_fit, covers_day, holds_action, name_head,
                                          named_countries, names_head, states_minimum,
@@ -117,7 +119,19 @@ class CompletenessCheck(AnswerCheck):
     code = "incomplete"
 
     def refusal(self, evidence: Evidence) -> Refusal | None:
-        wanted = asked(evidence.question)
+        """A question of two or three asks (``asks_of``) is complete when the answer is complete for each."""
+        told, asks = asks_of(evidence.question)
+        if not asks:
+            return self._refusal(evidence, asked(evidence.question))
+        cases = asked_cases(evidence.question)
+        for i, ask in enumerate(asks, 1):
+            refusal = self._refusal(dataclasses.replace(evidence, question=f"{told} {ask}".strip()),
+                                    Asked(kind=ask_kind(ask), cases={**cases, **asked_cases(ask)}))
+            if refusal:
+                return Refusal(refusal.code, f"ask {i} of {len(asks)} ({ask[:60]!r}): {refusal.detail}")
+        return None
+
+    def _refusal(self, evidence: Evidence, wanted: Asked) -> Refusal | None:
         answer = CITATION_MARKER.sub("", evidence.answer)
         sources = ([line for heading, text in evidence.sections for line in labelled_lines(text, heading)]
                    if evidence.sections else labelled_lines(evidence.passages_text))

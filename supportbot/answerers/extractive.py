@@ -33,13 +33,16 @@ from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from generation.base import GenerationResult, Passage
 from supportbot.answerers.base import Answer, AnswerRequest, Answerer, AnswererSpec
-from supportbot.conversation import TOPIC_MARK, quoted_labels
+from supportbot.conversation import NAMING_NOTHING, TOPIC_MARK, quoted_labels
 
 MARGIN = 0.15  # a unit this much less similar than the best one still answers the question
 MAX_UNITS = 6
 # Weight of the question's words found in a unit (or its section), rarer words weighing more: the
 # embedding model is English, and "Kanada" in a German question must find the sentence naming it.
 LEXICAL_WEIGHT = 0.3
+# a follow-up's own words that its conversation did not say, again: what it asks about ("by text" after the email link)
+FOLLOW_UP_WEIGHT = 0.2
+_NAMING_NOTHING = frozenset(terms(" ".join(sorted(NAMING_NOTHING))) | {"that", "this", "about"})
 # A unit stating the kind of fact the question wants (a duration for "how long", an amount for "how
 # much") gains KIND_WEIGHT; one labelled with the asked case (country, plan, product) gains CASE_WEIGHT,
 # one labelled only with other cases of that family, or stating the own figure of a plan or product
@@ -211,7 +214,31 @@ class ExtractiveAnswerer(Answerer):
                      cited_explicitly=True)
 
     def select(self, request: AnswerRequest) -> list[tuple[Passage, list[Unit]]]:
-        """The chosen units, grouped by passage: the leading unit's article first, then by relevance."""
+        """The chosen units, grouped by passage: the leading unit's article first, then by relevance. A question
+        that asks two or three things ("How long is the link valid, and how long must the password be?":
+        ``asking.asks_of``) gets each ask's units, the first ask's first, within a budget of each ask's size."""
+        told, asks = asking.asks_of(request.question)
+        if not asks:
+            wanted = asked_of(request)
+            kept = self._kept(request, wanted)
+            return group(kept, lead_first=wanted.wants_fact or wanted.kind == "yesno") if kept else []
+        cases = asked_of(request).cases  # the case the customer told, for every ask
+        kept, used, budget = [], 0, settings.ASK_EXTRACT_MAX_CHARS * len(asks)
+        for ask in asks:
+            one = dataclasses.replace(request, question=f"{told} {ask}".strip(), question_vector=None)
+            own = ask.split(TOPIC_MARK, 1)[0]
+            wanted = asking.Asked(kind=asking.kind_of(own), cases={**cases, **asking.asked_cases(own)})
+            for i, c in enumerate(self._kept(one, wanted)):
+                size = len(c.unit.text) + 4
+                if any(k.unit == c.unit and k.passage.chunk_id == c.passage.chunk_id for k in kept) or (
+                        i and used + size > budget):
+                    continue  # said already for an earlier ask; or past the budget (each ask's lead is said)
+                kept.append(c)
+                used += size
+        return group(kept, lead_first=True) if kept else []
+
+    def _kept(self, request: AnswerRequest, wanted: asking.Asked) -> list[Candidate]:
+        """The units that answer one ask, best first (the lead first): [] when no unit is similar enough."""
         candidates = [(p, u) for p in request.passages for u in split_units(p.text)]
         if not candidates:
             return []
@@ -221,9 +248,17 @@ class ExtractiveAnswerer(Answerer):
         scores = vectors @ np.asarray(question, dtype=np.float32)
         scores = scores + LEXICAL_WEIGHT * lexical_overlap(request.question,
                                                            [f"{section_of(p)} {u.text}" for p, u in candidates])
+        if TOPIC_MARK in request.question and wanted.kind:
+            # a follow-up asking for a fact asks it of its own words that the conversation did not say ("I'd rather
+            # get it by text. How long does that last?"): a unit that has them gains again
+            message, said = request.question.split(TOPIC_MARK, 1)
+            texts = [f"{section_of(p)} {u.text}" for p, u in candidates]
+            stated = set().union(*map(terms, texts))  # a word no unit has tells none apart
+            new = (asking.focus_terms(message, cases=False) - terms(said) - _NAMING_NOTHING) & stated  # not "how much extra?"
+            if new:
+                scores = scores + FOLLOW_UP_WEIGHT * lexical_overlap("", texts, wanted=new)
         if float(scores.max()) < settings.ASK_EXTRACT_MIN_SIMILARITY:
             return []
-        wanted = asked_of(request)
         if wanted.wants_fact and SECTION_SHARE < 1.0:  # the fact is in the unit, not in its section's name
             alone = embed([u.text for _, u in candidates]) @ np.asarray(question, dtype=np.float32)
             scores = scores - (1.0 - SECTION_SHARE) * (vectors @ np.asarray(question, dtype=np.float32) - alone)
@@ -260,7 +295,7 @@ class ExtractiveAnswerer(Answerer):
                     if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
                         kept.append(item)
                         used += len(u.text) + 4
-        return group(kept, lead_first=wanted.wants_fact or wanted.kind == "yesno")
+        return kept
 
     @staticmethod
     def _weigh(wanted: asking.Asked, focus: set[str], passage: Passage, unit: Unit, score: float,
@@ -600,10 +635,10 @@ def list_after(passage: Passage, unit: Unit) -> list[Unit]:
     return out
 
 
-def lexical_overlap(question: str, texts: list[str]) -> np.ndarray:
-    """Per text, the share of the question's words it contains, each word weighted by its
-    rarity among these texts (inverse document frequency), so a word every unit has counts little."""
-    wanted = terms(question)
+def lexical_overlap(question: str, texts: list[str], wanted: set[str] | None = None) -> np.ndarray:
+    """Per text, the share of the question's words (or of the terms ``wanted``) it contains, each word weighted by
+    its rarity among these texts (inverse document frequency), so a word every unit has counts little."""
+    wanted = terms(question) if wanted is None else wanted
     if not wanted or not texts:
         return np.zeros(len(texts), dtype=np.float32)
     sets = [terms(t) for t in texts]
@@ -687,7 +722,7 @@ def asked_currency(line: str, country: str | None) -> str:
     return CURRENCY_ALTERNATIVES.sub(one, line)
 
 
-RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
+RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, FOLLOW_UP_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, LABEL_WEIGHT, "quoted labels", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,

@@ -512,3 +512,22 @@ def test_a_country_named_beats_the_city_of_a_warehouse_in_another(acme):
 def test_a_plans_own_section_answers_for_a_member_of_that_plan(demo, tenant_slug, question, fact):
     outcome = ask(demo[tenant_slug], question)
     assert fact in outcome.answer, outcome.answer
+
+
+def test_a_follow_up_asks_its_fact_of_its_own_new_words(initech):
+    """"I'd rather get it by text. How long does that last?" after the emailed reset link: the text message's code
+    (was: the link's 60 minutes again, the rewrite's words from the conversation outweighing "text"; the blind ninth
+    conversation set, lc9-17). A word the conversation said, an attribute ("extra") or a pronoun ("that") adds
+    nothing: "is there a time limit on that?" after the invoice correction keeps its 60 days (lc5-22)."""
+    outcome = pipeline.ask(pipeline.Asker(initech, "en"), Conversation((
+        Turn("user", "I forgot my password. How long is the reset link good for?"),
+        Turn("assistant", "The reset link we email from accounts@initech-home.example is valid for 60 minutes, and only "
+                          "the newest link works."),
+        Turn("user", "I'd rather get it by text. How long does that last?"))))
+    assert outcome.status == "answered", outcome.reason
+    assert outcome.answer.startswith("The code is valid for 10 minutes."), outcome.answer
+    outcome = pipeline.ask(pipeline.Asker(initech, "en"), Conversation((
+        Turn("user", "my company name is spelled wrong on an invoice, can that be fixed?"),
+        Turn("assistant", "Yes, an existing invoice can be corrected once. Just contact support to request it."),
+        Turn("user", "is there a time limit on that?"))))
+    assert "60 days" in outcome.answer and "90 days" not in outcome.answer, outcome.answer

@@ -307,3 +307,41 @@ def test_a_customers_deadline_is_the_articles_window_and_small_talk_is_no_subjec
     assert not states_same("english", "deadlin", {"return"})
     terms = subject_terms("english", "great. whats my deadline to return it if I don't like something? got it 3 weeks ago")
     assert {"great", "someth", "ago"}.isdisjoint(terms) and {"deadlin", "return"} <= set(terms), terms
+
+
+@pytest.mark.parametrize("tenant, question, thing", [
+    # was: answered with the showroom's opening hours, and served from the exact cache on the second ask (lu9-23)
+    ("initech", "Is there parking at the Downtown Office showroom? Planning to drop off a return Saturday.", "parking"),
+    ("acme", "Do you offer layaway plans?", "layaway"),
+    ("initech", "Is there a referral bonus if I get a friend to sign up for Initech Home?", "referral"),
+])
+def test_a_thing_the_help_centre_never_states_is_handed_off_when_asked_whether_there_is_one(demo, tenant, question,
+                                                                                            thing):
+    """What "is there ...", "do you offer ...", "any ...?" ask whether the company has is the first word after the
+    determiner: a passage that shares the rest ("the Downtown Office showroom", "drop off a return") does not say."""
+    outcome = ask_twice(demo[tenant], question, "en")
+    assert f"asks whether there is {thing}" in outcome.reason, outcome.reason
+
+
+@pytest.mark.parametrize("tenant, question", [
+    ("acme", "Is there a free trial for Plus?"),
+    ("initech", "Is there a minimum order for Affirm financing?"),  # an attribute: the next word ("order") is asked
+    ("acme", "Do you offer express shipping to Canada?"),
+])
+def test_a_thing_the_help_centre_states_is_answered_when_asked_whether_there_is_one(demo, tenant, question):
+    from retrieval.subject import unstated_thing, subject_of
+    from retrieval.services import active_generation_cached
+
+    tenant_id = Tenant.objects.get(pk=demo[tenant].pk).pk
+    assert unstated_thing("en", question, subject_of(active_generation_cached(), tenant_id, "en", question, [])) is None
+    outcome = pipeline.ask(pipeline.Asker(Tenant.objects.get(pk=tenant_id), "en"), question)
+    assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
+
+
+def test_everyday_words_for_the_articles_own_are_stated_and_a_time_of_day_is_no_subject():
+    from retrieval.subject import states_same, subject_terms
+
+    assert states_same("english", "ring", {"call"}) and states_same("english", "break", {"faulti"})
+    assert not states_same("english", "ring", {"email"})
+    terms = subject_terms("english", "Could I ring on Saturday morning?")
+    assert "morn" not in terms and "ring" in terms, terms

@@ -650,3 +650,29 @@ def test_one_standing_for_a_noun_points_back_and_alone_is_to_be_clarified(messag
 def test_one_as_a_number_or_naming_the_messages_own_noun_stays_standalone(message):
     assert dependence(message, "en").kind == ""
     assert resolve(Conversation.single(message)).how == How.SINGLE
+
+
+def test_a_comparative_said_as_a_verb_compares_with_nothing(db):
+    """"if you lower the price of something" lowers a price, it does not compare with what the conversation said: a
+    message about a topic of its own carries none of the conversation's words, only the customer's case (was: rewritten
+    with the Canada shipping conversation's words and answered with Canada's Expedited price; the blind ninth
+    conversation set, lc9-10)."""
+    message = "Last thing: if you lower the price of something after I've received it, how long do I have to get the " \
+              "difference back?"
+    r = resolve(Conversation((Turn("user", "I'm a Plus member in Canada. Is Expedited shipping free for me?"),
+                              Turn("assistant", "On orders over CA$100, yes."),
+                              Turn("user", message))))
+    assert r.question.startswith(message) and "(about:" not in r.question, r.question  # the topic is its own
+    assert "expedited" not in r.question.casefold(), r.question  # the customer's case (Plus) may go with it
+
+
+@pytest.mark.parametrize("message", ["Can I add my sister as well?", "Could I ring on Saturday morning?",
+                                     "can I pay by card too"])
+def test_a_message_adding_to_what_was_asked_or_asking_to_call_without_saying_whom_depends_on_the_conversation(
+        message):
+    """"as well", "too" at its end add to what was asked before; "ring", "call" with no one to call ask for the
+    conversation's number (was: answered alone, the first not at all, the second with the Saturday delivery article;
+    lc9-14, lc9-08). Alone, such a message asks the help centre's own rule or line, and is answered."""
+    assert dependence(message).kind == "anaphora"
+    assert dependence(message, alone=True).kind == ""
+    assert resolve(Conversation.single(message)).how == How.SINGLE
