@@ -79,7 +79,9 @@ NOT_SUBJECT = {
         "hi hello hey thanks thank thx ty cheers please pls ok okay hmm btw lol sweet cool awesome hola yeah yep "
         "great perfect nice "
         # indefinite pronouns and "ago" ("if i don't like something", "got it 3 weeks ago"): never what is asked about
-        "something anything everything nothing someone anyone ago "
+        "something anything everything nothing someone anyone ago anywhere somewhere everywhere nowhere "
+        # reported speech ("fedex says my order was delivered"): who said it is the case, saying is never asked about
+        "say says said "
         # times of day and days relative to today ("Could I ring on Saturday morning?"): the asker's case, never a word
         # a help centre states its hours or rules in
         "morning mornings afternoon afternoons evening evenings tonight today tomorrow yesterday "
@@ -134,6 +136,7 @@ EQUIVALENTS = {
         # everyday words for what the articles say otherwise ("Could I ring on Saturday?", "If it breaks, ...")
         "ring call phone telephone",
         "break breaks broke broken faulty defective",
+        "lower lowered reduce reduced",
     ),
 }
 
@@ -215,6 +218,11 @@ _EMPTY_ASK = frozenset("possible possibly allowed able doable ok okay fine alrig
                        "available work works also too even something anything thing things möglich erlaubt "
                        "geht machbar".split())
 _LOWER_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.U)
+# A condition the question sentence states after or before what it asks ("How long do I have to send it back if it
+# doesn't fit?", "If it breaks, do I ...?"): the case too
+_CONDITION_AFTER = re.compile(r",?\s+\b(?:if|because|since|in case|wenn|weil|falls)\s+(?P<clause>[^?.!,]+)", re.I)
+_CONDITION_BEFORE = re.compile(r"^\s*(?:if|wenn|falls)\s+(?P<clause>[^?.!,]+),\s*", re.I)
+_CLAUSE_BREAK = re.compile(r",\s*|\s+(?:but|and|aber|und)\s+", re.I)
 
 
 @dataclass(frozen=True)
@@ -232,19 +240,26 @@ def told_case(question: str) -> Told | None:
     sentences = [s for s in _SENTENCE_END.split(_ABBREVIATION.sub(lambda m: m.group(0).replace(".", ""), question))
                  if s.strip()]
     first = next((i for i, s in enumerate(sentences) if s.rstrip().endswith("?")), None)
-    if not first:
+    if first is None:
         return None
     asked = " ".join(sentences[first:])
+    # the question sentence's own condition ("... send it back if it doesn't fit?") is told as well
+    condition = _CONDITION_AFTER.search(asked) or _CONDITION_BEFORE.match(asked)
+    if condition:
+        asked = re.sub(r"\s+(?=[?.!])", "", f"{asked[:condition.start()]} {asked[condition.end():]}").strip()
     released, held = [], []
-    for sentence in sentences[:first]:
-        if _IDENTITY.search(sentence) or _WANT.search(sentence):
-            held.extend(m.group(0) for m in _LOWER_WORD.finditer(sentence))
-            continue
-        held.extend(m.group(0) for p in _PURPOSE.finditer(sentence) for m in _LOWER_WORD.finditer(p.group(0)))
-        for i, m in enumerate(_LOWER_WORD.finditer(_PURPOSE.sub(" ", sentence))):
-            name = i and (m.group(0)[:1].isupper() or m.group(0).casefold() in KNOWN_NAMES)
-            (held if name else released).append(m.group(0))  # a name may be what is asked about ("an Android phone")
-    return Told(asked, tuple(released), tuple(held)) if released else None
+    for sentence in [*sentences[:first], *([condition.group("clause")] if condition else [])]:
+        # of a sentence, the clause saying who the customer is or what they want stays, the rest is the case ("I
+        # opened a coffee machine, it works fine but I want to return it")
+        for clause in _CLAUSE_BREAK.split(sentence):
+            if _IDENTITY.search(clause) or _WANT.search(clause):
+                held.extend(m.group(0) for m in _LOWER_WORD.finditer(clause))
+                continue
+            held.extend(m.group(0) for p in _PURPOSE.finditer(clause) for m in _LOWER_WORD.finditer(p.group(0)))
+            for i, m in enumerate(_LOWER_WORD.finditer(_PURPOSE.sub(" ", clause))):
+                name = i and (m.group(0)[:1].isupper() or m.group(0).casefold() in KNOWN_NAMES)
+                (held if name else released).append(m.group(0))  # a name may be what is asked about ("an Android phone")
+    return Told(asked, tuple(released), tuple(held)) if released and asked else None
 
 
 def _asks(config: str, told: Told, tenant_name: str = "") -> set[str]:

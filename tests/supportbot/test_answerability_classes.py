@@ -202,6 +202,10 @@ def test_admissions_subject_check_passes_an_answer_from_the_article_about_it(acm
     # was: handed off, "the help centre never states pinch, runner, toe"
     ("acme", "Ordered trail runners to Calgary and they pinch my toes. I'm not a Plus member. How much is taken off "
              "my refund for the return label?", "refunds", "CA$7.95"),
+    # the question sentence's own condition is told too (was: handed off, "the help centre never states fit"; the
+    # blind ninth fact set, lf9-04)
+    ("acme", "joined plus last month and ordered a rain jacket after that. how long do i have to send it back if it "
+             "doesnt fit?", "return-policy", "60 days"),
 ])
 def test_the_case_told_before_the_question_is_no_subject_of_it(demo, tenant, question, article, fact):
     """The goods, the reason and the day a customer tells before asking are their case, not what they ask about;
@@ -242,6 +246,14 @@ def test_a_question_is_split_into_its_told_case_and_its_question_sentence():
     assert told_case("I want to rent a tent. What are your prices?") is None  # what the customer wants: held
     assert told_case("Can I return it? I bought it last week.") is None  # nothing told before the question
     assert told_case("verschickt ihr klimaneutral, z.b. mit dhl gogreen?") is None  # "z.b." ends no sentence
+    # a condition after or before what is asked is the case; of a sentence, only the clause saying what the
+    # customer wants stays ("I want to return it"), not the rest ("it works fine")
+    told = told_case("can i return it if it doesnt fit?")
+    assert told.asked == "can i return it?" and told.released == ("it", "doesnt", "fit")
+    assert told_case("If it breaks, do I have to go without a machine?").asked == "do I have to go without a machine?"
+    told = told_case("I opened a coffee machine, it works fine but I want to return it. What gets taken off my refund?")
+    assert "fine" in told.released and "want" in told.held and "fine" not in told.held
+    assert told_case("Can I return it if I'm a Plus member?") is None  # who the customer is: held
 
 
 def test_a_german_question_typed_in_lower_case_gets_its_nouns_capitals_back(acme):
@@ -345,3 +357,12 @@ def test_everyday_words_for_the_articles_own_are_stated_and_a_time_of_day_is_no_
     assert not states_same("english", "ring", {"email"})
     terms = subject_terms("english", "Could I ring on Saturday morning?")
     assert "morn" not in terms and "ring" in terms, terms
+
+
+def test_reported_speech_and_anywhere_are_no_subject(initech):
+    """"fedex says ...", "can't find it anywhere" (was: handed off, "the help centre never states anywher, say"; the
+    blind ninth fact set, lf9-42)."""
+    outcome = pipeline.ask(pipeline.Asker(Tenant.objects.get(pk=initech.pk), "en"),
+                           "fedex says my order was delivered but i can't find it anywhere. what do i do?")
+    assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
+    assert "24 hours" in outcome.answer, outcome.answer
