@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from caching.answer_checks.facts import QUANTITY, UNITS, quantities
+from caching.answer_checks.places import towns_in
 from caching.answer_checks.text import split_sentences, terms
 from ingestion.textsearch import language_of
 
@@ -218,6 +219,8 @@ def places_as_countries(text: str, locale: str = "en") -> str:
     text = _TOWN_BEFORE.sub(lambda m: "" if known_after(m) else m.group(0), text)
     for country, pattern in _PLACE_PATTERNS.items():
         text = pattern.sub(words[country], text)
+    for start, end, town in reversed(towns_in(text)):  # the gazetteer's towns (``places``): "in Anchorage" -> "in Alaska"
+        text = f"{text[:start]}{town.region[1] if town.region else words[town.country]}{text[end:]}"
     return text
 # An amount in a country's currency is that country's figure.
 CURRENCY_COUNTRY = {"usd": "United States", "cad": "Canada", "gbp": "United Kingdom", "mxn": "Mexico"}
@@ -274,10 +277,18 @@ _NEGATED = re.compile(r"\b(?:not|non|no longer|ohne|kein\w*|nicht)"
 
 def asked_cases(question: str) -> dict[str, str]:
     """``cases_in`` of a question, less a case it names only negated ("how much is Saturday delivery? i'm not
-    premier" asks for no Premier figure; "I'm on Premier, not Pro" asks for Premier's)."""
-    return _one_each(question, {family: {case for case in named if not all(
+    premier" asks for no Premier figure; "I'm on Premier, not Pro" asks for Premier's); a town the gazetteer knows
+    (``places``: "to my house in Anchorage") names its country and region."""
+    found = {family: {case for case in named if not all(
         _NEGATED.search(question[:m.start()]) for m in _CASE_PATTERNS[family][case].finditer(question))}
-        for family, named in all_cases_in(question).items()})
+        for family, named in all_cases_in(question).items()}
+    for _, _, town in towns_in(question):
+        region = town.region[0] if town.region else None
+        # Alaska and Hawaii are a case of the country family too, as "shipping to Alaska" names them
+        found.setdefault("country", set()).add(region if region in CASES["country"] else town.country)
+        if region:
+            found.setdefault("region", set()).add(region)
+    return _one_each(question, found)
 
 
 _KIND_PATTERNS_BY_NAME = dict(_KIND_PATTERNS[1:])  # the general size pattern, not the length one

@@ -1,0 +1,38 @@
+"""The customer's town, by the gazetteer (``caching.answer_checks.places``): said as a place, it names its country and
+region; an everyday word that is also a town's name does not."""
+from __future__ import annotations
+
+import pytest
+
+from caching.answer_checks.asked import asked_cases, places_as_countries
+from caching.answer_checks.places import towns_in
+
+
+@pytest.mark.parametrize("question, cases, read", [
+    # was: handed off, "the help centre never names Anchorage" (the blind ninth fact set, lf9-30)
+    ("can you deliver a soundbar to my house in Anchorage?", {"country": "Alaska and Hawaii",
+                                                              "region": "Alaska and Hawaii"},
+     "can you deliver a soundbar to my house in Alaska?"),
+    ("I live in salt lake city, what does shipping cost?", {"country": "United States"},
+     "I live in the US, what does shipping cost?"),
+    ("I'm in Reading. What does express cost?", {"country": "United Kingdom"}, "I'm in the UK. What does express cost?"),
+    ("Shipping to Whitehorse?", {"country": "Canada", "region": "Canadian territories"}, "Shipping to Yukon?"),
+])
+def test_a_town_the_gazetteer_knows_names_its_country_and_region(question, cases, read):
+    assert asked_cases(question) == cases
+    assert places_as_countries(question) == read
+
+
+@pytest.mark.parametrize("text", [
+    "can i return stuff i got in the sale?",  # Sale, Greater Manchester
+    "I bought a GPS watch from you in March and it keeps losing time",  # March, Cambridgeshire
+    "I want to hook up the Developer API",  # Hook, Hampshire
+    "Is the store open in the morning?",
+])
+def test_an_everyday_word_is_no_town(text):
+    assert towns_in(text) == [] and asked_cases(text).get("country") is None
+
+
+def test_a_place_asked_about_itself_stays_as_said():
+    """"Do you have a store in Leeds?" asks about Leeds: a store there (``asked._FACILITY``)."""
+    assert places_as_countries("Do you have a store in Leeds?") == "Do you have a store in Leeds?"
