@@ -82,6 +82,8 @@ NOT_SUBJECT = {
         "something anything everything nothing someone anyone ago anywhere somewhere everywhere nowhere "
         # reported speech ("fedex says my order was delivered"): who said it is the case, saying is never asked about
         "say says said "
+        # what the customer's goods come to ("$40 worth of stuff"): the case, never what is asked about
+        "stuff worth "
         # times of day and days relative to today ("Could I ring on Saturday morning?"): the asker's case, never a word
         # a help centre states its hours or rules in
         "morning mornings afternoon afternoons evening evenings tonight today tomorrow yesterday "
@@ -137,6 +139,7 @@ EQUIVALENTS = {
         "ring call phone telephone",
         "break breaks broke broken faulty defective",
         "lower lowered reduce reduced",
+        "address house home flat apartment",
     ),
 }
 
@@ -556,9 +559,11 @@ _LOWER_TYPED_MIN_WORDS = 4
 
 
 @functools.lru_cache(maxsize=64)
-def _cased_words(generation_id: int, tenant_id: int, locale: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The words the scope's passages write capitalised only, and those they write in lower case (casefolded),
-    only words within a sentence counted (not a sentence's, a heading's or a list item's first)."""
+def _cased_words(generation_id: int, tenant_id: int, locale: str
+                 ) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The words the scope's passages write capitalised only, those they write in lower case, and those they write
+    capitalised at least once (casefolded), only words within a sentence counted (not a sentence's, a heading's or a
+    list item's first)."""
     rows = (ChunkEmbedding.objects.filter(generation_id=generation_id, tenant_id=tenant_id, locale=locale)
             .values_list("chunk__heading", "chunk__text"))
     upper, lower = set(), set()
@@ -568,7 +573,7 @@ def _cased_words(generation_id: int, tenant_id: int, locale: str) -> tuple[froze
                 before = body[:m.start()].rstrip()
                 if before and (before[-1].isalnum() or before[-1] == ","):  # mid-sentence, not a list item's start
                     (upper if m.group(0)[:1].isupper() else lower).add(m.group(0).casefold())
-    return frozenset(upper - lower), frozenset(lower)
+    return frozenset(upper - lower), frozenset(lower), frozenset(upper)
 
 
 def lower_typed(question: str) -> bool:
@@ -583,7 +588,7 @@ def truecased(generation: IndexGeneration, tenant_id: int, locale: str, question
     language = language_of(locale)
     if language not in settings.NOUN_SUBJECT_LOCALES or not lower_typed(question):
         return question
-    nouns, lower = _cased_words(generation.pk, tenant_id, locale)
+    nouns, lower, _ = _cased_words(generation.pk, tenant_id, locale)
     matches = list(_WORD.finditer(question))
     config = text_search_config(locale)
     terms = words_terms(config, [m.group(0) for m in matches])
@@ -842,6 +847,11 @@ def unnamed(generation: IndexGeneration, tenant_id: int, locale: str, question: 
         if any(s in unseen for s in words):
             out.append(" ".join(phrase))
         elif len(words) > 1:
+            # a run of words the help centre writes as names, each on its own ("an Acme Renewed GPS watch": "Acme
+            # Renewed", "GPS watches"), is named; "Apple Watch" is not (it never writes "Watch" so)
+            if all(w.casefold() in _cased_words(generation.pk, tenant_id, locale)[2] for w in phrase
+                   if w in stems):
+                continue
             if scope is None:
                 scope = ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale)
             if not scope.filter(chunk__search_vector=_Phrase(words)).exists():

@@ -295,6 +295,13 @@ class ExtractiveAnswerer(Answerer):
                     if used + len(u.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS and all(k.unit != u for k in kept):
                         kept.append(item)
                         used += len(u.text) + 4
+        for c in list(kept):  # a sentence that points back ("This window is the same for everyone") brings the one it
+            if c.unit.kind == "sentence" and POINTS_BACK.match(c.unit.text):  # points at, when that is not quoted
+                before = next((u for u in split_units(c.passage.text) if u.kind == "sentence"
+                               and u.paragraph == c.unit.paragraph and u.position == c.unit.position - 1), None)
+                if before and not any(k.passage.chunk_id == c.passage.chunk_id and k.unit.position == before.position
+                                      for k in kept):  # quoted already, maybe as its pertinent part
+                    kept.append(self._weigh(wanted, focus, c.passage, before, c.score))
         return kept
 
     @staticmethod
@@ -398,6 +405,11 @@ class ExtractiveAnswerer(Answerer):
                              and lead_in(c.passage, c.unit) == lead_in(lead.passage, lead.unit)), lead)
         else:  # yes/no: the best unit, another case's rule too ("Klarna ... in the UK, Germany and Austria")
             lead = ranked[0]
+            if any(family in wanted.cases for family in asking.NAMED_FAMILIES):
+                # of a product or condition with a rule of its own, the near unit labelled with the most asked cases:
+                # "Got an Acme Renewed GPS watch. I'm a Plus member, so I get the 60 days ...?" is answered by the
+                # refurbished items' 15 days that "Plus membership does not extend", not by Plus's 60
+                lead = max(near, key=lambda c: c.fit)
         kept, used, figures = [lead], len(lead.unit.text) + 4, 0
         for c in ranked:
             if len(kept) >= FACT_MAX_UNITS:
@@ -448,6 +460,10 @@ LEAD_TIERS = (lambda c: c.fit > 0 and c.about and not c.foreign_title,
               lambda c: c.about and not c.foreign_title,
               lambda c: c.about,
               lambda c: True)
+
+
+# A sentence whose subject points back at the sentence before it: quoted alone it says nothing.
+POINTS_BACK = re.compile(r"^(?:This|That|These|Those|It|Such|They|Dies(?:e[rsmn]?)?|Das|Diese[rsmn]?|Er|Sie|Es)\b(?!\s+is\s+how\b)")
 
 
 # A unit restricting a rule to other cases ("Usable in the US store only") states it for the asked case too.
@@ -662,8 +678,8 @@ def group(kept: list[Candidate], lead_first: bool = False) -> list[tuple[Passage
     def passage_order(pu):
         return article_rank[pu[0].article_id], lead is None or pu[0].chunk_id != lead.passage.chunk_id, pu[0].chunk_id
 
-    def unit_order(u: Unit):  # the lead first, unless it is one item of a list quoted in its order
-        return lead is None or u != lead.unit or u.kind != "sentence", u.position
+    def unit_order(u: Unit):  # the lead first, unless it is one item of a list quoted in its order or points back
+        return lead is None or u != lead.unit or u.kind != "sentence" or bool(POINTS_BACK.match(u.text)), u.position
 
     ordered = sorted(by_passage.values(), key=passage_order)
     return [(p, sorted(units, key=unit_order)) for p, units in ordered]
@@ -722,7 +738,7 @@ def asked_currency(line: str, country: str | None) -> str:
     return CURRENCY_ALTERNATIVES.sub(one, line)
 
 
-RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, FOLLOW_UP_WEIGHT, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
+RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, FOLLOW_UP_WEIGHT, POINTS_BACK.pattern, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, LABEL_WEIGHT, "quoted labels", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,

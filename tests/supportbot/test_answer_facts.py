@@ -531,3 +531,14 @@ def test_a_follow_up_asks_its_fact_of_its_own_new_words(initech):
         Turn("assistant", "Yes, an existing invoice can be corrected once. Just contact support to request it."),
         Turn("user", "is there a time limit on that?"))))
     assert "60 days" in outcome.answer and "90 days" not in outcome.answer, outcome.answer
+
+
+def test_a_statement_to_confirm_is_a_yes_or_no_question_answered_by_its_products_own_rule(acme):
+    """"..., right?" asks to confirm, yes or no; a refurbished item's rule leads over the Plus window the customer
+    supposes, and a sentence pointing back ("This window is the same for everyone") comes with the one it points at
+    (was: handed off, "the help centre never names Renewed GPS"; then "Acme Plus members get an extended 60-day return
+    window"; the blind ninth fact set, lf9-05)."""
+    assert asking.kind_of("I'm a Plus member, so I get the 60 days to return it too, right?") == "yesno"
+    outcome = ask(acme, "Got an Acme Renewed GPS watch. I'm a Plus member, so I get the 60 days to return it too, right?")
+    assert outcome.answer.startswith("Refurbished products sold under the Acme Renewed label can be returned within "
+                                     "15 days of delivery. This window is the same for everyone"), outcome.answer

@@ -366,3 +366,17 @@ def test_reported_speech_and_anywhere_are_no_subject(initech):
                            "fedex says my order was delivered but i can't find it anywhere. what do i do?")
     assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
     assert "24 hours" in outcome.answer, outcome.answer
+
+
+def test_a_run_of_the_help_centres_own_names_is_named_and_the_customers_house_is_an_address(demo):
+    """"an Acme Renewed GPS watch": "Acme Renewed" and "GPS" are names the help centre writes, so the run is no
+    unknown name (was: "the help centre never names Renewed GPS", lf9-05), while "Apple Watch" still is (it never
+    writes "Watch" as a name); "my house in Anchorage" is an address in Alaska (lf9-30)."""
+    from retrieval.subject import states_same
+
+    acme = Tenant.objects.get(pk=demo["acme"].pk)
+    outcome = pipeline.ask(pipeline.Asker(acme, "en"), "Got an Acme Renewed GPS watch. Can I still return it?")
+    assert "never names" not in outcome.reason, outcome.reason
+    outcome = pipeline.ask(pipeline.Asker(acme, "en"), "Does the Acme Trail app work on my Apple Watch?")
+    assert outcome.status == AskEvent.Status.NOT_COVERED and "Apple Watch" in outcome.reason, outcome.reason
+    assert states_same("english", "hous", {"address"})
