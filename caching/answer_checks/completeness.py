@@ -143,6 +143,10 @@ class CompletenessCheck(AnswerCheck):
             country = cases.get("country")
             if country and not any(all_cases_in(f"{h}\n{t}").get("country") for h, t in lines):
                 return Refusal(self.code, f"asks whether, for {country}; the answer speaks of no country")
+            # whether a rule holds for the customer's amount ("can i use affirm to pay for a $120 order?"): the rule's
+            # own amount decides, so an answer stating none is not the whole answer
+            if quantities(evidence.question)[2] and not quantities(answer)[2]:
+                return Refusal(self.code, "asks whether, for an amount; the answer states no amount")
             return None
         head = name_head(evidence.question) if wanted.kind in ("name", None) else ""
         # a heading about carriers names one only for a line quoted under it, not for a model's own words

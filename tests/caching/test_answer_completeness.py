@@ -515,3 +515,14 @@ def test_a_question_naming_no_country_is_not_answered_by_one_countrys_figure_alo
     # asked for Mexico, the Mexico figure is the answer
     assert check.refusal(evidence("How much is the Pro plan per month in Mexico?", mexico,
                                   "initech/en/subscription-plans.md")) is None
+
+
+def test_whether_a_rule_holds_for_the_customers_amount_needs_the_rules_amount():
+    """"can i use affirm to pay for a $120 order?" answered with Affirm's loan adjustment and no amount (was: stored, and
+    served from the exact cache; the blind ninth fact set, lf9-38): the rule's own amount ($150) decides."""
+    question = "can i use affirm to pay for a $120 order?"
+    without = "Affirm: Affirm adjusts your loan within 3–5 business days. [1]"
+    refusal = CompletenessCheck().refusal(evidence(question, without, "initech/en/payment-methods-and-gift-cards.md"))
+    assert refusal is not None and "states no amount" in refusal.detail
+    stating = "Affirm financing is available for orders of $150 or more in the US store. [1]"
+    assert CompletenessCheck().refusal(evidence(question, stating, "initech/en/payment-methods-and-gift-cards.md")) is None
