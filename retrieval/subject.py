@@ -775,15 +775,22 @@ def unstated_action(locale: str, question: str, subject: Subject) -> str | None:
     """The verb a question asks for an action with ("can I reload ...", "do you rent ..."), when it is one of the
     subject's terms that no passage of the scope states (``Subject.unseen``); else None, and None for a locale not
     in ``settings.ACTION_CHECK_LOCALES``."""
+    match = _checked_match(_ASKED_ACTION, locale, question)
+    return match.group(1) if match and _unseen(locale, match.group(1), subject) else None
+
+
+def _checked_match(patterns: dict[str, re.Pattern], locale: str, question: str) -> re.Match | None:
+    """The locale's pattern's match in the question, for a locale in ``settings.ACTION_CHECK_LOCALES``; else None."""
     if language_of(locale) not in settings.ACTION_CHECK_LOCALES:
         return None
-    config = text_search_config(locale)
-    pattern = _ASKED_ACTION.get(config)
-    match = pattern.search(question) if pattern else None
-    if not match:
-        return None
-    stem = (words_terms(config, [match.group(1)]).get(match.group(1)) or [None])[0]
-    return match.group(1) if stem and stem in subject.unseen() else None
+    pattern = patterns.get(text_search_config(locale))
+    return pattern.search(question) if pattern else None
+
+
+def _unseen(locale: str, word: str, subject: Subject) -> bool:
+    """Whether a word is one of the subject's terms that no passage of the scope states."""
+    stem = (words_terms(text_search_config(locale), [word]).get(word) or [None])[0]
+    return bool(stem) and stem in subject.unseen()
 
 
 # What a question asks whether the company has or offers ("Is there parking at ...?", "Do you offer layaway plans?",
@@ -804,20 +811,9 @@ def unstated_thing(locale: str, question: str, subject: Subject) -> str | None:
     """What a question asks whether there is ("is there parking ...", "do you offer layaway ..."), when its first
     word is one of the subject's terms that no passage of the scope states; else None, and None for a locale not in
     ``settings.ACTION_CHECK_LOCALES`` (the action check's)."""
-    if language_of(locale) not in settings.ACTION_CHECK_LOCALES:
-        return None
-    config = text_search_config(locale)
-    pattern = _ASKED_THING.get(config)
-    match = pattern.search(question) if pattern else None
-    if not match:
-        return None
-    word = match.group(1)
-    if word.casefold() in _ATTRIBUTE_WORDS:
-        word = match.group(2)
-        if not word:
-            return None
-    stem = (words_terms(config, [word]).get(word) or [None])[0]
-    return word if stem and stem in subject.unseen() else None
+    match = _checked_match(_ASKED_THING, locale, question)
+    word = match and (match.group(2) if match.group(1).casefold() in _ATTRIBUTE_WORDS else match.group(1))
+    return word if word and _unseen(locale, word, subject) else None
 
 
 def unnamed(generation: IndexGeneration, tenant_id: int, locale: str, question: str, subject: Subject,
