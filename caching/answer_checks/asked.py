@@ -302,8 +302,14 @@ def kind_of(question: str) -> str | None:
     for name, pattern in _KIND_PATTERNS:
         if pattern.search(question):
             return name
-    # a statement the customer asks to have confirmed ("so I get the 60 days to return it too, right?")
-    return "yesno" if _TAG_QUESTION.search(question) else None
+    # a statement the customer asks to have confirmed ("so I get the 60 days to return it too, right?"), or a yes/no
+    # question after what the customer tells ("i have the pro plan, can i add both my roommates to my team?")
+    last = _LAST_CLAUSE.split(question.strip())[-1] if question.rstrip().endswith("?") else ""
+    return "yesno" if _TAG_QUESTION.search(question) or (
+        YES_NO_QUESTION.match(last) and not re.search(r"\bhow\b|\bwie\b", last, re.I)) else None
+
+
+_LAST_CLAUSE = re.compile(r"(?<=[,.;:!])\s+|\s+[-–—]+\s+")
 
 
 _TAG_QUESTION = re.compile(r",\s*(?:right|correct|yes|true|isn'?t it|don'?t i|can'?t i|won'?t i|oder|richtig|stimmt'?s?|"
@@ -1000,4 +1006,4 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           sorted((k, p.pattern) for k, p in NAME_HEADS.items()), _NAMED_COMPANY.pattern,
                           _DAY.pattern, _DAY_RANGE.pattern, _EVERY_DAY.pattern, "action particle: back",
                           _ASKS_IN_WORDS.pattern, "the question's own 'free' is its condition: a figure answers it",
-                          _ASK_WORD, _NEXT_ASK.pattern, _SHARED_CLAUSE.pattern, _TAG_QUESTION.pattern, MAX_ASKS, sorted(_NAMING_NOTHING)]
+                          _ASK_WORD, _NEXT_ASK.pattern, _SHARED_CLAUSE.pattern, _TAG_QUESTION.pattern, _LAST_CLAUSE.pattern, MAX_ASKS, sorted(_NAMING_NOTHING)]

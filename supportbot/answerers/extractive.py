@@ -439,6 +439,13 @@ class ExtractiveAnswerer(Answerer):
                 continue
             kept.append(c)
             used += size
+        if wanted.kind == "yesno" and wanted.cases:
+            # the list item headed by the asked case is its own rule ("Pro: the owner plus 1 member" for "i have the
+            # pro plan, can i add both my roommates?"), quoted beside the general sentence that leads
+            item = next((c for c in near if c.unit.kind != "sentence" and c.named and c.fit > 0
+                         and all(k.unit != c.unit for k in kept)), None)
+            if item and used + len(item.unit.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS:
+                kept.append(item)
         return kept
 
     @staticmethod

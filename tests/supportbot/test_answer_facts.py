@@ -542,3 +542,16 @@ def test_a_statement_to_confirm_is_a_yes_or_no_question_answered_by_its_products
     outcome = ask(acme, "Got an Acme Renewed GPS watch. I'm a Plus member, so I get the 60 days to return it too, right?")
     assert outcome.answer.startswith("Refurbished products sold under the Acme Renewed label can be returned within "
                                      "15 days of delivery. This window is the same for everyone"), outcome.answer
+
+
+def test_a_yes_or_no_question_after_the_customers_case_quotes_the_item_headed_by_that_case(initech):
+    """"i have the pro plan, can i add both my roommates to my team?" asks yes or no after a told clause, and the list
+    item headed by the asked plan is the rule ("Pro: the owner plus 1 member"), quoted beside the general sentence
+    (was: a question of no kind, answered with "With a team, you can share your Pro or Premier benefits ..." alone;
+    the blind ninth fact set, lf9-41)."""
+    question = "i have the pro plan, can i add both my roommates to my team?"
+    assert asking.kind_of(question) == "yesno"
+    assert asking.kind_of("I have the Pro plan, how do I add my roommate?") is None  # how: no yes or no
+    outcome = ask(initech, question)
+    assert "Pro: the owner plus 1 member" in outcome.answer, outcome.answer
+    assert "Premier: the owner plus up to 5" not in outcome.answer, outcome.answer
