@@ -8,7 +8,7 @@ load it cost an exact hit about 50 µs on average (a quarter-second pause every 
 ``gc.freeze()`` moves everything alive at that point to a permanent generation that collections
 skip, so it is called once the process has loaded what it keeps: after the WSGI application and
 the query embedder (a semantic lookup needs it anyway; loading it here also spares the first
-customer the seconds it takes).
+customer the seconds it takes) and the gazetteer of towns (``caching.answer_checks.places``).
 
 Then the collector's thresholds become ``WEB_GC_THRESHOLDS`` (10,000 / 20 / 10 instead of 700 / 10 / 10): a process
 holding many open streams has many young objects that live for the stream's length; collected every 700
@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import DatabaseError, connections
 
 from caching import guards
+from caching.answer_checks import places
 from retrieval import generations
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ def warm_up() -> dict:
         generations.query_embedder(cached=True).model  # noqa: B018 - loads the weights
         loaded = True
         guards.learned_judge()  # the semantic judge's weights (None, logged, when not built)
+        places.towns()  # the gazetteer a fresh question's town is read with (0.2 s), not on the first customer's ask
     except (DatabaseError, OSError) as exc:  # not migrated yet, unreachable: expected at times
         log.warning("web warm-up: the query embedder loads on first use (%s)", exc)
     except Exception:  # noqa: BLE001 - a model that cannot load fails its lookups loudly later, not the worker

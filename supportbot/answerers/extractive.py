@@ -42,7 +42,7 @@ MAX_UNITS = 6
 LEXICAL_WEIGHT = 0.3
 # a follow-up's own words that its conversation did not say, again: what it asks about ("by text" after the email link)
 FOLLOW_UP_WEIGHT = 0.2
-_NAMING_NOTHING = frozenset(terms(" ".join(sorted(NAMING_NOTHING))) | {"that", "this", "about"})
+_NAMING_NOTHING = frozenset(terms(" ".join(sorted(NAMING_NOTHING))))
 # A unit stating the kind of fact the question wants (a duration for "how long", an amount for "how
 # much") gains KIND_WEIGHT; one labelled with the asked case (country, plan, product) gains CASE_WEIGHT,
 # one labelled only with other cases of that family, or stating the own figure of a plan or product
@@ -227,11 +227,11 @@ class ExtractiveAnswerer(Answerer):
         for ask in asks:
             one = dataclasses.replace(request, question=f"{told} {ask}".strip(), question_vector=None)
             own = ask.split(TOPIC_MARK, 1)[0]
-            wanted = asking.Asked(kind=asking.kind_of(own), cases={**cases, **asking.asked_cases(own)})
+            wanted = asking.Asked(kind=asking.ask_kind(ask), cases={**cases, **asking.asked_cases(own)})
             for i, c in enumerate(self._kept(one, wanted)):
                 size = len(c.unit.text) + 4
                 if any(k.unit == c.unit and k.passage.chunk_id == c.passage.chunk_id for k in kept) or (
-                        i and used + size > budget):
+                        i and used + size > budget):  # (the same text: another ask may quote another clause of a unit)
                     continue  # said already for an earlier ask; or past the budget (each ask's lead is said)
                 kept.append(c)
                 used += size
@@ -246,13 +246,12 @@ class ExtractiveAnswerer(Answerer):
         question = request.question_vector if request.question_vector is not None else embed([request.question])[0]
         vectors = embed([f"{section_of(p)}: {u.text}" for p, u in candidates])
         scores = vectors @ np.asarray(question, dtype=np.float32)
-        scores = scores + LEXICAL_WEIGHT * lexical_overlap(request.question,
-                                                           [f"{section_of(p)} {u.text}" for p, u in candidates])
+        texts = [f"{section_of(p)} {u.text}" for p, u in candidates]
+        scores = scores + LEXICAL_WEIGHT * lexical_overlap(request.question, texts)
         if TOPIC_MARK in request.question and wanted.kind:
             # a follow-up asking for a fact asks it of its own words that the conversation did not say ("I'd rather
             # get it by text. How long does that last?"): a unit that has them gains again
             message, said = request.question.split(TOPIC_MARK, 1)
-            texts = [f"{section_of(p)} {u.text}" for p, u in candidates]
             stated = set().union(*map(terms, texts))  # a word no unit has tells none apart
             new = (asking.focus_terms(message, cases=False) - terms(said) - _NAMING_NOTHING) & stated  # not "how much extra?"
             if new:
@@ -299,8 +298,7 @@ class ExtractiveAnswerer(Answerer):
             if c.unit.kind == "sentence" and POINTS_BACK.match(c.unit.text):  # points at, when that is not quoted
                 before = next((u for u in split_units(c.passage.text) if u.kind == "sentence"
                                and u.paragraph == c.unit.paragraph and u.position == c.unit.position - 1), None)
-                if before and not any(k.passage.chunk_id == c.passage.chunk_id and k.unit.position == before.position
-                                      for k in kept):  # quoted already, maybe as its pertinent part
+                if before and not quoted(kept, c.passage, before):
                     kept.append(self._weigh(wanted, focus, c.passage, before, c.score))
         return kept
 
@@ -443,7 +441,7 @@ class ExtractiveAnswerer(Answerer):
             # the list item headed by the asked case is its own rule ("Pro: the owner plus 1 member" for "i have the
             # pro plan, can i add both my roommates?"), quoted beside the general sentence that leads
             item = next((c for c in near if c.unit.kind != "sentence" and c.named and c.fit > 0
-                         and all(k.unit != c.unit for k in kept)), None)
+                         and not quoted(kept, c.passage, c.unit)), None)
             if item and used + len(item.unit.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS:
                 kept.append(item)
         return kept
@@ -590,6 +588,12 @@ def another_things_duration(question: str, text: str) -> bool:
     (leaving the warehouse), not the asked event's: admission's completeness check reads it so too."""
     stating = [s for s in words.sentences_of(text) if "duration" in asking.kinds_in(s)]
     return bool(question and stating) and all(asking.duration_of_another_thing(question, s) for s in stating)
+
+
+def quoted(kept: list[Candidate], passage: Passage, unit: Unit) -> bool:
+    """Whether a unit of a passage is among the kept ones already, maybe as its pertinent part (``pertinent_part``,
+    ``askers_figure`` quote a clause of the unit at its position)."""
+    return any(k.passage.chunk_id == passage.chunk_id and k.unit.position == unit.position for k in kept)
 
 
 def follows(lead: Candidate, c: Candidate) -> bool:
