@@ -43,6 +43,12 @@ IRREGULAR_EN = (
 )
 
 
+# The months, as customers date their case ("may" is English's modal verb, a stop word already).
+MONTHS = {
+    "english": frozenset("january february march april june july august september october november december".split()),
+    "german": frozenset("januar februar märz april mai juni juli august september oktober november dezember".split()),
+}
+
 # Words a configuration's stop list keeps that never name what a question asks about: German question
 # words, auxiliary, modal and light verbs ("Wer", "habt", "bekomme", "passiert") and particles. Left in,
 # a customer's "Bekomme ich ...?" reads as a subject no article states. General grammar, one list a
@@ -63,7 +69,9 @@ NOT_SUBJECT = {
         "vielleicht wohl ungefähr insgesamt normalerweise überall irgendwo irgendwie wirklich "
         # greetings, thanks and interjections: small talk, never what is asked about ("Hat geklappt, danke!")
         "hallo hi hey moin servus danke dankeschön geklappt super prima toll okay ok übrigens "
-        "usd cad gbp eur mxn"
+        "usd cad gbp eur mxn "
+        # months: the day of the asker's case ("am 29. März gekauft"), never what is asked about
+        f"{' '.join(sorted(MONTHS['german']))}"
     ),
     "english": (
         # what the configuration keeps of a contraction ("I'm" -> "m", "we've" -> "ve", "won't" -> "won"):
@@ -75,6 +83,11 @@ NOT_SUBJECT = {
         # modal verbs the stop list keeps, and question words and contractions written without their apostrophe
         # ("whats the max ...", "im in Texas")
         "would could might whats hows wheres whens whos thats theres im ive youre dont cant isnt doesnt till "
+        "didnt wasnt werent wont wouldnt couldnt shouldnt havent hasnt arent "
+        # possessive pronouns ("I clicked mine an hour later"): whose the thing is, never the thing
+        "mine yours ours theirs hers "
+        # months: the day of the asker's case ("bought it on March 29"), never what is asked about
+        f"{' '.join(sorted(MONTHS['english']))} "
         # greetings, thanks and interjections: small talk, never what is asked about ("thx. and for expedited?")
         "hi hello hey thanks thank thx ty cheers please pls ok okay hmm btw lol sweet cool awesome hola yeah yep "
         "great perfect nice "
@@ -226,6 +239,9 @@ _LOWER_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.U)
 _CONDITION_AFTER = re.compile(r",?\s+\b(?:if|because|since|in case|wenn|weil|falls)\s+(?P<clause>[^?.!,]+)", re.I)
 _CONDITION_BEFORE = re.compile(r"^\s*(?:if|wenn|falls)\s+(?P<clause>[^?.!,]+),\s*", re.I)
 _CLAUSE_BREAK = re.compile(r",\s*|\s+(?:but|and|aber|und)\s+", re.I)
+# what a customer is doing, after who they are ("I'm a Premier member buying a new espresso machine"): a participle
+# before its object, not a noun ("a wedding planner")
+_DOING = re.compile(r"(?<=\w)\s+(?=[a-z]+ing\s+(?:a|an|the|my|our|some|new|two|three|\d+)\b)")
 
 
 @dataclass(frozen=True)
@@ -254,7 +270,13 @@ def told_case(question: str) -> Told | None:
     for sentence in [*sentences[:first], *([condition.group("clause")] if condition else [])]:
         # of a sentence, the clause saying who the customer is or what they want stays, the rest is the case ("I
         # opened a coffee machine, it works fine but I want to return it")
+        clauses = []
         for clause in _CLAUSE_BREAK.split(sentence):
+            # who the customer is stays, what they are doing is the case ("I'm a Premier member | buying a new
+            # espresso machine")
+            doing = _DOING.search(clause) if _IDENTITY.search(clause) else None
+            clauses.extend([clause[:doing.start()], clause[doing.start():]] if doing else [clause])
+        for clause in clauses:
             if _IDENTITY.search(clause) or _WANT.search(clause):
                 held.extend(m.group(0) for m in _LOWER_WORD.finditer(clause))
                 continue
@@ -697,7 +719,9 @@ def name_phrases(question: str, config: str, tenant_name: str = "") -> list[tupl
     """The names of ``question`` as runs of words ("Apple Watch" -> ("Apple", "Watch")), read as the
     language of the text-search configuration ``config`` marks names (see above); never the tenant's own
     name, a pronoun or a word of fewer than ``MIN_NAME`` letters."""
-    skip = {w.casefold() for w in _WORD.findall(tenant_name)} | CAPITALISED_PRONOUNS.get(config, frozenset())
+    # a month is the day of the asker's case ("on March 29"), never a name
+    skip = ({w.casefold() for w in _WORD.findall(tenant_name)} | CAPITALISED_PRONOUNS.get(config, frozenset())
+            | MONTHS.get(config, frozenset()))
     prepositions = NAME_PREPOSITIONS.get(config)
     question = _INTRODUCTION.sub(lambda m: " " * len(m.group(0)), question)  # positions kept
     tokens = [(m.group(0), m.start()) for m in _TOKEN.finditer(question)]

@@ -423,8 +423,10 @@ def _points_back_en(words: list[str], text: str, alone: bool = False) -> str:
         if w in ("that", "this"):
             if w == "this" and after in _THIS_TIME:
                 continue
-            if w == "this" and after in ("app", "website", "site", "chat"):
-                continue  # "is there currency exchange on this app?": the business's own
+            if w == "this" and after in ("app", "website", "site", "chat", "page", "browser", "device", "computer",
+                                         "laptop", "tablet", "phone"):
+                continue  # "is there currency exchange on this app?", "remember this browser": the business's own, or
+                #           the device the customer writes from
             if w == "this" and after == "is" and _INTRODUCTION.search(text):
                 continue  # "Hello, this is Jane from …": the customer introducing themselves
             if not before or not after or before in _POINTING_BEFORE or after in ("one", "ones"):
@@ -514,6 +516,38 @@ def _labels_masked(message: str) -> str:
 
 
 def dependence(message: str, locale: str = "en", *, alone: bool = False) -> Dependence:
+    dep = _dependence(message, locale, alone=alone)
+    if alone and dep.kind == "anaphora" and _told_in_its_own_words(message, locale):
+        return Dependence("")
+    return dep
+
+
+# A message's sentences: after ". ", "! ", "? ", at a dash between spaces or a line break.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s+[—–-]+\s+|\n+")
+# what the other sentences must say to be the asked thing's antecedent ("My tent pole snapped. Can you fix it?"), not a
+# pointing word of their own ("It broke. Can you fix it?")
+MIN_TOLD_WORDS = 2
+
+
+def _told_in_its_own_words(message: str, locale: str) -> bool:
+    """Whether a message with no conversation, whose word points at something (``_dependence``), tells that thing in
+    its own sentences: its question sentence (the last that asks, else the last) points at nothing, and the sentence
+    pointing is one that tells the case ("Its a present for my husband - can you gift wrap the order?": "its" points
+    at the order the question names); or its question sentence points back at what the sentences before it say ("wie
+    schwer ist euer Zelt? will wissen ob ich das noch tragen kann": "das" is the tent)."""
+    sentences = [x for x in _SENTENCE_BREAK.split(message.strip()) if x.strip()]
+    if len(sentences) < 2:
+        return False
+    asking = max((i for i, x in enumerate(sentences) if "?" in x), default=len(sentences) - 1)
+    if not _dependence(sentences[asking], locale, alone=True).kind:
+        return True
+    german = is_german(message, locale)
+    stop = _STOP_DE if german else _STOP_EN
+    before = [w for x in sentences[:asking] for w in _lower_words(x) if w not in stop and len(w) > 2]
+    return len(before) >= MIN_TOLD_WORDS
+
+
+def _dependence(message: str, locale: str = "en", *, alone: bool = False) -> Dependence:
     """Whether the message depends on the conversation, and how: a reply to the assistant's offer
     ("yes please"), a bare question word ("why?"), an ellipsis continuing the last question ("and
     for Canada?", "what about Plus?") or a word pointing back ("is it free?", "how long does that take?").

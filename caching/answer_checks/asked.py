@@ -51,7 +51,7 @@ _KIND_PATTERNS = (
                         r"\bfile size\b|\bsize limit\b|\bwie groß\b|\bwie schwer\b|\bdateigröße\b|\bmaximale größe\b",
                         re.I)),
     ("amount", re.compile(
-        r"\bhow much\b|\bwhat does .{0,60}\bcost\b|\bcosts?\b|\bprices?\b|\bfees?\b|\bsurcharge\b|\bcharge for\b|"
+        r"\bhow much\b|\bwhat does .{0,60}\bcost\b|\bcosts?\b|\bprices?\b(?![ -]match)|\bfees?\b|\bsurcharge\b|\bcharge for\b|"
         r"\b(?:vat|tax) rate\b|\brate\b|\bminimum\b|\bmaximum\b|\blimit\b|\bkostet\b|\bkosten\b|\bpreis|\bgebühr|"
         r"\bzuschlag|\bwie hoch\b|\bwie viel\b|\bsteuersatz|\bmindest|\bhöchst|\border value\b|\bthreshold\b|"
         r"\bbestellwert|\bab welchem betrag\b|\bthe least\b|\bsmallest (?:order|amount|purchase|total)\b|\blowest\b|"
@@ -199,6 +199,16 @@ _FACILITY = re.compile(  # the company's, not the customer's own ("our office in
     r"drop(?:ping)? (?:\w+ )?off|service (?:center|centre|desk|point)s?)\b", re.IGNORECASE)
 # A town named before its state or country ("Fairbanks, Alaska", "Portland, Oregon")
 _TOWN_BEFORE = re.compile(r"\b[A-ZÄÖÜ][\w'’.-]*(?:\s+[A-ZÄÖÜ][\w'’.-]*)?,\s+(?=[A-ZÄÖÜ])")
+_REGION_NAMES = {case: _compile(aliases) for case, aliases in CASES["region"].items()}
+# The postal codes of the states, provinces and territories, as customers write them after their town ("Vancouver
+# BC", "Austin, TX"): the country's word, or the region's where the help centre has rules for it (Alaska, Yukon)
+_US_STATES = ("AL AZ AR CA CO CT DE FL GA ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK "
+              "OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC").split()
+_CA_PROVINCES = "BC AB SK MB ON QC NB NS PE NL".split()
+POSTAL_CODES = {**{c: "United States" for c in _US_STATES}, **{c: "Canada" for c in _CA_PROVINCES},
+                "AK": "Alaska", "HI": "Hawaii", "YT": "Yukon", "NT": "Northwest Territories", "NU": "Nunavut"}
+# in capitals only, after a capitalised town ("in Portland OR"), never in a question typed in capitals
+_TOWN_CODE = re.compile(rf"\b([A-ZÄÖÜ][\w'’.-]*),?\s+({'|'.join(POSTAL_CODES)})\b(?![\w'’-])")
 
 
 def places_as_countries(text: str, locale: str = "en") -> str:
@@ -214,8 +224,11 @@ def places_as_countries(text: str, locale: str = "en") -> str:
 
     def known_after(m: re.Match) -> bool:
         at = m.end()
-        return any(p.match(text, at) for p in (*_PLACE_PATTERNS.values(), *_COUNTRY_NAMES.values()))
+        return any(p.match(text, at) for p in (*_PLACE_PATTERNS.values(), *_COUNTRY_NAMES.values(),
+                                               *_REGION_NAMES.values()))
 
+    if not text.isupper():  # "Vancouver BC" -> "Vancouver, Canada" (and the town goes below)
+        text = _TOWN_CODE.sub(lambda m: f"{m.group(1)}, {POSTAL_CODES[m.group(2)]}", text)
     text = _TOWN_BEFORE.sub(lambda m: "" if known_after(m) else m.group(0), text)
     for country, pattern in _PLACE_PATTERNS.items():
         text = pattern.sub(words[country], text)
@@ -299,6 +312,13 @@ def kind_of(question: str) -> str | None:
     if YES_NO_QUESTION.match(question) and not re.search(r"\bhow\b|\bwie\b", question, re.I):
         # "is there a max file size for ...?" wants the size, as "what is the max file size" does
         return "size" if _KIND_PATTERNS_BY_NAME["size"].search(question) else "yesno"
+    # a yes/no question after the sentences that tell the case ("Found my TV cheaper at another US retailer. I'm on
+    # the Free plan. can you still price match it?"): the kind its own words ask for ("Is there a fee to return it?"),
+    # else yes or no, never that of a word of the case
+    asking = _SENTENCE.split(question.strip())
+    if len(asking) > 1 and asking[-1].rstrip().endswith("?") and YES_NO_QUESTION.match(asking[-1]):
+        return next((name for name, pattern in _KIND_PATTERNS if pattern.search(asking[-1])), None) or \
+            kind_of(asking[-1])
     for name, pattern in _KIND_PATTERNS:
         if pattern.search(question):
             return name
@@ -309,6 +329,7 @@ def kind_of(question: str) -> str | None:
         YES_NO_QUESTION.match(last) and not re.search(r"\bhow\b|\bwie\b", last, re.I)) else None
 
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _LAST_CLAUSE = re.compile(r"(?<=[,.;:!])\s+|\s+[-–—]+\s+")
 
 

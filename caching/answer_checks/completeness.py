@@ -29,6 +29,7 @@ import dataclasses
 import re
 
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, Asked, all_cases_in, asked,
+                                         REWRITE_MARK,
                                          asked_action, asked_cases, ask_kind, asks_of,
                                          asks_in_words, figure_stated,
                                          asks_minimum, asked_day, case_fit, covers_day, holds_action, name_head,
@@ -39,7 +40,7 @@ from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAM
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
 from caching.answer_checks.counted import count_of_another_thing
-from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, number, quantities
+from caching.answer_checks.facts import CURRENCIES, QUANTITY, UNITS, measured_kinds, number, quantities
 from caching.answer_checks.text import CITATION_MARKER, sentences_of, terms
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
@@ -147,6 +148,11 @@ class CompletenessCheck(AnswerCheck):
             # own amount decides, so an answer stating none is not the whole answer
             if quantities(evidence.question)[2] and not quantities(answer)[2]:
                 return Refusal(self.code, "asks whether, for an amount; the answer states no amount")
+            # so does its own length of time for the customer's ("found it cheaper 10 days after delivery, can you
+            # still price match it?")
+            if ("duration" in measured_kinds(evidence.question.split(REWRITE_MARK, 1)[0])
+                    and "duration" not in measured_kinds(answer)):
+                return Refusal(self.code, "asks whether, after a length of time; the answer states none")
             return None
         head = name_head(evidence.question) if wanted.kind in ("name", None) else ""
         # a heading about carriers names one only for a line quoted under it, not for a model's own words

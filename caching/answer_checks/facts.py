@@ -62,6 +62,17 @@ def quantities(text: str) -> tuple[set[str], set[tuple[str, str]], set[tuple[str
     return numbers, measures, amounts
 
 
+TIME_UNITS = frozenset({"minute", "hour", "day", "week", "month", "year"})
+
+
+def measured_kinds(text: str) -> set[str]:
+    """The kinds of figure a text states (``asked.KINDS``): "duration" for a length of time ("10 days after
+    delivery"), "amount" for money ("a $120 order")."""
+    _, measures, amounts = quantities(text)
+    kinds = {"amount"} if amounts else set()
+    return kinds | {"duration"} if {u for _, u in measures} & TIME_UNITS else kinds
+
+
 def names(text: str) -> set[str]:
     """Capitalised words that do not start a sentence (or a list item or line)."""
     out = set()

