@@ -153,6 +153,10 @@ EQUIVALENTS = {
         "break breaks broke broken faulty defective",
         "lower lowered reduce reduced",
         "address house home flat apartment",
+        "fix correct change edit update amend",
+        # "how long do you hang on to my invoices?": keep them
+        "keep retain hang",
+        "cap limit",
     ),
 }
 

@@ -795,9 +795,33 @@ def _scoped(conversation: Conversation, locale: str, unresolved: Resolution) -> 
                       conditions=carried, history=history)
 
 
+# The customer leaves the conversation's subject in words ("ok that's a dealbreaker then. different question: if I close my
+# account, ...", "Andere Frage: ..."): what follows is asked on its own, and nothing said before travels with it
+_NEW_QUESTION = re.compile(
+    r"\b(?:(?:a|one)\s+)?(?:different|another|new|separate|unrelated|other)\s+(?:question|topic|subject|matter|thing)\b|"
+    r"\bon\s+(?:a|another|an\s+unrelated|a\s+different)\s+note\b|\bchanging\s+(?:the\s+)?subject\b|"
+    r"\b(?:eine\s+)?(?:andere|neue)\s+frage\b|\banderes\s+thema\b|\bthemawechsel\b", re.IGNORECASE)
+_NEW_QUESTION_END = re.compile(r"\s*(?:though|then|too)?\s*[:,.;!?\-–—]*\s*", re.IGNORECASE)
+
+
+def _new_question(message: str, locale: str) -> str:
+    """What a message asks after the customer says it is a new question ("different question: ..."), when that
+    stands on its own (points at nothing); else ""."""
+    marked = _NEW_QUESTION.search(message)
+    if not marked:
+        return ""
+    rest = message[_NEW_QUESTION_END.match(message, marked.end()).end():].strip()
+    if len(_lower_words(rest)) < MIN_TOLD_WORDS or dependence(rest, locale, alone=True).kind:
+        return ""
+    return rest
+
+
 def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
     message = conversation.message
     history = conversation.history
+    if history and (fresh := _new_question(message, locale)):
+        return replace(_standalone(fresh, history, _running(history), locale, is_german(fresh, locale),
+                                   fresh=True), message=message)
     german = is_german(message, locale)
     dep = dependence(message, locale, alone=not history)
     earlier_users = [t for t in history if t.role == "user"]
@@ -902,7 +926,7 @@ _PLACE_BEARING = {
     "deliver", "delivers", "delivery", "deliveries", "ship", "ships", "shipping", "shipped", "post", "postage",
     "courier", "send", "sent", "collect", "collection", "pickup", "open", "opens", "opening", "close", "closes",
     "closing", "hours", "branch", "branches", "store", "stores", "shop", "shops", "near", "nearest", "local",
-    "tax", "taxes", "vat", "duty", "duties", "customs", "currency", "price", "prices", "cost", "costs", "fee",
+    "tax", "taxes", "vat", "duty", "duties", "customs", "currency", "price", "prices", "cost", "costs", "much", "fee",
     "fees", "charge", "charges", "available", "availability", "stock", "arrive", "arrives", "arrival", "long",
     "days", "express", "next-day", "overnight", "international", "abroad", "coverage", "signal", "speed",
     "speeds", "engineer", "appointment", "nearby", "parking", "book", "booking", "slot", "slots", "lieferung", "versand", "kosten", "preis", "öffnungszeiten", "filiale",
@@ -976,12 +1000,12 @@ def _bears_on(message: str, kind: str) -> bool:
 
 
 def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str], locale: str,
-                german: bool) -> Resolution:
+                german: bool, *, fresh: bool = False) -> Resolution:
     """A message that points nowhere: standalone, unless it continues the conversation (an earlier
     turn is on its topic, ``CONVERSATION_RELATED_COSINE``) or the customer's country, plan or day
     bears on it: then the topic of the customer's related question and the conditions of those
     turns travel with it, so "is there a fee?" about one thing is never the same question as
-    about another."""
+    about another. ``fresh``: asked after the customer says it is a new question; it continues nothing."""
     last_assistant = next((t for t in reversed(history) if t.role == "assistant"), None)
     if _answers_assistant(message, last_assistant):
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
@@ -989,7 +1013,7 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     own = conditions(message)
     if not german and not self_contained(message) and not _new_subject_after_closed_topic(message, history):
         return _underspecified(message, history, running, last_assistant)
-    if not german and (why := continues(message, history)):
+    if not german and not fresh and (why := continues(message, history)):
         return _continuing(message, history, running, last_assistant, why)
     related = _related_turns(message, history)
     # the customer's country, plan and day, stated or asked about (the latest of each kind), where
@@ -1001,7 +1025,10 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
     users = [t for t in _since_fresh_start(history) if t.role == "user"]
     asking = [bool(_asked(t.content)) for t in users]
     latest = max((i for i, a in enumerate(asking) if a), default=-1)
-    stated = _running(tuple(t for i, t in enumerate(users) if i == latest or not asking[i]))
+    # after "different question:" (``fresh``) not even what that latest question asks about ("Do you ship to Canada?"):
+    # the customer has left its subject; what they told of themselves stays ("I'm in Mexico City.")
+    stated = _running(tuple(replace(t, content=t.content.replace(_asked(t.content), " ")) if fresh and i == latest else t
+                            for i, t in enumerate(users) if i == latest or not asking[i]))
     bearing = {v: k for v, k in stated.items() if k in ("place", "tier", "day") and _bears_on(message, k)}
     # a sum of money the customer means to send, pay or top up bears on fees, limits and timings
     bearing.update({v: k for v, k in stated.items() if k == "amount" and _MONEY.search(v) and _bears_on(message, "money")})

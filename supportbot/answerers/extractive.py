@@ -32,6 +32,7 @@ from caching.answer_checks.facts import measured_kinds, quantities
 from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from generation.base import GenerationResult, Passage
+from retrieval.subject import EQUIVALENTS
 from supportbot.answerers.base import Answer, AnswerRequest, Answerer, AnswererSpec
 from supportbot.conversation import NAMING_NOTHING, TOPIC_MARK, quoted_labels
 
@@ -247,7 +248,8 @@ class ExtractiveAnswerer(Answerer):
         vectors = embed([f"{section_of(p)}: {u.text}" for p, u in candidates])
         scores = vectors @ np.asarray(question, dtype=np.float32)
         texts = [f"{section_of(p)} {u.text}" for p, u in candidates]
-        scores = scores + LEXICAL_WEIGHT * lexical_overlap(request.question, texts)
+        scores = scores + LEXICAL_WEIGHT * lexical_overlap("", texts, wanted=said_as_the_articles_say(
+            request.question, set().union(*map(terms, texts))))
         if TOPIC_MARK in request.question and wanted.kind:
             # a follow-up asking for a fact asks it of its own words that the conversation did not say ("I'd rather
             # get it by text. How long does that last?"): a unit that has them gains again
@@ -273,6 +275,12 @@ class ExtractiveAnswerer(Answerer):
             if wanted.wants_fact and kept[0].states:
                 kept[0] = dataclasses.replace(
                     kept[0], unit=askers_figure(wanted, pertinent_part(wanted.kind, focus, kept[0].unit)))
+            elif wanted.kind == "yesno" and wanted.cases:
+                # "do you keep my invoices? I'm in Germany": of a rule listing each country's figure, Germany's
+                kept[0] = dataclasses.replace(kept[0], unit=next(
+                    (u for kind in ("duration", "amount")
+                     if (u := askers_figure(dataclasses.replace(wanted, kind=kind), kept[0].unit)) != kept[0].unit),
+                    kept[0].unit))
         else:
             kept = self._similar_units(ranked)
         # of a list with an item headed by what the question names ("PayPal: 1–2 Werktage"), not the items headed
@@ -682,6 +690,22 @@ def list_after(passage: Passage, unit: Unit) -> list[Unit]:
         if u.kind != "item":
             break
         out.append(u)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _equivalent_groups() -> tuple[frozenset[str], ...]:
+    return tuple(frozenset(terms(group)) for groups in EQUIVALENTS.values() for group in groups)
+
+
+def said_as_the_articles_say(question: str, stated: set[str]) -> set[str]:
+    """The question's terms, a word no unit states (``stated``) traded for the words of its ``EQUIVALENTS`` group that
+    units do state: "can I still fix that?" for "change", "how long do you hang on to my invoices?" for "keep"."""
+    out = terms(question)
+    for group in _equivalent_groups():
+        unstated = out & group - stated
+        if unstated and group & stated:
+            out = (out - unstated) | (group & stated)
     return out
 
 

@@ -463,6 +463,8 @@ def test_germans_pro_per_year_names_no_plan(text, plan):
     ("Found my TV cheaper at another US retailer. I'm on the Free plan. can you still price match it?", "yesno",
      {"country": "United States", "plan": "Free plan"}),
     ("I opened a blender. Is there a fee to return it?", "amount", {"condition": "opened"}),
+    # a rate limit is a count of requests, not an amount of money (was: "Pro: $9 per month"; lc10-14)
+    ("im on pro. whats the rate limit", "count", {"plan": "Pro"}),
 ])
 def test_what_a_question_asks_for_and_for_whom(question, kind, cases):
     assert asked(question) == Asked(kind=kind, cases=cases)

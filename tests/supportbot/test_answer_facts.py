@@ -571,3 +571,15 @@ def test_whether_a_rule_holds_after_the_customers_time_is_answered_with_the_rule
     outcome = ask(initech, "Found my TV cheaper at another US retailer, 10 days after delivery. I'm on the Free plan. "
                            "can you still price match it?")
     assert "7 days" in outcome.answer, outcome.answer
+
+
+def test_a_word_no_unit_states_counts_as_the_word_the_articles_use():
+    """"can I still fix that?" is the articles' "change", "hang on to" their "keep" (``EQUIVALENTS``), when no unit
+    says the customer's word."""
+    from supportbot.answerers.extractive import said_as_the_articles_say
+    from caching.answer_checks.text import terms
+
+    stated = terms("You can change the shipping address until the order is packed. We keep invoices for 5 years.")
+    assert terms("change") <= said_as_the_articles_say("can I still fix that?", stated)
+    assert terms("keep") <= said_as_the_articles_say("how long do you hang on to my invoices?", stated)
+    assert said_as_the_articles_say("can I change it?", stated) == terms("can I change it?")

@@ -695,3 +695,25 @@ def test_a_message_adding_to_what_was_asked_or_asking_to_call_without_saying_who
     assert dependence(message).kind == "anaphora"
     assert dependence(message, alone=True).kind == ""
     assert resolve(Conversation.single(message)).how == How.SINGLE
+
+
+def thread(*texts) -> Conversation:
+    return Conversation(tuple(Turn("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)))
+
+
+@pytest.mark.django_db
+def test_after_different_question_nothing_asked_before_travels_but_where_the_customer_is_does():
+    """"ok that's a dealbreaker then. different question: if I close my account, how long do you hang on to my
+    invoices?" after "Do you ship to Canada?" was keyed by the Canada shipping conversation and answered for Canada
+    (the blind tenth conversation set, lc10-18); "Different question: ... Pro plan. How much is it?" after "I'm in
+    Mexico City. What does shipping cost for me?" is still asked from Mexico (lc9-16)."""
+    r = resolve(thread("Do you ship to Canada?", "Sorry, no. We only ship to the United States and to Mexico.",
+                      "ok that's a dealbreaker then. different question: if I close my account, how long do you hang "
+                      "on to my invoices and payment records?"))
+    assert r.how == How.STANDALONE and r.question.startswith("if I close my account") and not r.conditions
+    r = resolve(thread("I'm in Mexico City. What does shipping cost for me?", "Standard shipping to Mexico costs MX$149.",
+                      "Different question: I'm thinking about the Pro plan. How much is it?"))
+    assert "mexico" in r.conditions and "shipping" not in r.question.casefold()
+    # what follows the words is the conversation's when it points back
+    r = resolve(thread("Do you ship to Canada?", "Yes, we ship to Canada.", "another question: how long does that take?"))
+    assert r.how != How.STANDALONE

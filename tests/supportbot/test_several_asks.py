@@ -26,7 +26,7 @@ def extractive(settings):
 
 @pytest.mark.parametrize("question, told, asks", [
     ("I'm on Pro. What's my API rate limit, and when do the keys expire?", "I'm on Pro.",
-     [("What's my API rate limit", "amount"), ("when do the keys expire?", "duration")]),
+     [("What's my API rate limit", "count"), ("when do the keys expire?", "duration")]),
     ("how long is the password reset link valid, and how long does the new password need to be?", "",
      [("how long is the password reset link valid", "duration"),
       ("how long does the new password need to be?", "size")]),
