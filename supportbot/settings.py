@@ -273,6 +273,10 @@ NAME_CHECK_LOCALES = env.list("NAME_CHECK_LOCALES", default=["en", "de"])
 # reload my gift card?", "Do you rent kayaks?": retrieval.subject.unstated_action), or whether there is a thing no passage
 # states ("Is there parking at ...?": unstated_thing), is not covered. Empty turns it off.
 ACTION_CHECK_LOCALES = env.list("ACTION_CHECK_LOCALES", default=["en"])
+# Answerability: languages where a question asking for a product's property (its weight, battery life, material,
+# capacity: retrieval.subject.unstated_property) is not covered when no passage of the help centre states any word of
+# that property. Empty turns it off.
+PROPERTY_CHECK_LOCALES = env.list("PROPERTY_CHECK_LOCALES", default=["en", "de"])
 # Content gaps staff page: handed-off questions at least this similar (embedding cosine) are one group.
 CONTENT_GAP_SIMILARITY = env.float("CONTENT_GAP_SIMILARITY", default=0.75)
 # Content gaps staff page: at most this many of the latest handed-off Asks of a tenant and locale are read.

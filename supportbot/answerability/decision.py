@@ -11,7 +11,8 @@ from caching.answer_checks.asked import places_as_countries
 from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import IndexGeneration
-from retrieval.subject import asked_readings, nouns_of, subject_of, truecased, unnamed, unstated_action, unstated_thing
+from retrieval.subject import (asked_readings, nouns_of, subject_of, truecased, unnamed, unstated_action, unstated_property,
+                               unstated_thing)
 from supportbot.answerability.company import unstated_company_facts
 from supportbot.answerability.features import pair_features, unit_similarities
 from supportbot.answerability.model import ModelUnavailable, current_model
@@ -98,6 +99,10 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     if action:  # the action asked for: no passage that shares the rest answers it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks to {action}, which the help centre "
                        f"never states"[:300], model.version, unseen)
+    spec = unstated_property(generation, tenant_id, locale, question)
+    if spec:  # a product's property: no passage states any word of it
+        return Verdict(False, p, threshold, chunk_id, f"not answerable: asks for a product's property ({spec}), which the "
+                       f"help centre never states"[:300], model.version, unseen)
     thing = unstated_thing(locale, question, subject)
     if thing:  # what it asks whether there is: no passage that shares the rest states it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks whether there is {thing}, which the help "

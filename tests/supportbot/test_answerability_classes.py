@@ -384,3 +384,28 @@ def test_a_run_of_the_help_centres_own_names_is_named_and_the_customers_house_is
     outcome = pipeline.ask(pipeline.Asker(acme, "en"), "Does the Acme Trail app work on my Apple Watch?")
     assert outcome.status == AskEvent.Status.NOT_COVERED and "Apple Watch" in outcome.reason, outcome.reason
     assert states_same("english", "hous", {"address"})
+
+
+@pytest.mark.parametrize("tenant, locale, question", [
+    # was: answered with the return policy (P=0.617) and the warranty's batteries (the answerability sets' "specification"
+    # class; bench.answerability)
+    ("acme", "en", "How long does the battery of the trail GPS watch last?"),
+    ("acme", "de", "Wie lange hält der Akku der GPS-Uhr?"),
+    ("acme", "de", "wie schwer ist euer 4-personen-zelt ungefähr? will wissen ob ich das noch im rucksack tragen kann"),
+])
+def test_a_products_property_the_help_centre_never_states_is_handed_off(demo, tenant, locale, question):
+    """A product's weight, battery life or loudness is a specification, stated (if at all) in the property's own words;
+    a passage sharing the product ("batteries", "tent") does not answer it."""
+    outcome = ask_twice(demo[tenant], question, locale)
+    assert "asks for a product's property" in outcome.reason, outcome.reason
+
+
+@pytest.mark.parametrize("tenant, locale, question", [
+    ("initech", "en", "Premier member here. My new TV is well over 50 lb. What does freight cost for me?"),
+    ("acme", "de", "Wie lange habe ich Zeit, eine Bestellung zurückzuschicken?"),
+])
+def test_a_question_naming_no_property_is_not_read_as_a_specification(demo, tenant, locale, question):
+    from retrieval.services import active_generation
+    from retrieval.subject import unstated_property
+
+    assert unstated_property(active_generation(), demo[tenant].pk, locale, question) is None
