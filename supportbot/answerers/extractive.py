@@ -449,8 +449,10 @@ class ExtractiveAnswerer(Answerer):
                     if focus and not _shared(focus, terms(c.unit.text)):
                         continue  # a figure of nothing the question names: "locked for 15 minutes" for a link's life
                     figures += 1
-            elif c.states:
-                continue  # the lead states nothing: nor may an unsuitable unit
+            elif c.states and not (follows(lead, c) and c.fit >= 0 and not lead.states and wanted.wants_fact):
+                continue  # the lead states nothing: nor may an unsuitable unit; but the sentence right after it may
+                #           state the fact ("... wenden Sie sich an den Kundenservice. Nachdem wir Ihre Identität
+                #           geprüft haben, entfernen wir 2FA nach einer Sicherheitswartezeit von 48 Stunden ...")
             elif c.score < lead.score - FACT_MARGIN and not follows(lead, c):
                 continue
             size = len(c.unit.text) + 4

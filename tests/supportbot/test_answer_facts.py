@@ -583,3 +583,12 @@ def test_a_word_no_unit_states_counts_as_the_word_the_articles_use():
     assert terms("change") <= said_as_the_articles_say("can I still fix that?", stated)
     assert terms("keep") <= said_as_the_articles_say("how long do you hang on to my invoices?", stated)
     assert said_as_the_articles_say("can I change it?", stated) == terms("can I change it?")
+
+
+def test_the_sentence_right_after_a_lead_stating_nothing_may_state_the_asked_fact(acme):
+    """Was: "Haben Sie keine Backup-Codes mehr, wenden Sie sich an den Kundenservice." alone, no duration (the blind
+    tenth fact set, lf10-57): the next sentence of its paragraph states the 48 hours asked for."""
+    outcome = ask(acme, "Handy verloren und keine Backup-Codes mehr :( Wie lange dauert es, bis ihr die 2FA entfernt?",
+                  "de")
+    assert "48 Stunden" in outcome.answer, outcome.answer
+    assert admission(outcome)["disposition"] == "stored"
