@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from caching.answer_checks.facts import QUANTITY, UNITS, quantities
-from caching.answer_checks.places import towns_in
+from caching.answer_checks.places import towns, towns_in
 from caching.answer_checks.text import split_sentences, terms
 from ingestion.textsearch import language_of
 
@@ -209,8 +209,17 @@ _US_STATES = ("AL AZ AR CA CO CT DE FL GA ID IL IN IA KS KY LA ME MD MA MI MN MS
 _CA_PROVINCES = "BC AB SK MB ON QC NB NS PE NL".split()
 POSTAL_CODES = {**{c: "United States" for c in _US_STATES}, **{c: "Canada" for c in _CA_PROVINCES},
                 "AK": "Alaska", "HI": "Hawaii", "YT": "Yukon", "NT": "Northwest Territories", "NU": "Nunavut"}
-# in capitals only, after a capitalised town ("in Portland OR"), never in a question typed in capitals
+# in capitals only, after a capitalised town ("in Portland OR"), never in a question typed in capitals; a code that is
+# an English word too ("OR", "IN", "ON") only after a town the gazetteer or ``PLACES`` knows ("Plus, OR Pro?" is no place)
+_WORD_CODES = frozenset("AL CO DE HI ID IN LA MA ME OH OK ON OR PA".split())
 _TOWN_CODE = re.compile(rf"\b([A-ZÄÖÜ][\w'’.-]*),?\s+({'|'.join(POSTAL_CODES)})\b(?![\w'’-])")
+
+
+def _coded_town(m: re.Match) -> bool:
+    """Whether a ``_TOWN_CODE`` match is a town and its code (see there)."""
+    town = m.group(1)
+    return m.group(2) not in _WORD_CODES or town.casefold() in towns() or any(
+        p.fullmatch(town) for p in _PLACE_PATTERNS.values())
 
 
 def places_as_countries(text: str, locale: str = "en") -> str:
@@ -230,7 +239,8 @@ def places_as_countries(text: str, locale: str = "en") -> str:
                                                *_REGION_NAMES.values()))
 
     if not text.isupper():  # "Vancouver BC" -> "Vancouver, Canada" (and the town goes below)
-        text = _TOWN_CODE.sub(lambda m: f"{m.group(1)}, {POSTAL_CODES[m.group(2)]}", text)
+        text = _TOWN_CODE.sub(lambda m: f"{m.group(1)}, {POSTAL_CODES[m.group(2)]}" if _coded_town(m) else m.group(0),
+                              text)
     text = _TOWN_BEFORE.sub(lambda m: "" if known_after(m) else m.group(0), text)
     for country, pattern in _PLACE_PATTERNS.items():
         text = pattern.sub(words[country], text)

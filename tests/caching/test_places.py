@@ -51,7 +51,7 @@ def test_a_town_before_its_state_or_provinces_code_or_its_region_names_that(ques
     assert places_as_countries(question) == read
 
 
-@pytest.mark.parametrize("text", ["ON my order, nothing has arrived", "Is it OK to ship to my office?",
+@pytest.mark.parametrize("text", ["ON my order, nothing has arrived", "Is it OK to ship to my office?", "Plus, OR Pro?",
                                   "WHAT IS THE FEE FOR SHIPPING IN BC"])
 def test_a_postal_code_counts_only_after_a_capitalised_town_in_a_sentence_not_shouted(text):
     assert places_as_countries(text) == text
