@@ -278,7 +278,9 @@ def test_a_german_question_typed_in_lower_case_gets_its_nouns_capitals_back(acme
     ("wie viele lumen hat eure stirnlampe auf höchster stufe?", "lum"),
     ("sucht ihr für die weihnachtszeit noch aushilfen im lager?", "Weihnachtszeit"),
 ])
-def test_a_german_question_typed_in_lower_case_about_what_no_article_states_is_handed_off(acme, question, reason):
+def test_a_german_question_typed_in_lower_case_about_what_no_article_states_is_handed_off(acme, settings, question,
+                                                                                        reason):
+    settings.PROPERTY_CHECK_LOCALES = []  # "lumen" is a property too (its own check): this is the nouns' test
     outcome = ask_twice(acme, question, "de")
     assert reason in outcome.reason, outcome.reason
 
