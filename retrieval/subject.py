@@ -221,7 +221,8 @@ _POSSESSIVE_PERSON = re.compile(rf"\b(?:{'|'.join(sorted(PERSONS))})['’]s\b", 
 # want to rent a tent. What are your prices?") and what the purchase is for ("for our school") decide what is
 # asked, so their unseen words stay in that reading; so do names (capitalised after a sentence's first word:
 # "Android", a place).
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s+[—–-]+\s+|\n+")
+# A text's sentences: after ". ", "! ", "? ", at a dash between spaces or a line break (``supportbot.conversation`` too).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s+[—–-]+\s+|\n+")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|z\.\s?b|bzw|ca|usw|etc|inkl|ggf|evtl|approx|vs)\.", re.IGNORECASE)
 _IDENTITY = re.compile(r"\b(?:i'?m|i am|we'?re|we are|he'?s|she'?s|is|are|as|ich bin|wir sind|ist|als)\s+"
                        r"(?:a|an|ein|eine|einer|\d+)\b", re.IGNORECASE)
@@ -260,7 +261,7 @@ class Told:
 def told_case(question: str) -> Told | None:
     """The question split into its question sentence (the first ending in "?", and what follows) and the words told
     before it; None when no sentence comes before one or nothing told is the case."""
-    sentences = [s for s in _SENTENCE_END.split(_ABBREVIATION.sub(lambda m: m.group(0).replace(".", ""), question))
+    sentences = [s for s in SENTENCE_END.split(_ABBREVIATION.sub(lambda m: m.group(0).replace(".", ""), question))
                  if s.strip()]
     first = next((i for i, s in enumerate(sentences) if s.rstrip().endswith("?")), None)
     if first is None:
@@ -894,7 +895,7 @@ def unstated_property(generation: IndexGeneration, tenant_id: int, locale: str, 
         match = pattern.search(question)
         if not match:
             continue
-        stems = list(dict.fromkeys(s for w in words for s in words_terms(config, [w]).get(w, [])))
+        stems = list(dict.fromkeys(s for terms in words_terms(config, words).values() for s in terms))
         if stems and len(unseen_in_scope(generation, tenant_id, locale, stems)) == len(stems):
             return match.group(0)
     return None

@@ -33,7 +33,7 @@ from caching.answer_checks.text import sentences_of
 
 from retrieval.embeddings import embed_texts
 from retrieval.generations import query_embedder
-from retrieval.subject import PERSONS
+from retrieval.subject import PERSONS, SENTENCE_END
 from supportbot.questions import AskRejected, clean_question, normalize_question
 
 ROLES = ("user", "assistant")
@@ -522,8 +522,6 @@ def dependence(message: str, locale: str = "en", *, alone: bool = False) -> Depe
     return dep
 
 
-# A message's sentences: after ". ", "! ", "? ", at a dash between spaces or a line break.
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s+[—–-]+\s+|\n+")
 # what the other sentences must say to be the asked thing's antecedent ("My tent pole snapped. Can you fix it?"), not a
 # pointing word of their own ("It broke. Can you fix it?")
 MIN_TOLD_WORDS = 2
@@ -535,7 +533,7 @@ def _told_in_its_own_words(message: str, locale: str) -> bool:
     pointing is one that tells the case ("Its a present for my husband - can you gift wrap the order?": "its" points
     at the order the question names); or its question sentence points back at what the sentences before it say ("wie
     schwer ist euer Zelt? will wissen ob ich das noch tragen kann": "das" is the tent)."""
-    sentences = [x for x in _SENTENCE_BREAK.split(message.strip()) if x.strip()]
+    sentences = [x for x in SENTENCE_END.split(message.strip()) if x.strip()]
     if len(sentences) < 2:
         return False
     asking = max((i for i, x in enumerate(sentences) if "?" in x), default=len(sentences) - 1)

@@ -201,7 +201,6 @@ _FACILITY = re.compile(  # the company's, not the customer's own ("our office in
     r"drop(?:ping)? (?:\w+ )?off|service (?:center|centre|desk|point)s?)\b", re.IGNORECASE)
 # A town named before its state or country ("Fairbanks, Alaska", "Portland, Oregon")
 _TOWN_BEFORE = re.compile(r"\b[A-ZÄÖÜ][\w'’.-]*(?:\s+[A-ZÄÖÜ][\w'’.-]*)?,\s+(?=[A-ZÄÖÜ])")
-_REGION_NAMES = {case: _compile(aliases) for case, aliases in CASES["region"].items()}
 # The postal codes of the states, provinces and territories, as customers write them after their town ("Vancouver
 # BC", "Austin, TX"): the country's word, or the region's where the help centre has rules for it (Alaska, Yukon)
 _US_STATES = ("AL AZ AR CA CO CT DE FL GA ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK "
@@ -236,7 +235,7 @@ def places_as_countries(text: str, locale: str = "en") -> str:
     def known_after(m: re.Match) -> bool:
         at = m.end()
         return any(p.match(text, at) for p in (*_PLACE_PATTERNS.values(), *_COUNTRY_NAMES.values(),
-                                               *_REGION_NAMES.values()))
+                                               *_CASE_PATTERNS["region"].values()))
 
     if not text.isupper():  # "Vancouver BC" -> "Vancouver, Canada" (and the town goes below)
         text = _TOWN_CODE.sub(lambda m: f"{m.group(1)}, {POSTAL_CODES[m.group(2)]}" if _coded_town(m) else m.group(0),

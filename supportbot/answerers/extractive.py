@@ -248,13 +248,13 @@ class ExtractiveAnswerer(Answerer):
         vectors = embed([f"{section_of(p)}: {u.text}" for p, u in candidates])
         scores = vectors @ np.asarray(question, dtype=np.float32)
         texts = [f"{section_of(p)} {u.text}" for p, u in candidates]
-        scores = scores + LEXICAL_WEIGHT * lexical_overlap("", texts, wanted=said_as_the_articles_say(
-            request.question, set().union(*map(terms, texts))))
+        stated = set().union(*map(terms, texts))  # a word no unit has tells none apart
+        scores = scores + LEXICAL_WEIGHT * lexical_overlap("", texts, wanted=said_as_the_articles_say(request.question,
+                                                                                                      stated))
         if TOPIC_MARK in request.question and wanted.kind:
             # a follow-up asking for a fact asks it of its own words that the conversation did not say ("I'd rather
             # get it by text. How long does that last?"): a unit that has them gains again
             message, said = request.question.split(TOPIC_MARK, 1)
-            stated = set().union(*map(terms, texts))  # a word no unit has tells none apart
             new = (asking.focus_terms(message, cases=False) - terms(said) - _NAMING_NOTHING) & stated  # not "how much extra?"
             if new:
                 scores = scores + FOLLOW_UP_WEIGHT * lexical_overlap("", texts, wanted=new)
