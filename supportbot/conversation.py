@@ -227,8 +227,9 @@ _ELLIPSIS_SLOT = re.compile(
     r"^(?:and|or|but|also|plus)?\s*(?:(?:what|how)\s+about|same\s+(?:for|with|in))?\s*(?:for|in|to|with|on)?\s*"
     r"(?:the\s+)?(?P<slot>.+?)\s*[?.!]*$", re.IGNORECASE)
 _ELLIPSIS_SLOT_DE = re.compile(
-    r"^(?:und|oder|aber|auch)?\s*(?:(?:was|wie)\s+(?:ist|sieht\s+es)\s+(?:es\s+)?mit)?\s*(?:für|in|nach|mit)?\s*"
-    r"(?:der|die|das|dem|den)?\s*(?P<slot>.+?)\s*[?.!]*$", re.IGNORECASE)
+    r"^(?:und|oder|aber|auch)?\s*(?:(?:was|wie)\s+(?:ist|sieht\s+es)\s+(?:es\s+)?(?:aus\s+)?mit)?\s*"
+    r"(?P<prep>für|in|nach|mit|als|bei|beim|im|ab)?\s*(?:der|die|das|dem|den)?\s*(?P<slot>.+?)\s*[?.!]*$",
+    re.IGNORECASE)
 
 # Words that point back. "it" and "that" have uses that point nowhere ("is it possible to ...",
 # "a fee that applies"): see ``_points_back``.
@@ -802,6 +803,12 @@ _NEW_QUESTION = re.compile(
 _NEW_QUESTION_END = re.compile(r"\s*(?:though|then|too)?\s*[:,.;!?\-–—]*\s*", re.IGNORECASE)
 
 
+def _after_new_question(text: str) -> str:
+    """A message's words after it says a new question begins ("different question: ..."), or the message."""
+    marked = _NEW_QUESTION.search(text)
+    return text[_NEW_QUESTION_END.match(text, marked.end()).end():].strip() if marked else text
+
+
 def _new_question(message: str, locale: str) -> str:
     """What a message asks after the customer says it is a new question ("different question: ..."), when that
     stands on its own (points at nothing); else ""."""
@@ -838,9 +845,7 @@ def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
         if rewritten:
             return _checked_model_rewrite(message, rewritten, running, history)
     if german:
-        return Resolution(message, _context_question(message, history), How.UNRESOLVED,
-                          f"German follow-up ({dep.kind} {dep.word!r}): not rewritten, shared caches bypassed",
-                          history=history)
+        return _german_follow_up(conversation, locale, dep, running)
     if dep.kind in ("reply", "bare"):
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           f"a {dep.kind} ({dep.word!r}) whose meaning is the conversation's", history=history)
@@ -1747,12 +1752,45 @@ def _new_words(text: str, message: str, german: bool) -> str:
     return " ".join(w for w in _topic(text, german).split() if w not in have)
 
 
+# A German ellipsis naming a thing of no known kind ("und für die Wanderkarten im Warenkorb?") is read as the previous
+# question of it when it is this short; a longer message says more than a detail.
+MAX_GERMAN_SLOT_WORDS = 5
+
+
+def _german_follow_up(conversation: Conversation, locale: str, dep: Dependence, running: dict[str, str]) -> Resolution:
+    """A German follow-up is never rewritten for the shared caches (the rules' word lists are English first): it is
+    ``unresolved``. But "und Express?" after "Was kostet der Versand nach Deutschland?" is read, by retrieval and the
+    answerer, as the previous question with the new detail ("Was kostet der Versand nach Deutschland für Express?")
+    when the ellipsis names a detail of a known kind; else as its context question (the message, then the customer's
+    earlier messages), which found the Plus article's "free Express on orders over €75" for it."""
+    message, history = conversation.message, conversation.history
+    unresolved = f"German follow-up ({dep.kind} {dep.word!r}): not rewritten, shared caches bypassed"
+    if dep.kind == "ellipsis" and not _assistant_asked(next((t for t in reversed(history) if t.role == "assistant"),
+                                                            None)):
+        previous = _previous_resolution(conversation, locale)
+        if previous is not None and previous.cacheable:
+            read = _ellipsis(message, previous, running, history, german=True)
+            if read.how == How.REWRITTEN:
+                return Resolution(message, read.question, How.UNRESOLVED,
+                                  f"{unresolved}; read as the previous question with the new detail",
+                                  history=history)
+    return Resolution(message, _context_question(message, history), How.UNRESOLVED, unresolved, history=history)
+
+
 def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
-              history: tuple[Turn, ...]) -> Resolution:
+              history: tuple[Turn, ...], *, german: bool = False) -> Resolution:
     """"And for Canada?": the previous question, with the new detail in place of the old one of its kind."""
-    slot_match = _ELLIPSIS_SLOT.match(message)
+    slot_match = (_ELLIPSIS_SLOT_DE if german else _ELLIPSIS_SLOT).match(message)
     slot = slot_match.group("slot").strip() if slot_match else ""
     found = conditions(slot) if slot else {}
+    if german:  # a German noun is capitalised: a "name" is any noun ("Rücksendung"), no detail of the case
+        found = {v: k for v, k in found.items() if k != "name"}
+        if slot and not found and len(_lower_words(slot)) <= MAX_GERMAN_SLOT_WORDS:
+            # read only, never keyed: "und für die Wanderkarten?" asks the previous question of the maps
+            joiner = slot_match.group("prep") or "für"
+            return Resolution(message, f"{_after_new_question(previous.message).rstrip('?.! ')} {joiner} {slot}?",
+                              How.REWRITTEN,
+                              f"ellipsis on the previous question {previous.question!r}"[:300], history=history)
     if not slot or not found:
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "an ellipsis whose new detail is not a place, plan, day, amount or name", history=history)
@@ -1763,7 +1801,7 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
     answer = history[at + 1] if at is not None and at + 1 < len(history) else None
     if answer is not None and answer.role == "assistant":
         running = _running(tuple(t for t in history if t is not answer))
-    base_conditions = conditions(base)
+    base_conditions = {v: k for v, k in conditions(base).items() if not german or k != "name"}
     question = base
     replaced_any = False
     for value, kind in found.items():
@@ -1774,7 +1812,8 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
             replaced_any = True
         running = {v: k for v, k in running.items() if k != kind or v == value}
     if not replaced_any:
-        question = f"{question.rstrip('?.! ')} for {slot}?"
+        joiner = (slot_match.group("prep") or "für") if german else "for"
+        question = f"{question.rstrip('?.! ')} {joiner} {slot}?"
     skip = (previous.message, answer.content) if answer is not None and answer.role == "assistant" else (previous.message,)
     rest = _conversation_topic(history, question, skip=skip)
     implied = (_implied_question(answer.content, slot) if answer is not None and answer.role == "assistant"
@@ -1853,10 +1892,16 @@ def _context_question(message: str, history: tuple[Turn, ...]) -> str:
     for turn in reversed(history):
         if turn.role != "user":
             continue
-        if len(turn.content) + 3 > budget:
+        # a turn that began a new question ("andere Frage: ...") closed the topics before it, and its own words before
+        # the mark ("ok danke, hat geklappt.")
+        content = _after_new_question(turn.content)
+        marked = content != turn.content
+        if len(content) + 3 > budget:
             break
-        parts.append(turn.content)
-        budget -= len(turn.content) + 3
+        parts.append(content)
+        budget -= len(content) + 3
+        if marked:
+            break
     return " | ".join(parts)
 
 

@@ -74,6 +74,9 @@ SECTION_SHARE = 0.0
 LEAD_MARGIN = 0.3
 FACT_MARGIN = 0.08
 FACT_MAX_UNITS = 3
+# A unit of an article about a plan the question does not name sets the lead's bar only when no unit of another
+# article states the asked kind for the case within FOREIGN_MARGIN of it.
+FOREIGN_MARGIN = 0.45
 # One more unit stating a figure of the asked kind, of the asked case or of none, may follow the lead
 # within this margin (the passages often say the rule twice, once in passing): never a third.
 SECOND_FIGURE_MARGIN = 0.25
@@ -407,6 +410,13 @@ class ExtractiveAnswerer(Answerer):
         # take 3–5 business days longer" for Canada) never leads, so it sets no bar for the units that may
         eligible = next((c for c in ranked if c.fit >= 0 and asking.special_fit(wanted, c.unit.text) >= 0),
                         None) if wanted.wants_fact else None
+        if eligible is not None and eligible.foreign_title:
+            # nor does a plan's figure the customer did not name ("Kostenloser Express-Versand für Bestellungen über
+            # 75 €" of Plus, for "Was kostet der Versand nach Deutschland mit Express?"), when a unit of no such
+            # article states the asked kind for the case within FOREIGN_MARGIN of it
+            eligible = next((c for c in ranked if c.score >= eligible.score - FOREIGN_MARGIN and c.states
+                             and c.fit >= 0 and c.about and not c.foreign_title
+                             and asking.special_fit(wanted, c.unit.text) >= 0), eligible)
         best = (eligible or ranked[0]).score
         near = [c for c in ranked if c.score >= best - LEAD_MARGIN]
         if wanted.wants_fact:  # else the best unit of no other case: admission finds it incomplete

@@ -466,6 +466,19 @@ def test_a_german_follow_up_is_not_handed_off_for_the_conversations_chatter(acme
     assert "45 €" in outcome.answer, outcome.answer
 
 
+@pytest.mark.parametrize("messages", [
+    ("Was kostet der Versand nach Deutschland mit Express?",),
+    ("Was kostet der Versand nach Deutschland?", "Der Standardversand mit DHL kostet 4,95 € und dauert 2–4 Werktage "
+     "ab Versand. Bei einem Bestellwert über 75 € ist er kostenlos.", "und express?"),
+])
+def test_a_plans_figure_the_customer_did_not_name_does_not_lead(acme, messages):
+    """Plus's "Kostenloser Express-Versand für Bestellungen über 75 €" is the member's figure: for a customer who names
+    no plan, Express to Germany costs 14,95 € (was: the Plus line, cited from the membership article)."""
+    outcome = pipeline.ask(pipeline.Asker(acme, "de"), Conversation(tuple(
+        Turn("user" if i % 2 == 0 else "assistant", m) for i, m in enumerate(messages))))
+    assert "14,95" in outcome.answer and "Kostenloser Express" not in outcome.answer, outcome.answer
+
+
 @pytest.mark.parametrize("tenant_slug, question, locale, fact, other", [
     # was: "On New Year's Day, Memorial Day, …, chat is staffed from 9:00 a.m. to 3:00 p.m. CT." first, and cached
     ("initech", "what time does live chat close on new year's eve?", "en", "2:00 p.m.", "9:00 a.m."),

@@ -432,6 +432,34 @@ def test_a_german_follow_up_bypasses_and_says_so():
     assert r.how == How.UNRESOLVED and "German" in r.detail
 
 
+@pytest.mark.parametrize("turns, read, not_read", [
+    # the detail of a known kind: the previous question with it ("für Express"); never keyed
+    (("Was kostet der Versand nach Deutschland?", "Standard kostet 4,95 €.", "und Express?"),
+     "Was kostet der Versand nach Deutschland für Express?", ""),
+    # a thing of no known kind (a German noun reads as a name): appended with the customer's own preposition, and of
+    # the question after "andere Frage:", not of the chatter before it
+    (("Ok danke. Andere Frage: bekommen wir eine Rechnung mit MwSt?", "Ja, mit ausgewiesener Umsatzsteuer.",
+      "und für die Wanderkarten?"), "bekommen wir eine Rechnung mit MwSt für Wanderkarten?", "danke"),
+])
+def test_a_german_ellipsis_is_read_as_the_previous_question_but_never_keyed(turns, read, not_read):
+    r = resolve(Conversation(tuple(Turn("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(turns))), "de")
+    assert r.how == How.UNRESOLVED and not r.cacheable and "German" in r.detail
+    assert r.question == read
+    assert not not_read or not_read not in r.question.casefold()
+
+
+def test_a_context_question_ends_at_the_turn_that_began_a_new_question():
+    """An unresolved follow-up is read with the customer's earlier turns, back to the one that said a new question
+    began ("andere Frage: ..."): the topic before it is closed, and so is the chatter before the mark."""
+    r = resolve(Conversation((Turn("user", "Wie lange ist der Link zum Zurücksetzen des Passworts gültig?"),
+                              Turn("assistant", "30 Minuten."),
+                              Turn("user", "ok danke. andere frage: wir bestellen für unseren Verein, gibt es eine "
+                                           "Rechnung mit MwSt?"),
+                              Turn("assistant", "Ja."), Turn("user", "Wie lange dauert das?"))), "de")
+    assert r.how == How.UNRESOLVED
+    assert "Verein" in r.question and "Passwort" not in r.question and "danke" not in r.question
+
+
 @pytest.mark.django_db
 def test_a_condition_stated_earlier_travels_with_a_standalone_question():
     r = resolve(Conversation((Turn("user", "I live in Canada and want to order a jacket."),
