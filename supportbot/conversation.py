@@ -1755,6 +1755,9 @@ def _new_words(text: str, message: str, german: bool) -> str:
 # A German ellipsis naming a thing of no known kind ("und für die Wanderkarten im Warenkorb?") is read as the previous
 # question of it when it is this short; a longer message says more than a detail.
 MAX_GERMAN_SLOT_WORDS = 5
+# A condition or a question of its own after "und": what the ellipsis says is more than a detail.
+_GERMAN_CLAUSE = re.compile(r"^(?:wenn|falls|ob|dass|ich|wir|man|es|sie|er)\b|[,;:]|\b(?:was|wie|wann|wo|welche[rsnm]?|"
+                            r"warum|kann|können|ist|sind|gibt)\b", re.IGNORECASE)
 
 
 def _german_follow_up(conversation: Conversation, locale: str, dep: Dependence, running: dict[str, str]) -> Resolution:
@@ -1785,6 +1788,8 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
     found = conditions(slot) if slot else {}
     if german:  # a German noun is capitalised: a "name" is any noun ("Rücksendung"), no detail of the case
         found = {v: k for v, k in found.items() if k != "name"}
+        if _GERMAN_CLAUSE.search(slot):  # "und wenn ich Express nehme, was kostet das?": a clause, no detail
+            found, slot = {}, ""
         if slot and not found and len(_lower_words(slot)) <= MAX_GERMAN_SLOT_WORDS:
             # read only, never keyed: "und für die Wanderkarten?" asks the previous question of the maps
             joiner = slot_match.group("prep") or "für"
