@@ -473,7 +473,9 @@ class ExtractiveAnswerer(Answerer):
         if wanted.kind == "yesno" and wanted.cases:
             # the list item headed by the asked case is its own rule ("Pro: the owner plus 1 member" for "i have the
             # pro plan, can i add both my roommates?"), quoted beside the general sentence that leads
-            item = next((c for c in near if c.unit.kind != "sentence" and c.named and c.fit > 0
+            # (near the best unit, or of the leading unit's own article: "Can I add my sister as well?" on Pro)
+            item = next((c for c in ranked if c.unit.kind != "sentence" and c.named and c.fit > 0
+                         and (c in near or c.passage.article_id == lead.passage.article_id)
                          and not quoted(kept, c.passage, c.unit)), None)
             if item and used + len(item.unit.text) + 4 <= settings.ASK_EXTRACT_MAX_CHARS:
                 kept.append(item)

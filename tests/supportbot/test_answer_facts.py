@@ -466,6 +466,18 @@ def test_a_german_follow_up_is_not_handed_off_for_the_conversations_chatter(acme
     assert "45 €" in outcome.answer, outcome.answer
 
 
+def test_a_yes_no_question_gets_the_asked_cases_list_item_of_the_leading_article(demo):
+    """"Can I add my sister as well?" on Pro: the general sentence about teams leads, and the item headed by the
+    asked plan in its article ("Pro: the owner plus 1 member") is its rule (was: the general sentences only)."""
+    outcome = pipeline.ask(pipeline.Asker(demo["initech"], "en"), Conversation((
+        Turn("user", "I'm on the Pro plan. Can I share it with my roommate?"),
+        Turn("assistant", "Yes. Pro includes a team of you plus 1 member. Turn on two-step verification first, then "
+                          "go to My Account > Team and click Invite. The invitation link is valid for 72 hours, and "
+                          "your roommate must shop in the same store as you (US or Mexico)."),
+        Turn("user", "Can I add my sister as well?"))))
+    assert "plus 1 member" in outcome.answer, outcome.answer
+
+
 @pytest.mark.parametrize("messages", [
     ("Was kostet der Versand nach Deutschland mit Express?",),
     ("Was kostet der Versand nach Deutschland?", "Der Standardversand mit DHL kostet 4,95 € und dauert 2–4 Werktage "
