@@ -1889,11 +1889,37 @@ def _checked_model_rewrite(message: str, rewritten: str, running: dict[str, str]
                       history=history)
 
 
+# A noun the message points at with a demonstrative ("how long is that link good for?", "gilt diese Frist auch ...?").
+_POINTED_NOUN = re.compile(r"\b(?:that|this|those|these|dieser|diese|dieses|diesen|diesem)\s+(?P<noun>[^\W\d_]{3,})\b",
+                           re.IGNORECASE)
+_NOT_POINTED = {"one", "ones", "way", "time", "case", "thing", "point", "week", "month", "year", "morning", "evening",
+                "mal", "woche", "jahr", "monat", "sache"}
+
+
+def _pointed_at(message: str, history: tuple[Turn, ...]) -> str:
+    """The latest earlier sentence, of either side, that names the thing the message points at ("that link" after
+    "Actually wait, I can't remember my password" / "We'll send you a reset link ..."): "" when there is none.
+    The customer's earlier messages alone do not say which link; the turn that last named it does."""
+    m = _POINTED_NOUN.search(message)
+    noun = m.group("noun").casefold() if m else ""
+    if not noun or noun in _NOT_POINTED or noun in _STOP_EN or noun in _STOP_DE:
+        return ""
+    names = re.compile(rf"\b{re.escape(noun)}(?:s|es|e|en|n)?\b", re.IGNORECASE)
+    for turn in reversed(history):
+        said = next((x for x in reversed(sentences_of(turn.content)) if names.search(x)), None)
+        if said:
+            return said.strip()
+    return ""
+
+
 def _context_question(message: str, history: tuple[Turn, ...]) -> str:
     """What retrieval and the answerer read for a message that could not be resolved: the message,
     then the customer's earlier messages, newest first, within the question limit."""
     parts = [message]
     budget = settings.ASK_MAX_QUESTION_CHARS - len(message) - 4
+    if said := _pointed_at(message, history):  # "that link": the sentence that last named a link
+        parts.append(said)
+        budget -= len(said) + 3
     for turn in reversed(history):
         if turn.role != "user":
             continue

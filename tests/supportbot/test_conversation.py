@@ -448,6 +448,27 @@ def test_a_german_ellipsis_is_read_as_the_previous_question_but_never_keyed(turn
     assert not not_read or not_read not in r.question.casefold()
 
 
+def test_a_context_question_reads_the_sentence_that_last_named_what_the_message_points_at():
+    """"that link" after a reply about a reset link is the reset link, not the email change's confirmation link the
+    customer's first message was about (was: the 24 hours of the email change)."""
+    r = resolve(Conversation((
+        Turn("user", "hi! I want to change the email on my account to my new work address"),
+        Turn("assistant", "Sure! Go to Account > Settings > Login & security, click Edit next to Email, and enter the "
+                          "new address and your current password. We send a confirmation link to the new address, "
+                          "which is valid for 24 hours."),
+        Turn("user", "ok thx. Actually wait, I can't remember my password at all lol"),
+        Turn("assistant", "No problem. Go to acme-outfitters.example/signin, click Forgot password? and enter the "
+                          "email address of your Acme account. We'll send you a reset link from "
+                          "no-reply@acme-outfitters.example. Your new password needs at least 10 characters."),
+        Turn("user", "got the email. how long is that link good for? might not get to it until tonight"))))
+    assert r.how == How.UNRESOLVED
+    assert r.question.split(" | ")[1] == "We'll send you a reset link from no-reply@acme-outfitters.example."
+    # "that for me" points at no noun
+    r = resolve(Conversation((Turn("user", "Can it come on a Saturday?"), Turn("assistant", "Yes, for a fee."),
+                              Turn("user", "How much extra is that for me?"))))
+    assert "Yes, for a fee." not in r.question
+
+
 def test_a_context_question_ends_at_the_turn_that_began_a_new_question():
     """An unresolved follow-up is read with the customer's earlier turns, back to the one that said a new question
     began ("andere Frage: ..."): the topic before it is closed, and so is the chatter before the mark."""
