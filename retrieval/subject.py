@@ -603,6 +603,78 @@ def _cased_words(generation_id: int, tenant_id: int, locale: str
     return frozenset(upper - lower), frozenset(lower), frozenset(upper)
 
 
+@functools.lru_cache(maxsize=64)
+def _scope_words(generation_id: int, tenant_id: int, locale: str) -> frozenset[str]:
+    """Every word the scope's passages write (casefolded)."""
+    rows = (ChunkEmbedding.objects.filter(generation_id=generation_id, tenant_id=tenant_id, locale=locale)
+            .values_list("chunk__heading", "chunk__text"))
+    return frozenset(m.group(0).casefold() for heading, text in rows for body in (heading or "", text or "")
+                     for m in _WORD.finditer(body))
+
+
+def _one_slip(word: str) -> set[str]:
+    """The words one slip of the keys away from ``word``: two neighbouring letters swapped ("downlaod"), a letter
+    doubled or a double letter typed once ("untill", "adress", "shiping"), a vowel left out or typed in within the
+    word ("insted"). Not one letter for another ("stove" / "store"), nor a letter more or less at either end or
+    another inside, which make other words and other forms ("pricey" / "price", "teuer" / "steuer", "tragen" / "tagen",
+    "bezahlen" / "bezahlten")."""
+    n = len(word)
+    swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(1, n - 1)}
+    undoubled = {word[:i] + word[i + 1:] for i in range(1, n) if word[i] == word[i - 1]}
+    doubled = {word[:i] + word[i] + word[i:] for i in range(n)}
+    vowels_out = {word[:i] + word[i + 1:] for i in range(1, n - 1) if word[i] in _VOWELS}
+    vowels_in = {word[:i] + v + word[i:] for i in range(1, n) for v in _VOWELS}
+    return (swaps | undoubled | doubled | vowels_out | vowels_in) - {word}
+
+
+_VOWELS = "aeiouäöü"
+# Shorter words are too often another real word one slip away ("cost"/"cots").
+MIN_SLIP_LETTERS = 5
+
+
+def spelled(generation: IndexGeneration, tenant_id: int, locale: str, question: str) -> str:
+    """The question with each word the help centre never writes, but writes one slip of the keys away and only one
+    way ("downlaod" -> "download", "adress" -> "address"), written as the help centre writes it. A typo is no
+    subject the help centre never mentions."""
+    vocabulary = _scope_words(generation.pk, tenant_id, locale)
+    known = _known_words()
+    fixes = {}
+    for m in _WORD.finditer(question):
+        folded = m.group(0).casefold()
+        if len(folded) < MIN_SLIP_LETTERS or folded in vocabulary or folded in known or not folded.isalpha():
+            continue
+        found = _one_slip(folded) & vocabulary
+        if len(found) == 1:
+            fixes[folded] = next(iter(found))
+    if not fixes:
+        return question
+    # a slip gives another word's search term: not a form of the same word ("erreiche" / "erreichen"), nor a stop
+    # word either way ("wohne" is no slip of "ohne")
+    stems = words_terms(text_search_config(locale), [*fixes, *fixes.values()])
+    fixes = {w: f for w, f in fixes.items() if stems.get(w) and stems.get(f) and set(stems[w]) != set(stems[f])}
+    out, at = [], 0
+    for m in _WORD.finditer(question):
+        word = m.group(0)
+        fixed = fixes.get(word.casefold())
+        if fixed:
+            out.append(question[at:m.start()] + (fixed[:1].upper() + fixed[1:] if word[:1].isupper() else fixed))
+            at = m.end()
+    return "".join(out) + question[at:]
+
+
+@functools.lru_cache(maxsize=1)
+def _known_words() -> frozenset[str]:
+    """The whole words of the embedding model's tokenizer vocabulary: a word it knows is a word ("large" is no slip of
+    "larger"), whatever the help centre writes. Empty when the model's tokenizer has no word vocabulary."""
+    from retrieval.embeddings import get_embedder
+
+    try:
+        vocab = get_embedder().model[0].tokenizer.get_vocab()
+    except Exception:  # noqa: BLE001 - another model's tokenizer: the stem checks still guard
+        return frozenset()
+    return frozenset(w for w in vocab if w.isalpha())
+
+
 def lower_typed(question: str) -> bool:
     """Whether a question is typed all in lower case (no capital after its first word; five words or more)."""
     words = _WORD.findall(question)

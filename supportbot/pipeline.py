@@ -51,6 +51,7 @@ from retrieval.generations import GenerationMismatch, query_embedder
 from retrieval.search import (SearchHit, article_hits, fuse, index_version, query_terms, search_hybrid, search_version,
                               words_terms)
 from retrieval.services import active_generation_cached
+from retrieval.subject import spelled
 from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
 from supportbot.conversation import (Conversation, How, Resolution, clarify_text, customers_words, grounded, last_reply,
@@ -694,7 +695,8 @@ def answer_request(state: AskState) -> AnswerRequest | None:
     return AnswerRequest(
         tenant_slug=tenant.slug, tenant_prompt=tenant_prompt(tenant), passages=passages,
         # a rewrite: the customer's own words, with the meaning of the whole conversation and of those words
-        question=own_words(state) or state.question,
+        # (a word typed with a slip of the keys read as the help centre writes it: "downlaod")
+        question=spelled(active_generation_cached(), tenant.pk, state.asker.locale, own_words(state) or state.question),
         question_vector=blend(state.vector, own_vector(state)) if own_words(state) else state.vector,
         embed=lambda texts: embed_texts(texts, embedder=embedder),
         assist_answer=state.assist.answer if state.assist else None,

@@ -176,6 +176,7 @@ def _compile(aliases: tuple[str, ...]) -> re.Pattern:
 _CASE_PATTERNS = {family: {case: _compile(aliases + (PLACES.get(case, ()) if family == "country" else ()))
                            for case, aliases in cases.items()}
                   for family, cases in CASES.items()}
+CASE_PATTERNS = _CASE_PATTERNS  # {family: {case: the pattern of its names}}
 _COUNTRY_NAMES = {case: _compile(aliases) for case, aliases in CASES["country"].items()}
 
 

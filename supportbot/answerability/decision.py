@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from caching.answer_checks.asked import places_as_countries
+from caching.answer_checks.asked import CASE_PATTERNS, cases_in, places_as_countries
 from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import IndexGeneration
-from retrieval.subject import (asked_readings, nouns_of, subject_of, truecased, unnamed, unstated_action, unstated_property,
+from retrieval.subject import (asked_readings, nouns_of, spelled, subject_of, truecased, unnamed, unstated_action, unstated_property,
                                unstated_thing)
 from supportbot.answerability.company import unstated_company_facts
 from supportbot.answerability.features import pair_features, unit_similarities
@@ -51,8 +51,10 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     # a guess, so its answer is shown, never cached
     guessed = truecased(generation, tenant_id, locale, question)
     typed_lower, question = guessed != question, guessed
-    # the customer's town or state said by its country: no subject of the question ("I'm in Toronto - ...")
-    question = places_as_countries(question, locale)
+    # the customer's town or state said by its country: no subject of the question ("I'm in Toronto - ..."); a word
+    # typed with a slip of the keys as the help centre writes it ("downlaod")
+    question = spelled(generation, tenant_id, locale, places_as_countries(question, locale))
+    question = _dated_as_passages_date(question, passages)  # "Christmas Eve" as a passage dates it: "December 24"
     units = unit_similarities(passages, vector, embed)
     subject, nouns, rows, stated, grounded, headed = evidence(
         generation=generation, tenant_id=tenant_id, locale=locale, question=question, vector=vector,
@@ -91,7 +93,8 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     threshold = model.needed(stated[best], headed[best], locale)
     unseen = tuple(subject.unseen())
     chunk_id = passages[best].chunk_id
-    names = unnamed(generation, tenant_id, locale, question, subject, tenant_name)
+    names = [n for n in unnamed(generation, tenant_id, locale, question, subject, tenant_name)
+             if not _dated(n, passages)]
     if names:  # a brand, place or device the help centre never names: no passage is about it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: the help centre never names "
                        f"{', '.join(names[:4])}"[:300], model.version, unseen)
@@ -122,6 +125,29 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         detail += f"; its article does not state {', '.join(nouns.unstated[chunk_id][:4])}"
     return Verdict(False, p, threshold, chunk_id, f"not answerable: P={p:.3f} < {threshold:.3f}{detail}"[:300],
                    model.version, unseen)
+
+
+def _dated(name: str, passages: Sequence) -> bool:
+    """Whether a name is a holiday that a retrieved passage states by its date ("Christmas Eve": "December 24")."""
+    holiday = cases_in(name).get("holiday")
+    if holiday is None:
+        return False
+    pattern = CASE_PATTERNS["holiday"][holiday]
+    return any(pattern.search(passage.text) for passage in passages)
+
+
+def _dated_as_passages_date(question: str, passages: Sequence) -> str:
+    """The question with the holiday it names written as the first retrieved passage naming that day writes it
+    ("on Christmas Eve" -> "on December 24"): the day is the asked case, not a subject the help centre never states."""
+    holiday = cases_in(question).get("holiday")
+    if holiday is None:
+        return question
+    pattern = CASE_PATTERNS["holiday"][holiday]
+    said = next((m.group(0) for p in passages if (m := pattern.search(p.text))), None)
+    asked = pattern.search(question)
+    if said is None or asked is None:
+        return question
+    return question[:asked.start()] + said + question[asked.end():]
 
 
 def evidence(*, generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,

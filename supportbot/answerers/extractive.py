@@ -44,6 +44,21 @@ LEXICAL_WEIGHT = 0.3
 # a follow-up's own words that its conversation did not say, again: what it asks about ("by text" after the email link)
 FOLLOW_UP_WEIGHT = 0.2
 _NAMING_NOTHING = frozenset(terms(" ".join(sorted(NAMING_NOTHING))))
+# the words of the sentence that asks, after sentences that tell the customer's case, again
+ASKED_WEIGHT = 0.15
+
+
+def _asked_words(question: str) -> frozenset[str]:
+    """The words of a question's last asking sentence that its sentences before it do not say; empty for a question of
+    one sentence (its words all weigh already) or a rewrite carrying its conversation's words."""
+    if TOPIC_MARK in question:
+        return frozenset()
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+", " ".join(question.split())) if x]  # lower case typed too
+    asking_at = max((i for i, x in enumerate(sentences) if x.rstrip().endswith("?")), default=None)
+    if not asking_at:
+        return frozenset()
+    told = set().union(*(terms(x) for x in sentences[:asking_at]))
+    return frozenset(asking.focus_terms(sentences[asking_at], cases=False) - told - _NAMING_NOTHING)
 # A unit stating the kind of fact the question wants (a duration for "how long", an amount for "how
 # much") gains KIND_WEIGHT; one labelled with the asked case (country, plan, product) gains CASE_WEIGHT,
 # one labelled only with other cases of that family, or stating the own figure of a plan or product
@@ -261,6 +276,11 @@ class ExtractiveAnswerer(Answerer):
             new = (asking.focus_terms(message, cases=False) - terms(said) - _NAMING_NOTHING) & stated  # not "how much extra?"
             if new:
                 scores = scores + FOLLOW_UP_WEIGHT * lexical_overlap("", texts, wanted=new)
+        asked = _asked_words(request.question) & stated
+        if asked and wanted.wants_fact:
+            # a question that tells its case first ("got the email that my data export is ready but I'm travelling.")
+            # asks its fact of the words it asks with ("how many days is the download link good for?")
+            scores = scores + ASKED_WEIGHT * lexical_overlap("", texts, wanted=asked)
         if float(scores.max()) < settings.ASK_EXTRACT_MIN_SIMILARITY:
             return []
         if wanted.wants_fact and SECTION_SHARE < 1.0:  # the fact is in the unit, not in its section's name

@@ -124,3 +124,26 @@ def test_a_month_a_possessive_or_a_contraction_without_its_apostrophe_is_no_subj
     assert not terms & {"mine", "didnt", "march"}, terms
     assert ("March",) not in name_phrases("Bought a fridge in the Mexico store on March 29.", "english")
     assert "marz" not in set(subject_terms("german", "Am 29. März gekauft, wie lange habe ich Zeit?"))
+
+
+@pytest.mark.parametrize("locale, question, expected", [
+    # a slip of the keys, written as the help centre writes the word: two letters swapped, a double letter typed once
+    # or twice, a vowel left out
+    ("en", "how many days is the downlaod link good for?", "how many days is the download link good for?"),
+    ("en", "my street adress is really long", "my street address is really long"),
+    ("en", "how much is expedited shiping to toronto", "how much is expedited shipping to toronto"),
+    ("en", "tracking by text message insted of email?", "tracking by text message instead of email?"),
+    # a real word ("pricey", "large"), a form of the same word ("erreiche"), a stop word ("wohne" is no "ohne"), or a
+    # letter more or less at an end or inside ("teuer" / "Steuer", "tragen" / "tagen", "bezahlen" / "bezahlten")
+    ("en", "and if the quote is too pricey and i say no?", None),
+    ("en", "How large can the CSV file for a wishlist import be?", None),
+    ("de", "Ich wohne in Österreich. Wann erreiche ich euch?", None),
+    ("de", "und wenn mir das dann zu teuer ist?", None),
+    ("de", "ob ich das noch im rucksack tragen kann", None),
+    ("de", "Kann ich per SEPA-Lastschrift bezahlen?", None),
+])
+def test_a_slip_of_the_keys_is_read_as_the_help_centres_word(acme, locale, question, expected):
+    from retrieval.services import active_generation_cached
+    from retrieval.subject import spelled
+
+    assert spelled(active_generation_cached(), acme.pk, locale, question) == (expected or question)

@@ -466,6 +466,22 @@ def test_a_german_follow_up_is_not_handed_off_for_the_conversations_chatter(acme
     assert "45 €" in outcome.answer, outcome.answer
 
 
+@pytest.mark.parametrize("question, fact, other", [
+    # a typo ("downlaod") handed it off as a subject the help centre never states; the told case ("my data export is
+    # ready") led with its own figure ("one export every 24 hours")
+    ("got the email that my data export is ready but I'm travelling. how many days is the downlaod link good for?",
+     "7 days", "every 24 hours"),
+    ("my street adress is really long, how many characters fit on each adress line?", "35 characters", None),
+    # a holiday by its name where the help centre dates it ("December 24"): was "the help centre never names
+    # Christmas Eve"
+    ("what are the Basecamp store hours in Denver on Christmas Eve?", "3:00 p.m.", None),
+])
+def test_a_typo_or_a_holidays_name_is_no_unknown_subject(acme, question, fact, other):
+    outcome = ask(acme, question)
+    assert outcome.status == "answered" and fact in outcome.answer, outcome.answer
+    assert other is None or other not in outcome.answer.split("\n")[0], outcome.answer
+
+
 def test_a_yes_no_question_gets_the_asked_cases_list_item_of_the_leading_article(demo):
     """"Can I add my sister as well?" on Pro: the general sentence about teams leads, and the item headed by the
     asked plan in its article ("Pro: the owner plus 1 member") is its rule (was: the general sentences only)."""
