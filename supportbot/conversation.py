@@ -1014,7 +1014,8 @@ def _standalone(message: str, history: tuple[Turn, ...], running: dict[str, str]
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a reply to the assistant's question", history=history)
     own = conditions(message)
-    if not german and not self_contained(message) and not _new_subject_after_closed_topic(message, history):
+    if (not german and not self_contained(message) and not _new_subject_after_closed_topic(message, history)
+            and not _names_a_new_thing(message, history)):
         return _underspecified(message, history, running, last_assistant)
     if not german and not fresh and (why := continues(message, history)):
         return _continuing(message, history, running, last_assistant, why)
@@ -1318,6 +1319,39 @@ _HOW_TO = re.compile(r"^(?:how|where|when)\s+(?:do|can|could|should|would|will|m
                      r"^how\s+(?:long|much|many|soon|often)\s+(?:\w+\s+)?(?:do|does|can|will|should)\s+(?:i|we)\b|"
                      r"^(?:how|where)\s+(?:to|is|are)\b|^(?:can|could|may|should|do|does|will|would|is|are)\s+"
                      r"(?:i|we|you)\b|^what(?:'s\s+|\s+(?:is|are|does|do)\s+)(?:your|the|a|an)\b", re.IGNORECASE)
+
+
+# A message naming this many content words (not attributes such as fee or notice, nor the light verbs and small talk
+# below) says what it is about.
+MIN_NAMING_WORDS = 3
+_LIGHT_WORDS = {"need", "needs", "give", "get", "got", "take", "make", "have", "has", "use", "want", "like", "know", "let",
+                "put", "keep", "able", "allowed", "possible", "still", "just", "also", "really", "actually", "please",
+                "thanks", "thank", "great", "cheers", "lovely", "brill", "brilliant", "cool", "perfect", "okay", "sorry",
+                "hey", "hiya", "hello", "quick", "question", "one", "thing", "last", "more", "unrelated", "usually",
+                "normally", "what", "whats", "how", "when", "where", "which", "who", "why", "would", "could", "should",
+                "does", "did", "can", "will", "way", "much", "many", "long", "soon", "again",
+                # what paying or saving comes to is the plan's or the product's the conversation set out
+                "pay", "paying", "paid", "save", "saving", "saved", "cost", "costs", "charge", "charged", "spend",
+                "annually", "monthly", "yearly", "weekly", "big", "small", "old",
+                # how many of whom: "Is there a maximum number of people I can add?" (to what?)
+                "maximum", "minimum", "max", "min", "number", "amount", "total", "people", "person", "someone"}
+
+
+def _names_a_new_thing(message: str, history: tuple[Turn, ...]) -> bool:
+    """Whether a message names what it is about in words enough (``MIN_NAMING_WORDS``) of which the conversation said
+    none: "do I need to book to use the gym floor?" after a chat about a payment, "what's the limit for a single
+    contactless payment?" after one about a standing order (not "Is there a maximum number of people I can add?" after
+    a chat about adding people, nor "and what rate do the printed maps get?")."""
+    words = _lower_words(message)
+    if words and words[0] in ("and", "or", "but", "so", "und", "oder"):
+        return False
+    naming = {w for w in words if w not in _STOP_EN and w not in _THING_ATTRIBUTES and w not in _LIGHT_WORDS
+              and len(w) > 2}
+    if len(naming) < MIN_NAMING_WORDS:
+        return False
+    said = {w.rstrip("s")[:5] for t in history for w in _lower_words(t.content)}
+    # nor one an earlier turn is about in other words ("add people" after "set up a team ... Invite")
+    return not any(w.rstrip("s")[:5] in said for w in naming) and not _related_turns(message, history)
 
 
 def self_contained(message: str) -> bool:

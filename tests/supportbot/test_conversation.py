@@ -469,6 +469,26 @@ def test_a_context_question_reads_the_sentence_that_last_named_what_the_message_
     assert "Yes, for a fee." not in r.question
 
 
+@pytest.mark.django_db
+def test_a_question_naming_a_new_thing_in_words_enough_is_standalone_after_an_unrelated_chat():
+    """"What's the limit for a single contactless payment?" after a chat about a standing order names its own thing,
+    which the chat never mentioned: the same question as anyone's (was: keyed by the chat's words, so never served
+    from the cache). A question naming too little ("a maximum number of people I can add?") or what the chat was
+    about stays the conversation's."""
+    standalone = resolve(Conversation((
+        Turn("user", "I want to set up a standing order for my rent."),
+        Turn("assistant", "You can do that in the app under Transfers > Standing orders."),
+        Turn("user", "Thanks. What's the limit for a single contactless payment?"))))
+    assert standalone.how == How.STANDALONE, standalone.detail
+    for follow_up in ("Cool. Is there a maximum number of people I can add?",
+                      "Great. Is there a way to not have to type a code every single time on my own laptop?"):
+        r = resolve(Conversation((
+            Turn("user", "I just set up 2-step verification. Can I share my plan with my team and do I get codes?"),
+            Turn("assistant", "Yes: invite each person's email under My Account > Team; you get 8 backup codes."),
+            Turn("user", follow_up))))
+        assert r.how != How.STANDALONE, (follow_up, r.detail)
+
+
 def test_a_context_question_ends_at_the_turn_that_began_a_new_question():
     """An unresolved follow-up is read with the customer's earlier turns, back to the one that said a new question
     began ("andere Frage: ..."): the topic before it is closed, and so is the chatter before the mark."""
