@@ -1342,7 +1342,9 @@ def _names_a_new_thing(message: str, history: tuple[Turn, ...]) -> bool:
     none: "do I need to book to use the gym floor?" after a chat about a payment, "what's the limit for a single
     contactless payment?" after one about a standing order (not "Is there a maximum number of people I can add?" after
     a chat about adding people, nor "and what rate do the printed maps get?")."""
-    words = _lower_words(message)
+    # of the sentence that asks: "kinda slow ngl... can i pay extra for express?" names only "express"
+    sentences = [x for x in re.split(r"(?<=[.!?…])\s+", message.strip()) if x.strip()]
+    words = _lower_words(next((x for x in reversed(sentences) if "?" in x), sentences[-1] if sentences else ""))
     if words and words[0] in ("and", "or", "but", "so", "und", "oder"):
         return False
     naming = {w for w in words if w not in _STOP_EN and w not in _THING_ATTRIBUTES and w not in _LIGHT_WORDS

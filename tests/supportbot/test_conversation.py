@@ -480,6 +480,11 @@ def test_a_question_naming_a_new_thing_in_words_enough_is_standalone_after_an_un
         Turn("assistant", "You can do that in the app under Transfers > Standing orders."),
         Turn("user", "Thanks. What's the limit for a single contactless payment?"))))
     assert standalone.how == How.STANDALONE, standalone.detail
+    mexico = resolve(Conversation((
+        Turn("user", "shipping to guadalajara, how long does it take and how much?"),
+        Turn("assistant", "To Mexico we ship Standard with Estafeta: 7–12 business days from dispatch, MX$149."),
+        Turn("user", "kinda slow ngl... can i pay extra for express?"))))  # its asking sentence names only "express"
+    assert mexico.how != How.STANDALONE and "mexico" in mexico.question.casefold(), mexico.detail
     for follow_up in ("Cool. Is there a maximum number of people I can add?",
                       "Great. Is there a way to not have to type a code every single time on my own laptop?"):
         r = resolve(Conversation((
