@@ -24,6 +24,7 @@ from django.db.models import Case, IntegerField, Value, When
 
 from core.models import Tenant
 from ingestion.textsearch import language_of, text_search_config
+from retrieval.embeddings import get_embedder
 from retrieval.models import ChunkEmbedding, IndexGeneration
 from retrieval.search import (_AnyTerm, compound_alternatives, query_terms, scope_words_sql, term_weights,
                               words_terms)
@@ -666,8 +667,6 @@ def spelled(generation: IndexGeneration, tenant_id: int, locale: str, question: 
 def _known_words() -> frozenset[str]:
     """The whole words of the embedding model's tokenizer vocabulary: a word it knows is a word ("large" is no slip of
     "larger"), whatever the help centre writes. Empty when the model's tokenizer has no word vocabulary."""
-    from retrieval.embeddings import get_embedder
-
     try:
         vocab = get_embedder().model[0].tokenizer.get_vocab()
     except Exception:  # noqa: BLE001 - another model's tokenizer: the stem checks still guard
