@@ -812,10 +812,9 @@ def _after_new_question(text: str) -> str:
 def _new_question(message: str, locale: str) -> str:
     """What a message asks after the customer says it is a new question ("different question: ..."), when that
     stands on its own (points at nothing); else ""."""
-    marked = _NEW_QUESTION.search(message)
-    if not marked:
+    rest = _after_new_question(message)
+    if rest == message:
         return ""
-    rest = message[_NEW_QUESTION_END.match(message, marked.end()).end():].strip()
     if len(_lower_words(rest)) < MIN_TOLD_WORDS or dependence(rest, locale, alone=True).kind:
         return ""
     return rest
