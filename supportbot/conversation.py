@@ -221,6 +221,8 @@ _ADDITIVE_EN = re.compile(r"\b(?:as well|too|also)$")
 _NO_OBJECT_EN = re.compile(r"\b(?:can|could|may|should|shall|do|would)\s+(?:i|we)\s+(?:also\s+|still\s+)?"
                            r"(?:call|ring|phone|contact|reach|email|e-mail|text)\s*(?:$|on|at|in|during|before|after|"
                            r"between|this|next|tomorrow|today|tonight|now|instead|then)\b")
+# A conjunction that opens a question of its own: "and how long does standard delivery take?"
+_JOINED_QUESTION = re.compile(r"^(?:and|or|but|also|plus)\s+(?P<rest>.+)$")
 _ELLIPSIS_DE = re.compile(r"^(?:und|oder|aber|auch)\b|^(?:was|wie)\s+(?:ist|sieht\s+es)\s+(?:es\s+)?mit\b"
                           r"|^(?:gilt|geht)\s+das\s+auch\b|^(?:für|in|nach)\s+\S+\s*\??$")
 _ELLIPSIS_SLOT = re.compile(
@@ -561,6 +563,12 @@ def _dependence(message: str, locale: str = "en", *, alone: bool = False) -> Dep
         return Dependence("reply", phrase)
     if phrase in (_BARE_DE if german else _BARE_EN):
         return Dependence("bare", phrase)
+    joined = _JOINED_QUESTION.match(phrase) if not german else None
+    if joined and _QUESTION_START.match(joined.group("rest")) and not _ELLIPSIS_EN.search(joined.group("rest")):
+        # "and how long does standard delivery take?", "Also, how much is Premier if I pay yearly?": the conjunction
+        # adds a question, which is read as it asks ("and how long does that take?" still points back)
+        return _dependence(message.split(None, 1)[1] if len(message.split(None, 1)) > 1 else message, locale,
+                           alone=alone)
     if (_ELLIPSIS_DE if german else _ELLIPSIS_EN).search(phrase):
         return Dependence("ellipsis", words[0] if words else "")
     if not german and not alone and (_ADDITIVE_EN.search(phrase) or _NO_OBJECT_EN.search(phrase)):
@@ -820,9 +828,27 @@ def _new_question(message: str, locale: str) -> str:
     return rest
 
 
+# The customer takes in the last answer before going on ("ok and if I'm a Plus member?", "Thanks. Also, how much is
+# Premier if I pay yearly?", "hmm, what about express?", "alles klar, und nach Wien?"): what follows is the message
+_ACKNOWLEDGED = re.compile(
+    r"^(?:(?:ok(?:ay)?|k|alright|all\s+right|right|hm+|ah+|oh+|i\s+see|got\s+it|gotcha|great|cool|nice|perfect|"
+    r"thanks|thank\s+you|thx|ty|cheers|good\s+to\s+know|makes\s+sense|understood|fair\s+enough|sounds\s+good|"
+    r"achso|ach\s+so|alles\s+klar|danke|super|verstehe|gut)\b(?:\s+(?:so|then|dann))?[\s,.!:;\u2013\u2014-]*)+",
+    re.IGNORECASE)
+
+
+def _acknowledged(message: str) -> str:
+    """A message without the acknowledgment it opens with ("ok and if I'm on Plus?" -> "and if I'm on Plus?"), or the
+    message when nothing of its own follows one."""
+    rest = _ACKNOWLEDGED.sub("", message.strip(), count=1)
+    return rest if rest != message.strip() and len(_lower_words(rest)) >= 2 else message
+
+
 def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
     message = conversation.message
     history = conversation.history
+    if history and (core := _acknowledged(message)) != message:
+        return replace(_resolve(Conversation((*history, Turn("user", core))), locale, rewriter), message=message)
     if history and (fresh := _new_question(message, locale)):
         return replace(_standalone(fresh, history, _running(history), locale, is_german(fresh, locale),
                                    fresh=True), message=message)

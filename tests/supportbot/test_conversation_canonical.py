@@ -168,3 +168,30 @@ def test_a_reply_after_chatter_is_keyed_like_the_reply_without_it():
     # and the offer still decides: another offer, another key
     assert key("I'd like to stop Plus", "Shall I pause your Plus renewal instead?", "hmm let me think",
                "Take your time.", "yes please") != plain
+
+
+@pytest.mark.parametrize("message, how", [
+    ("ok and if I'm a Plus member?", How.REWRITTEN),   # the acknowledgment hid the ellipsis: stored under its bare words
+    ("Ok. And if I'm a Plus member?", How.REWRITTEN),
+    ("hmm, what about Plus members?", How.REWRITTEN),
+])
+def test_an_acknowledgment_before_a_follow_up_leaves_it_a_follow_up(message, how):
+    conversation = Conversation((
+        Turn("user", "I bought a fleece in the sale and it was delivered 20 days ago. Can I still send it back?"),
+        Turn("assistant", "Items bought at a reduced price during a sale can be returned within 14 days of delivery."),
+        Turn("user", message)))
+    resolution = resolve(conversation, "en")
+    assert resolution.how == how
+    assert resolution.message == message
+    assert "fleece" in resolution.question
+
+
+@pytest.mark.django_db
+def test_a_conjunction_before_a_question_of_its_own_is_not_an_ellipsis():
+    conversation = Conversation((
+        Turn("user", "How do I export my order history as a CSV file?"),
+        Turn("assistant", "Go to My Account > Privacy > Export my data, tick Orders, choose CSV and click Request export."),
+        Turn("user", "Thanks. Also, how much is Premier if I pay yearly?")))
+    resolution = resolve(conversation, "en")
+    assert resolution.how == How.STANDALONE
+    assert "CSV" not in resolution.question and "Premier" in resolution.question
