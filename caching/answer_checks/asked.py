@@ -887,7 +887,10 @@ _EVENT_SYNONYMS = {t: group for group, words in (
     ("ship", "ship shipping deliver delivery deliveries send parcel versand versendet lieferung liefern zustellung "
              "arrive arrives receive receives email emails emailed"),
     ("refund", "refund refunds erstattung erstattungen rückerstattung money geld"),
-    ("repair", "repair repairs fix reparatur reparaturen")) for t in terms(words)}
+    ("repair", "repair repairs fix reparatur reparaturen"),
+    # a billing period: "if I pay yearly" is "$190 per year with annual billing"
+    ("year", "year years yearly annual annually jahr jahre jährlich jährliche jährlichen"),
+    ("month", "month months monthly monat monate monatlich monatliche monatlichen")) for t in terms(words)}
 
 
 def same_event(a: set[str], b: set[str]) -> bool:

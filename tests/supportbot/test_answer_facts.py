@@ -59,6 +59,14 @@ def test_no_other_plans_figure_stands_beside_the_askers(initech, question, fact,
     assert not [o for o in others if o in outcome.answer], outcome.answer
 
 
+def test_a_billing_period_asked_for_is_the_one_the_plan_states(initech):
+    # was: "Care+ protection: • Premier members pay $14.50 (50% off)." ("pay" was the only word of the question a unit
+    # shared; "yearly" and the plan's "per year ... annual billing" were not one word), admitted
+    outcome = ask(initech, "how much is Premier if I pay yearly?")
+    assert "$190" in outcome.answer and "$14.50" not in outcome.answer, outcome.answer
+    assert outcome.citations[0]["article_id"] == "subscription-plans"
+
+
 def test_the_figure_comes_from_the_article_that_states_it_not_a_neighbouring_one(acme):
     # was: "Bulky items such as inflatable kayaks and tents ... carry a surcharge of $14.95 (CA$19.95, £12.95,
     # €14.95), which also applies to Plus members." (Shipping times and costs)
