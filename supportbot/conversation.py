@@ -486,12 +486,25 @@ def _points_back_de(words: list[str], original: list[str], text: str = "", alone
         if w in ("das", "dies") and (not after_orig or not after_orig[:1].isupper()):
             if w == "das" and relative and i and original[i - 1][:1].isupper():
                 continue  # "ein Lager in Dresden, das ich besuchen kann": a relative pronoun after its noun
+            if w == "das" and _article_before_lower_noun(words, i):
+                continue  # "wie viele zeichen muss das neue passwort haben?": typed in lower case, an article
             return w  # "Wie lange dauert das?": a pronoun (a German noun after an article is capitalised)
         if w == "es" and before not in ("gibt",) and not (i + 1 < len(words) and words[i + 1] == "gibt"):
             if _DUMMY_ES_DE.search(text):
                 continue
             return w
     return ""
+
+
+def _article_before_lower_noun(words: list[str], i: int) -> bool:
+    """Whether "das" at ``i`` of a message typed in lower case is the article of an adjective and its noun ("das neue
+    passwort", "das alte konto"): an inflected adjective (-e, -en) and a content word after it. A pronoun is followed
+    by a verb or a particle ("das geht", "das gleiche für Express")."""
+    if i + 2 >= len(words):
+        return False
+    adjective, noun = words[i + 1], words[i + 2]
+    return (len(adjective) >= 4 and adjective.endswith(("e", "en")) and noun not in _STOP_DE and len(noun) >= 3
+            and noun.isalpha())
 
 
 @dataclass(frozen=True)
@@ -847,7 +860,9 @@ def _acknowledged(message: str) -> str:
 def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
     message = conversation.message
     history = conversation.history
-    if history and (core := _acknowledged(message)) != message:
+    if (history and (core := _acknowledged(message)) != message and not dependence(message, locale).kind
+            and dependence(core, locale).kind):
+        # only where the acknowledgment hid the follow-up: a message whose own words point back is resolved as written
         return replace(_resolve(Conversation((*history, Turn("user", core))), locale, rewriter), message=message)
     if history and (fresh := _new_question(message, locale)):
         return replace(_standalone(fresh, history, _running(history), locale, is_german(fresh, locale),
