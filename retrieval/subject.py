@@ -102,7 +102,10 @@ NOT_SUBJECT = {
         # a help centre states its hours or rules in
         "morning mornings afternoon afternoons evening evenings tonight today tomorrow yesterday "
         # currency codes: the unit of an amount ("$60" is read "60 usd"), not what is asked about
-        "usd cad gbp eur mxn"
+        "usd cad gbp eur mxn "
+        # how the customer tells their case ("ugh, locked out after trying a bunch of passwords", "really long"), and
+        # the words asking for a deadline ("the latest date I can still ..."): never what is asked about
+        "ugh argh really try tries tried trying bunch lots latest earliest"
     ),
 }
 
@@ -152,8 +155,10 @@ EQUIVALENTS = {
         # everyday words for what the articles say otherwise ("Could I ring on Saturday?", "If it breaks, ...")
         "ring call phone telephone",
         "break breaks broke broken faulty defective",
-        "lower lowered reduce reduced",
-        "address house home flat apartment",
+        "lower lowered reduce reduced cheaper",
+        "address house home flat apartment apt",
+        "lockout locked lock",
+        "cart basket order",
         "fix correct change edit update amend",
         # "how long do you hang on to my invoices?": keep them
         "keep retain hang",
@@ -200,7 +205,8 @@ def subject_terms(config: str, question: str, tenant_name: str = "") -> tuple[st
     skip = _not_subject_stems(config) | set(query_terms(config, tenant_name) if tenant_name else ())
     question = _POSSESSIVE_PERSON.sub(" ", question)
     # a number is an amount or a detail of the case ("a $40 order", "size 49"), never what a question is about
-    return tuple(t for t in dict.fromkeys(query_terms(config, question)) if t not in skip and not t.isdigit())
+    # nor is a number with its unit ("a 700kb file", "2kg")
+    return tuple(t for t in dict.fromkeys(query_terms(config, question)) if t not in skip and not t[:1].isdigit())
 
 
 # People a customer names ("My son is 16", "my friend's household"): a person's possessive says whose the thing

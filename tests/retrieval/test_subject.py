@@ -147,3 +147,19 @@ def test_a_slip_of_the_keys_is_read_as_the_help_centres_word(acme, locale, quest
     from retrieval.subject import spelled
 
     assert spelled(active_generation_cached(), acme.pk, locale, question) == (expected or question)
+
+
+def test_how_the_customer_tells_their_case_and_a_number_with_its_unit_are_no_subject():
+    """Blind set 12 handed these off ("the help centre never states bunch, lockout, tri, ugh", "700kb, tri", "latest"):
+    the interjection, "really", "trying", "a bunch of", the deadline's "latest" and the file's "700kb" are the case."""
+    terms = set(subject_terms("english", "ugh locked out after trying a bunch of passwords, really annoying"))
+    assert not terms & {"ugh", "tri", "bunch", "realli"}, terms
+    assert "password" in terms
+    assert "700kb" not in subject_terms("english", "file is around 700kb, is there a size limit?")
+    assert "latest" not in subject_terms("english", "What's the latest date I can request the factura?")
+
+
+@pytest.mark.parametrize("word, stated_as", [("apt", "apart"), ("cheaper", "lower"), ("lockout", "lock"), ("cart", "order")])
+def test_everyday_words_for_what_the_articles_say_otherwise(word, stated_as):
+    from retrieval.subject import equivalents
+    assert stated_as in equivalents("english", query_terms("english", word)[0])
