@@ -223,6 +223,9 @@ _NO_OBJECT_EN = re.compile(r"\b(?:can|could|may|should|shall|do|would)\s+(?:i|we
                            r"between|this|next|tomorrow|today|tonight|now|instead|then)\b")
 # A conjunction that opens a question of its own: "and how long does standard delivery take?"
 _JOINED_QUESTION = re.compile(r"^(?:and|or|but|also|plus)\s+(?P<rest>.+)$")
+# ... in German too, or one with its own condition first ("Und wenn ich am Samstag bestelle, wann wird das Paket verpackt?")
+_JOINED_QUESTION_DE = re.compile(r"^(?:und|oder|aber)\s+(?P<rest>.+)$")
+_CONDITION_THEN_QUESTION_DE = re.compile(r"^(?:wenn|falls)\s[^,–—?]+[,–—]\s*\S.*\?\s*$", re.IGNORECASE)
 _ELLIPSIS_DE = re.compile(r"^(?:und|oder|aber|auch)\b|^(?:was|wie)\s+(?:ist|sieht\s+es)\s+(?:es\s+)?mit\b"
                           r"|^(?:gilt|geht)\s+das\s+auch\b|^(?:für|in|nach)\s+\S+\s*\??$")
 _ELLIPSIS_SLOT = re.compile(
@@ -576,8 +579,17 @@ def _dependence(message: str, locale: str = "en", *, alone: bool = False) -> Dep
         return Dependence("reply", phrase)
     if phrase in (_BARE_DE if german else _BARE_EN):
         return Dependence("bare", phrase)
-    joined = _JOINED_QUESTION.match(phrase) if not german else None
-    if joined and _QUESTION_START.match(joined.group("rest")) and not _ELLIPSIS_EN.search(joined.group("rest")):
+    joined = (_JOINED_QUESTION_DE if german else _JOINED_QUESTION).match(phrase)
+    if joined and german:
+        # a German question of its own after "und": one whose condition comes first and a main clause after it ("Und
+        # wenn ich am Samstag bestelle, wann wird das Paket dann verpackt?"), or one that says no "dann" ("Und wie
+        # schnell wird dann meine Rechnung angepasst?" follows on from the return before it)
+        rest = message.split(None, 1)[1] if len(message.split(None, 1)) > 1 else ""
+        joined = joined if (_CONDITION_THEN_QUESTION_DE.match(rest) or (
+            _QUESTION_START.match(joined.group("rest")) and not {"dann", "da"} & set(joined.group("rest").split()))) \
+            else None
+    if joined and (german or _QUESTION_START.match(joined.group("rest"))) and not (
+            _ELLIPSIS_DE if german else _ELLIPSIS_EN).search(joined.group("rest")):
         # "and how long does standard delivery take?", "Also, how much is Premier if I pay yearly?": the conjunction
         # adds a question, which is read as it asks ("and how long does that take?" still points back)
         return _dependence(message.split(None, 1)[1] if len(message.split(None, 1)) > 1 else message, locale,

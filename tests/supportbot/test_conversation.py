@@ -80,6 +80,11 @@ def test_dependence_in_english(message, kind):
     ("Kann ich das Paket, das ich bekommen habe, zurückschicken?", ""), ("Was kostet das?", "anaphora"),
     # typed in lower case: the article of an adjective and its noun (blind set 12 asked it alone and got "needs context")
     ("wie viele zeichen muss das neue passwort mindestens haben?", ""), ("gilt das gleiche für express?", "anaphora"),
+    # "und" before a question of its own, or before a condition and its main clause (blind set 12's lc12-22 was read
+    # as the Saturday-delivery question before it); still a follow-up: "dann", a bare condition, a pointing word
+    ("Und wenn ich am Samstag bestelle, wann wird das Paket verpackt?", ""),
+    ("Und wie lange dauert der Versand nach Wien?", ""), ("Und wie schnell wird dann meine Rechnung angepasst?", "ellipsis"),
+    ("Und wenn ich denselben Führer nach Wien schicken lasse?", "ellipsis"), ("und wie lange dauert das?", "anaphora"),
 ])
 def test_dependence_in_german(message, kind):
     assert dependence(message, "de").kind == kind
