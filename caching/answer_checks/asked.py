@@ -202,6 +202,9 @@ _FACILITY = re.compile(  # the company's, not the customer's own ("our office in
     r"drop(?:ping)? (?:\w+ )?off|service (?:center|centre|desk|point)s?)\b", re.IGNORECASE)
 # A town named before its state or country ("Fairbanks, Alaska", "Portland, Oregon")
 _TOWN_BEFORE = re.compile(r"\b[A-ZÄÖÜ][\w'’.-]*(?:\s+[A-ZÄÖÜ][\w'’.-]*)?,\s+(?=[A-ZÄÖÜ])")
+# ... or after a place preposition and before "in" its region ("to Whitehorse in the Yukon", "nach Linz in Österreich")
+_TOWN_IN = re.compile(r"\b(?P<prep>to|in|from|near|at|nach|aus|bei)\s+[A-ZÄÖÜ][\w'’.-]*(?:\s+[A-ZÄÖÜ][\w'’.-]*)?\s+"
+                      r"(?:in|im)\s+(?=(?:the\s+|der\s+)?[A-ZÄÖÜ])")
 # The postal codes of the states, provinces and territories, as customers write them after their town ("Vancouver
 # BC", "Austin, TX"): the country's word, or the region's where the help centre has rules for it (Alaska, Yukon)
 _US_STATES = ("AL AZ AR CA CO CT DE FL GA ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK "
@@ -235,6 +238,7 @@ def places_as_countries(text: str, locale: str = "en") -> str:
 
     def known_after(m: re.Match) -> bool:
         at = m.end()
+        at += len(re.match(r"(?:the\s+|der\s+)?", text[at:]).group(0))  # "in the Yukon"
         return any(p.match(text, at) for p in (*_PLACE_PATTERNS.values(), *_COUNTRY_NAMES.values(),
                                                *_CASE_PATTERNS["region"].values()))
 
@@ -242,6 +246,7 @@ def places_as_countries(text: str, locale: str = "en") -> str:
         text = _TOWN_CODE.sub(lambda m: f"{m.group(1)}, {POSTAL_CODES[m.group(2)]}" if _coded_town(m) else m.group(0),
                               text)
     text = _TOWN_BEFORE.sub(lambda m: "" if known_after(m) else m.group(0), text)
+    text = _TOWN_IN.sub(lambda m: f"{m.group('prep')} " if known_after(m) else m.group(0), text)
     for country, pattern in _PLACE_PATTERNS.items():
         text = pattern.sub(words[country], text)
     for start, end, town in reversed(towns_in(text)):  # the gazetteer's towns (``places``): "in Anchorage" -> "in Alaska"
