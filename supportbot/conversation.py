@@ -499,6 +499,19 @@ def _points_back_de(words: list[str], original: list[str], text: str = "", alone
     return ""
 
 
+def _own_question_after_conjunction(words: str, text: str, german: bool) -> bool:
+    """Whether what follows a message's opening conjunction (``words``: its lower-case words; ``text``: as written) is
+    a question of its own, not an ellipsis ("and what about Canada?"). In German: one with a question word and no
+    "dann" ("Und wie schnell wird dann meine Rechnung angepasst?" follows on from the return before it), or a condition
+    first and a main clause after it ("Und wenn ich am Samstag bestelle, wann wird das Paket verpackt?"; not "Und wenn
+    ich denselben Führer nach Wien schicken lasse?")."""
+    if (_ELLIPSIS_DE if german else _ELLIPSIS_EN).search(words):
+        return False
+    if german and _CONDITION_THEN_QUESTION_DE.match(text):
+        return True
+    return bool(_QUESTION_START.match(words)) and not (german and {"dann", "da"} & set(words.split()))
+
+
 def _article_before_lower_noun(words: list[str], i: int) -> bool:
     """Whether "das" at ``i`` of a message typed in lower case is the article of an adjective and its noun ("das neue
     passwort", "das alte konto"): an inflected adjective (-e, -en) and a content word after it. A pronoun is followed
@@ -580,20 +593,11 @@ def _dependence(message: str, locale: str = "en", *, alone: bool = False) -> Dep
     if phrase in (_BARE_DE if german else _BARE_EN):
         return Dependence("bare", phrase)
     joined = (_JOINED_QUESTION_DE if german else _JOINED_QUESTION).match(phrase)
-    if joined and german:
-        # a German question of its own after "und": one whose condition comes first and a main clause after it ("Und
-        # wenn ich am Samstag bestelle, wann wird das Paket dann verpackt?"), or one that says no "dann" ("Und wie
-        # schnell wird dann meine Rechnung angepasst?" follows on from the return before it)
-        rest = message.split(None, 1)[1] if len(message.split(None, 1)) > 1 else ""
-        joined = joined if (_CONDITION_THEN_QUESTION_DE.match(rest) or (
-            _QUESTION_START.match(joined.group("rest")) and not {"dann", "da"} & set(joined.group("rest").split()))) \
-            else None
-    if joined and (german or _QUESTION_START.match(joined.group("rest"))) and not (
-            _ELLIPSIS_DE if german else _ELLIPSIS_EN).search(joined.group("rest")):
+    after = message.split(None, 1)[1] if joined and len(message.split(None, 1)) > 1 else ""
+    if after and _own_question_after_conjunction(joined.group("rest"), after, german):
         # "and how long does standard delivery take?", "Also, how much is Premier if I pay yearly?": the conjunction
         # adds a question, which is read as it asks ("and how long does that take?" still points back)
-        return _dependence(message.split(None, 1)[1] if len(message.split(None, 1)) > 1 else message, locale,
-                           alone=alone)
+        return _dependence(after, locale, alone=alone)
     if (_ELLIPSIS_DE if german else _ELLIPSIS_EN).search(phrase):
         return Dependence("ellipsis", words[0] if words else "")
     if not german and not alone and (_ADDITIVE_EN.search(phrase) or _NO_OBJECT_EN.search(phrase)):
