@@ -214,6 +214,10 @@ def main() -> int:
     parser.add_argument("--changed-sections", type=int, default=3)
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--seed", type=int, default=5)
+    # at a tiny size (the smoke run: 60 chunks, 0.1 s) a run's fixed costs decide the wall-time ratio and the purge
+    # latency, so they are reported, not held; the model calls are held at every size
+    parser.add_argument("--speed-targets", action=argparse.BooleanOptionalAction, default=True,
+                        help="exit 1 when the wall-time ratio or the purge latency misses its target (default on)")
     args = parser.parse_args()
 
     call_command("migrate", interactive=False, verbosity=0)
@@ -291,7 +295,7 @@ def main() -> int:
         cleanup(tenant, generation, embedder, job_ids)
     print(f"chunks={chunks} changed_chunks={changed_chunks} embed_calls={embed_calls} "
           f"incremental_over_full={ratio:.4f} purge_p50_s={p50:.3f}", flush=True)
-    return 0 if ok_calls and ratio <= 0.10 and p50 < 2 else 1
+    return 0 if ok_calls and (not args.speed_targets or (ratio <= 0.10 and p50 < 2)) else 1
 
 
 if __name__ == "__main__":
