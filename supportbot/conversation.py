@@ -593,11 +593,11 @@ def _dependence(message: str, locale: str = "en", *, alone: bool = False) -> Dep
     if phrase in (_BARE_DE if german else _BARE_EN):
         return Dependence("bare", phrase)
     joined = (_JOINED_QUESTION_DE if german else _JOINED_QUESTION).match(phrase)
-    after = message.split(None, 1)[1] if joined and len(message.split(None, 1)) > 1 else ""
-    if after and _own_question_after_conjunction(joined.group("rest"), after, german):
+    parts = message.split(None, 1) if joined else []
+    if len(parts) > 1 and _own_question_after_conjunction(joined.group("rest"), parts[1], german):
         # "and how long does standard delivery take?", "Also, how much is Premier if I pay yearly?": the conjunction
         # adds a question, which is read as it asks ("and how long does that take?" still points back)
-        return _dependence(after, locale, alone=alone)
+        return _dependence(parts[1], locale, alone=alone)
     if (_ELLIPSIS_DE if german else _ELLIPSIS_EN).search(phrase):
         return Dependence("ellipsis", words[0] if words else "")
     if not german and not alone and (_ADDITIVE_EN.search(phrase) or _NO_OBJECT_EN.search(phrase)):
@@ -876,7 +876,8 @@ def _acknowledged(message: str) -> str:
 def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
     message = conversation.message
     history = conversation.history
-    if (history and (core := _acknowledged(message)) != message and not dependence(message, locale).kind
+    dep = dependence(message, locale, alone=not history)
+    if (history and not dep.kind and (core := _acknowledged(message)) != message
             and dependence(core, locale).kind):
         # only where the acknowledgment hid the follow-up: a message whose own words point back is resolved as written
         return replace(_resolve(Conversation((*history, Turn("user", core))), locale, rewriter), message=message)
@@ -884,7 +885,6 @@ def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
         return replace(_standalone(fresh, history, _running(history), locale, is_german(fresh, locale),
                                    fresh=True), message=message)
     german = is_german(message, locale)
-    dep = dependence(message, locale, alone=not history)
     earlier_users = [t for t in history if t.role == "user"]
     if not earlier_users and not any(t.role == "assistant" for t in history):
         if dep.kind:
