@@ -34,7 +34,7 @@ from caching.answer_checks.text import sentences_of
 from retrieval.embeddings import embed_texts
 from retrieval.generations import query_embedder
 from retrieval.subject import PERSONS, SENTENCE_END
-from supportbot.questions import AskRejected, clean_question, normalize_question
+from supportbot.questions import AskRejected, clean_question, normalize_question, spelled_out
 
 ROLES = ("user", "assistant")
 TOPIC_MARK = REWRITE_MARK  # what a rewritten question carries of the conversation's words follows this
@@ -76,6 +76,11 @@ class Conversation:
     @classmethod
     def single(cls, question: str) -> "Conversation":
         return cls((Turn("user", question),))
+
+    def spelled_out(self, locale: str) -> "Conversation":
+        """The customer's messages with their chat shorthand written out (``questions.spelled_out``)."""
+        turns = tuple(replace(t, content=spelled_out(t.content, locale)) if t.role == "user" else t for t in self.turns)
+        return self if turns == self.turns else Conversation(turns)
 
 
 @dataclass(frozen=True)

@@ -353,8 +353,8 @@ def start(asker: Asker, raw_question, streamed: bool) -> AskState:
     if isinstance(raw_question, Resolution):
         resolution = raw_question
     else:
-        conversation = raw_question if isinstance(raw_question, Conversation) else \
-            Conversation.single(clean_question(raw_question))
+        conversation = (raw_question if isinstance(raw_question, Conversation) else
+                        Conversation.single(clean_question(raw_question))).spelled_out(asker.locale)
         resolution = resolve(conversation, asker.locale, rewriter=model_rewriter(asker.tenant.slug))
     question = resolution.question
     return AskState(asker=asker, question=question, normalized=resolved_normalized(resolution), streamed=streamed,

@@ -45,6 +45,45 @@ def clean_question(raw) -> str:
     return text
 
 
+# Chat shorthand customers type, written out as the help centre writes it ("how many ppl" -> "how many people", German
+# "zu teuer is" -> "zu teuer ist"): every later step (the conversation's rules, guards, keys, retrieval, the subject
+# check) reads the written-out words, so a shorthand is neither a subject the help centre never states nor a second
+# exact key for the same question. Only words that are shorthand and nothing else in the locale's language ("u" is
+# no English word; "ill" and German "ne" are, so they stay).
+SHORTHAND = {
+    "en": {"u": "you", "ur": "your", "ppl": "people", "pls": "please", "plz": "please", "thx": "thanks",
+           "thnx": "thanks", "tmrw": "tomorrow", "tmr": "tomorrow", "rn": "right now", "bc": "because",
+           "cuz": "because", "coz": "because", "abt": "about", "b4": "before", "msg": "message", "acct": "account",
+           "pwd": "password", "pw": "password", "wanna": "want to", "gonna": "going to", "dunno": "don't know",
+           "idk": "I don't know", "yr": "year", "yrs": "years", "hrs": "hours", "hr": "hour", "mins": "minutes",
+           "wks": "weeks", "im": "I'm", "ive": "I've", "dont": "don't", "doesnt": "doesn't", "didnt": "didn't",
+           "cant": "can't", "isnt": "isn't", "wasnt": "wasn't", "havent": "haven't", "wouldnt": "wouldn't",
+           "couldnt": "couldn't", "w/": "with", "w/o": "without"},
+    "de": {"is": "ist", "nich": "nicht", "nen": "einen", "gibts": "gibt es", "grad": "gerade", "evtl": "eventuell",
+           "vllt": "vielleicht"},
+}
+# a shorthand as a whole word: not part of a longer token ("U-lock", "U.S.", "w/o" inside a URL)
+_SHORTHAND_WORD = {lang: re.compile(r"(?<![\w'’./@-])(" + "|".join(sorted(map(re.escape, words), key=len, reverse=True))
+                                    + r")(?![\w'’/@-])(?!\.\w)", re.IGNORECASE)
+                   for lang, words in SHORTHAND.items()}
+
+
+def spelled_out(text: str, locale: str) -> str:
+    """A customer's message with its chat shorthand written out (``SHORTHAND``); other text as it is."""
+    language = locale.split("-")[0]
+    pattern = _SHORTHAND_WORD.get(language)
+    if pattern is None:
+        return text
+    words = SHORTHAND[language]
+
+    def written(m: re.Match) -> str:
+        typed = m.group(1)
+        out = words[typed.casefold()]
+        return out[:1].upper() + out[1:] if typed[:1].isupper() and (len(typed) > 1 or m.start() == 0) else out
+
+    return pattern.sub(written, text)
+
+
 def normalize_question(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed, trailing punctuation dropped: the exact-cache form."""
     text = _collapse_spaces(unicodedata.normalize("NFKC", text).casefold())

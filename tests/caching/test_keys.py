@@ -17,7 +17,7 @@ from core.models import Tenant
 from generation import prompt
 from retrieval import search as retrieval_search
 from supportbot import pipeline
-from supportbot.questions import normalize_question
+from supportbot.questions import normalize_question, spelled_out
 from tests.caching.helpers import cached_lookup, decision, offer, scripted_model
 
 # One strategy a field type: a field of a new type fails here until it is covered.
@@ -193,3 +193,30 @@ def test_the_key_hashes_exactly_the_parameters_the_model_receives(acme, override
     for name, value in overrides.items():
         param = name.removeprefix("GENERATION_").lower()
         assert sent[param] == value
+
+
+@pytest.mark.parametrize("typed,written,locale", [
+    ("thanks. and how many ppl can I share Premier with?", "thanks. and how many people can I share Premier with?", "en"),
+    ("ok submitted it. how long till u guys decide?", "ok submitted it. how long till you guys decide?", "en"),
+    ("im stuck, dont know my pw", "I'm stuck, don't know my password", "en"),
+    ("zu teuer is, was kostet das?", "zu teuer ist, was kostet das?", "de"),
+])
+def test_chat_shorthand_is_written_out_before_anything_reads_the_question(typed, written, locale):
+    assert spelled_out(typed, locale) == written
+
+
+@pytest.mark.parametrize("text,locale", [
+    ("U-lock for a U.S. order, mail u@example.com", "en"),  # parts of longer tokens
+    ("I feel ill, is the store open?", "en"),  # "ill" and "is" are English words
+    ("Ist das Paket ne Woche unterwegs?", "de"),  # German "ne" is a word ("nee") too
+])
+def test_words_that_are_not_only_shorthand_stay(text, locale):
+    assert spelled_out(text, locale) == text
+
+
+def test_a_shorthand_question_and_its_written_out_twin_share_the_exact_key(acme):
+    from supportbot.conversation import Conversation
+    typed = pipeline.start(pipeline.Asker(acme, "en"), "how many ppl can share plus?", streamed=False)
+    plain = pipeline.start(pipeline.Asker(acme, "en"), "how many people can share plus?", streamed=False)
+    assert typed.normalized == plain.normalized
+    assert Conversation.single("how many ppl").spelled_out("de").message == "how many ppl"  # English shorthand only
