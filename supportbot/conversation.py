@@ -898,6 +898,8 @@ def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
         return Resolution(message, message, How.SINGLE, "one message", history=history)
 
     running = _running(history)
+    if dep.kind == "anaphora" and (own := _asks_in_its_own_words(message, locale)):
+        return replace(_resolve(Conversation((*history, Turn("user", own))), locale, rewriter), message=message)
     if not dep.kind:
         return _standalone(message, history, running, locale, german)
 
@@ -922,6 +924,24 @@ def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
     if dep.kind == "ellipsis":
         return _ellipsis(message, previous, running, history)
     return _anaphora(message, dep, previous, running, history)
+
+
+def _asks_in_its_own_words(message: str, locale: str) -> str:
+    """A follow-up whose pointing word is in a sentence telling what the customer did ("ok ill reset it. how long is
+    the reset link valid for?", "Returned it on Monday. When do refunds reach PayPal?"), and whose later sentence asks
+    a question that points at nothing and names its thing in words enough: that question, resolved as if sent alone
+    (its conversation's conditions still travel with it where they bear on it); else ""."""
+    sentences = [x for x in SENTENCE_END.split(message.strip()) if x.strip()]
+    if len(sentences) < 2:
+        return ""
+    asking = max((i for i, x in enumerate(sentences) if "?" in x), default=None)
+    if not asking or any(_asks(x) for x in sentences[:asking]):
+        return ""
+    question = " ".join(sentences[asking:])
+    if dependence(question, locale).kind:
+        return ""
+    named = [w for w in _lower_words(question) if w not in NAMING_NOTHING and len(w) > 2]
+    return question if len(named) >= MIN_TOLD_WORDS else ""
 
 
 _QUESTION_START = re.compile(r"^(?:how|what|whats|what's|when|where|which|who|why|can|could|do|does|did|is|are|will|would|"

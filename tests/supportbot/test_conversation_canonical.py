@@ -195,3 +195,29 @@ def test_a_conjunction_before_a_question_of_its_own_is_not_an_ellipsis():
     resolution = resolve(conversation, "en")
     assert resolution.how == How.STANDALONE
     assert "CSV" not in resolution.question and "Premier" in resolution.question
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("message, asked", [
+    ("ok ill reset it. how long is the reset link valid for?", "how long is the reset link valid for?"),
+    ("Done, I reset it. How long is the reset link valid for?", "How long is the reset link valid for?"),
+])
+def test_a_pointing_word_in_what_the_customer_did_leaves_their_own_question_standing(message, asked):
+    conversation = Conversation((
+        Turn("user", "I typed my password wrong too many times and now I can't sign in."),
+        Turn("assistant", "After 5 failed sign-in attempts your account is locked for 15 minutes. If you reset your "
+                          "password, the lock is lifted straight away."),
+        Turn("user", message)))
+    resolution = resolve(conversation, "en")
+    assert resolution.message == message
+    assert resolution.question == asked and "locked" not in resolution.question
+
+
+@pytest.mark.django_db
+def test_a_question_that_points_back_itself_is_still_resolved_in_its_conversation():
+    conversation = Conversation((
+        Turn("user", "I typed my password wrong too many times and now I can't sign in."),
+        Turn("assistant", "After 5 failed sign-in attempts your account is locked for 15 minutes."),
+        Turn("user", "ok ill reset it. how long does that take?")))
+    resolution = resolve(conversation, "en")
+    assert resolution.question != "how long does that take?"
