@@ -1897,6 +1897,10 @@ def _german_follow_up(conversation: Conversation, locale: str, dep: Dependence, 
     return Resolution(message, _context_question(message, history), How.UNRESOLVED, unresolved, history=history)
 
 
+_SPEEDS = frozenset({"standard", "expedited", "express", "overnight", "economy", "priority", "next-day", "nextday",
+                     "same-day", "sameday", "2-day", "two-day"})
+
+
 def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
               history: tuple[Turn, ...], *, german: bool = False) -> Resolution:
     """"And for Canada?": the previous question, with the new detail in place of the old one of its kind."""
@@ -1928,11 +1932,14 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
     replaced_any = False
     for value, kind in found.items():
         shown = slot if len(found) == 1 else value  # the customer's own spelling
-        same_kind = [v for v, k in base_conditions.items() if k == kind]
+        # a delivery speed stands in for another ("what about overnight?" after "How much is standard shipping?"),
+        # whichever kinds the two words are read as
+        same_kind = [v for v, k in base_conditions.items() if k == kind or (value in _SPEEDS and v in _SPEEDS)]
         for old in same_kind:
             question = re.sub(rf"(?:\bthe\s+)?{re.escape(old)}", shown, question, flags=re.IGNORECASE)
             replaced_any = True
-        running = {v: k for v, k in running.items() if k != kind or v == value}
+        running = {v: k for v, k in running.items() if (k != kind and not (value in _SPEEDS and v in _SPEEDS))
+                   or v == value}
     if not replaced_any:
         joiner = (slot_match.group("prep") or "für") if german else "for"
         question = f"{question.rstrip('?.! ')} {joiner} {slot}?"

@@ -221,3 +221,17 @@ def test_a_question_that_points_back_itself_is_still_resolved_in_its_conversatio
         Turn("user", "ok ill reset it. how long does that take?")))
     resolution = resolve(conversation, "en")
     assert resolution.question != "how long does that take?"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("follow_up, asked", [
+    ("what about overnight?", "How much is overnight shipping to Canada?"),
+    ("and expedited?", "How much is expedited shipping to Canada?"),
+])
+def test_a_delivery_speed_in_an_ellipsis_takes_the_place_of_the_one_asked_before(follow_up, asked):
+    conversation = Conversation((
+        Turn("user", "How much is standard shipping to Canada?"),
+        Turn("assistant", "Standard shipping to Canada costs CA$9.95."),
+        Turn("user", follow_up)))
+    resolution = resolve(conversation, "en")
+    assert resolution.question == asked and "standard" not in resolution.question.casefold()
