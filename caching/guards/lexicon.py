@@ -350,7 +350,7 @@ _CONDITIONS = {w: w for w in """
 opened unopened openbox sealed unsealed damaged broken defective faulty cracked scratched dented
 sale clearance discounted reduced refurbished renewed personalised customised custom engraved
 monogrammed used worn washed altered assembled installed expired lost stolen late missing partial
-bulk wholesale gift digital physical virtual express expedited priority overnight economy standard
+bulk wholesale gift digital physical virtual express priority overnight economy standard
 international domestic finalsale refundable returnable prepaid delayed cancelled oversized
 overweight fragile perishable hazardous frozen chilled second original replacement
 """.split()}
