@@ -1907,6 +1907,8 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
     slot_match = (_ELLIPSIS_SLOT_DE if german else _ELLIPSIS_SLOT).match(message)
     slot = slot_match.group("slot").strip() if slot_match else ""
     found = conditions(slot) if slot else {}
+    if not found and slot.casefold() in _SPEEDS:  # "and expedited?": a delivery speed, whatever the guards read
+        found = {slot.casefold(): "speed"}
     if german:  # a German noun is capitalised: a "name" is any noun ("Rücksendung"), no detail of the case
         found = {v: k for v, k in found.items() if k != "name"}
         if _GERMAN_CLAUSE.search(slot):  # "und wenn ich Express nehme, was kostet das?": a clause, no detail

@@ -29,6 +29,7 @@ from django.db import DatabaseError, transaction
 
 from caching import admission, guards, learning
 from caching.answer_checks import asked as asking
+from caching.answer_checks.asked import places_as_countries
 from caching.keys import AnswerSpec, canonical_json, digest
 from caching.layers import exact_layer, search_layer, semantic_layer
 from caching.layers.base import CachedAnswer
@@ -558,6 +559,11 @@ def retrieve(state: AskState) -> None:
         if own_words(state):  # a rewrite: also in the customer's own words (``conversation.customers_words``)
             hits = fuse(hits, search_hybrid(generation, tenant.pk, state.asker.locale, own_words(state),
                                             own_vector(state), k), k)
+        placed = places_as_countries(state.question, state.asker.locale)
+        if placed != state.question:  # the customer's town said by its region or country, as the articles say it
+            # ("I live in Basel": the countries not delivered to)
+            hits = fuse(hits, search_hybrid(generation, tenant.pk, state.asker.locale, placed,
+                                            embed_text(state, placed), k), k)
         told, asks = asking.asks_of(state.question)
         for ask in asks:  # a question of several asks: each ask's best passage too ("..., and how long must the
             ask = f"{told} {ask}".strip()  # new password be?" is answered by the "Password rules", not the reset steps)

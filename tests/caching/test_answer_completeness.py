@@ -544,3 +544,15 @@ def test_whether_a_rule_holds_after_the_customers_time_needs_the_rules_own_lengt
     assert refusal is not None and "length of time" in refusal.detail
     stating = without + " you ask before you buy or within 7 days of delivery (Pro and Premier: 14 days) [1]"
     assert CompletenessCheck().refusal(evidence(question, stating, "initech/en/price-match.md")) is None
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("Könnt ihr mein Paket nach Zürich schicken?", "yesno"),  # a German question led by its verb asks yes or no
+    ("Gilt das auch für Sale-Artikel?", "yesno"),
+])
+def test_a_german_question_led_by_its_verb_asks_yes_or_no(question, kind):
+    assert asked(question).kind == kind
+
+
+def test_german_was_is_what_not_english_was():
+    assert asked("Ich ziehe nach London. Was würde ich dort zahlen?").kind != "yesno"

@@ -55,3 +55,23 @@ def test_a_town_before_its_state_or_provinces_code_or_its_region_names_that(ques
                                   "WHAT IS THE FEE FOR SHIPPING IN BC"])
 def test_a_postal_code_counts_only_after_a_capitalised_town_in_a_sentence_not_shouted(text):
     assert places_as_countries(text) == text
+
+
+@pytest.mark.parametrize("question, locale, said", [
+    ("Ich wohne in Basel – kann ich bei euch bestellen?", "de", "in Schweiz"),
+    ("I live in Dublin, do you ship to me?", "en", "in Ireland"),  # not Dublin, Ohio
+    ("I'm moving to Paris next month", "en", "to France"),  # not Paris, Texas
+    ("can you ship to Sydney?", "en", "to Australia"),
+])
+def test_a_town_of_a_country_the_help_centre_does_not_serve_is_said_by_its_country(question, locale, said):
+    assert said in places_as_countries(question, locale)
+
+
+@pytest.mark.parametrize("question", [
+    "Is it a nice day in town?",  # lower case: never a foreign town
+    "Do you have a store in Paris?",  # the place itself is asked about
+    "shipping to London",  # a served country's town stays its own
+])
+def test_a_foreign_town_is_read_only_where_it_is_one(question):
+    out = places_as_countries(question, "en")
+    assert "France" not in out and "Canada" not in out
