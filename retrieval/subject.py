@@ -71,6 +71,9 @@ NOT_SUBJECT = {
         # greetings, thanks and interjections: small talk, never what is asked about ("Hat geklappt, danke!")
         "hallo hi hey moin servus danke dankeschön geklappt super prima toll okay ok übrigens "
         "usd cad gbp eur mxn "
+        # counts in words and how the customer feels about it ("keine Lust zu warten", "ehrlich gesagt"): the case,
+        # never what is asked about
+        "zwei drei vier fünf sechs sieben acht neun zehn elf zwölf dutzend paar lust ehrlich gesagt kaum "
         # months: the day of the asker's case ("am 29. März gekauft"), never what is asked about
         f"{' '.join(sorted(MONTHS['german']))}"
     ),
@@ -105,7 +108,10 @@ NOT_SUBJECT = {
         "usd cad gbp eur mxn "
         # how the customer tells their case ("ugh, locked out after trying a bunch of passwords", "really long"), and
         # the words asking for a deadline ("the latest date I can still ..."): never what is asked about
-        "ugh argh really try tries tried trying bunch lots latest earliest"
+        "ugh argh really try tries tried trying bunch lots latest earliest "
+        # how many of a thing the customer has, in words ("seven gift cards", "a pile of them"): the case's count,
+        # never what is asked about (the articles write numbers as figures)
+        "two three four five six seven eight nine ten eleven twelve dozen couple several pile piles heap loads"
     ),
 }
 
@@ -141,6 +147,8 @@ EQUIVALENTS = {
         "defekt kaputt",
         "paketdienst zusteller versanddienstleister",
         "eilversand expressversand",
+        "rückruf zurückrufen",
+        "zeitraum zeitfenster",
     ),
     # the abbreviations customers type for a word the articles spell out
     "english": (
@@ -163,6 +171,7 @@ EQUIVALENTS = {
         # "how long do you hang on to my invoices?": keep them
         "keep retain hang",
         "cap limit",
+        "big large bulky oversized",
     ),
 }
 
