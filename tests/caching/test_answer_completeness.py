@@ -556,3 +556,15 @@ def test_a_german_question_led_by_its_verb_asks_yes_or_no(question, kind):
 
 def test_german_was_is_what_not_english_was():
     assert asked("Ich ziehe nach London. Was würde ich dort zahlen?").kind != "yesno"
+
+
+@pytest.mark.parametrize("question", [
+    "Buying a 6-person tent for delivery to Glasgow. Is there an extra charge for big stuff like that?",
+    "Is there a surcharge for oversized items?",
+])
+def test_big_things_said_in_everyday_words_are_the_bulky_case(question):
+    assert asked(question).cases.get("product") == "bulky"
+
+
+def test_a_count_of_people_is_no_bulky_item():
+    assert "product" not in asked("How many people can share one Plus membership? Up to 4 people?").cases
