@@ -172,6 +172,8 @@ EQUIVALENTS = {
         "keep retain hang",
         "cap limit",
         "big large bulky oversized",
+        # a file's "lines" are the articles' "rows"
+        "line lines row rows",
     ),
 }
 

@@ -21,11 +21,17 @@ _FIGURE = re.compile(rf"(?<![\w.,])(?:\d+(?:,\d{{3}})*|{_WORD_NUMBER})\b((?:\s+[
 _NOT_A_THING = frozenset({"more", "of", "times", "other", "different", "weitere", "andere", "mal"})
 
 
+# Things counted under another name in the articles: a file's "lines" are its "rows" (German "Zeilen" both)
+_SAME_THING = {"line": "row", "entry": "row"}
+
+
 def _key(word: str) -> str:
     word = word.casefold()
+    if word == "entries":
+        word = "entry"
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]
-    return stem(word)
+    return stem(_SAME_THING.get(word, word))
 
 
 def counted_thing(question: str) -> str | None:

@@ -377,6 +377,10 @@ def test_the_model_answerers_answers_get_the_same_checks(acme, settings):
     ("Whats the max number of rows in a CSV I can import into a wishlist?",
      "If a SKU is already on the wishlist, the quantities are added together, up to a maximum of 10.", True),
     ("Welche Anzahl an Zeilen darf meine Wunschlisten-CSV haben?", "Die Datei darf bis zu 200 Zeilen haben.", False),
+    # a file's lines are its rows (was: "upload a CSV file to fill a wishlist" admitted and cached, blind set 13)
+    ("whats the max number of lines i can put in a wishlist csv?",
+     "Instead of adding products one by one, you can upload a CSV file to fill a wishlist.", True),
+    ("whats the max number of lines i can put in a wishlist csv?", "The file can have up to 200 rows.", False),
     # the passages count no "addresses" by name ("you can save up to 10"): nothing to compare, not refused
     ("How many addresses can I save?", "Add them in Account > Addresses instead; you can save up to 10.", False),
 ])
