@@ -1901,6 +1901,12 @@ _SPEEDS = frozenset({"standard", "expedited", "express", "overnight", "economy",
                      "same-day", "sameday", "2-day", "two-day"})
 
 
+def _stands_for(old: str, old_kind: str, new: str, new_kind: str) -> bool:
+    """Whether an ellipsis's new detail takes the place of an old one: the same kind, or both delivery speeds ("what
+    about overnight?" after "How much is standard shipping?"), whichever kinds the guards read the two words as."""
+    return old_kind == new_kind or (old in _SPEEDS and new in _SPEEDS)
+
+
 def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
               history: tuple[Turn, ...], *, german: bool = False) -> Resolution:
     """"And for Canada?": the previous question, with the new detail in place of the old one of its kind."""
@@ -1934,14 +1940,11 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
     replaced_any = False
     for value, kind in found.items():
         shown = slot if len(found) == 1 else value  # the customer's own spelling
-        # a delivery speed stands in for another ("what about overnight?" after "How much is standard shipping?"),
-        # whichever kinds the two words are read as
-        same_kind = [v for v, k in base_conditions.items() if k == kind or (value in _SPEEDS and v in _SPEEDS)]
+        same_kind = [v for v, k in base_conditions.items() if _stands_for(v, k, value, kind)]
         for old in same_kind:
             question = re.sub(rf"(?:\bthe\s+)?{re.escape(old)}", shown, question, flags=re.IGNORECASE)
             replaced_any = True
-        running = {v: k for v, k in running.items() if (k != kind and not (value in _SPEEDS and v in _SPEEDS))
-                   or v == value}
+        running = {v: k for v, k in running.items() if not _stands_for(v, k, value, kind) or v == value}
     if not replaced_any:
         joiner = (slot_match.group("prep") or "für") if german else "for"
         question = f"{question.rstrip('?.! ')} {joiner} {slot}?"

