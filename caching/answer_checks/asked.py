@@ -55,7 +55,7 @@ _KIND_PATTERNS = (
     ("amount", re.compile(
         r"\bhow much\b|\bwhat does .{0,60}\bcost\b|\bcosts?\b|\bprices?\b(?![ -]match)|\bfees?\b|\bsurcharge\b|\bcharge for\b|"
         r"\b(?:vat|tax) rate\b|\brate\b(?!\s+limit)|\bminimum\b|\bmaximum\b|(?<!rate )\blimit\b|\bkostet\b|\bkosten\b|\bpreis|\bgebühr|"
-        r"\bzuschlag|\bwie hoch\b|\bwie viel\b|\bsteuersatz|\bmindest|\bhöchst|\border value\b|\bthreshold\b|"
+        r"\bzuschlag|\bwie hoch\b|\bwie viel\b(?!\s+uhr\b)|\bsteuersatz|\bmindest|\bhöchst|\border value\b|\bthreshold\b|"
         r"\bbestellwert|\bab welchem betrag\b|\bthe least\b|\bsmallest (?:order|amount|purchase|total)\b|\blowest\b|"
         r"\bhow much (?:do|must) i (?:at least )?spend\b", re.I)),
     # a rate limit is a count of requests ("60 requests per minute"), not an amount of money
@@ -63,7 +63,7 @@ _KIND_PATTERNS = (
                          re.I)),
     ("clock", re.compile(
         r"\bwhat time\b|\bopening hours\b|\bsupport hours\b|\boffice hours\b|\bhours\b|\bwhen (?:are|is) .{0,30}\bopen\b|"
-        r"\bwhen can i (?:call|reach)\b|\berreichbar\b|\bwann (?:erreiche|erreicht|kann ich (?:euch|sie) (?:anrufen|erreichen))\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist) .{0,30}\bgeöffnet",
+        r"\bwhen can i (?:call|reach)\b|\berreichbar\b|\bwie viel uhr\b|\bwann (?:erreiche|erreicht|kann ich (?:euch|sie) (?:anrufen|erreichen))\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist) .{0,30}\bgeöffnet",
         re.I)),
     ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\b(?:which|what) number\b|\bwho(?:m)? (?:do|can|should) i "
                            r"(?:call|ring|phone|e-?mail|write to)\b|\bwelche nummer\b|\bwen (?:rufe|kann) ich\b|"
@@ -544,13 +544,19 @@ def focus_terms(question: str, *, cases: bool = True) -> set[str]:
     """The question's content words that say what the fact is about: not the words asking for a kind
     ("cost", "how long"), not what it is compared with ("need it faster than standard"), and, without ``cases``,
     not the names of the asked case either."""
-    compared = {t for m in _COMPARED.finditer(question) for t in terms(m.group(1))}
+    compared = {t for m in (*_COMPARED.finditer(question), *_DENIED.finditer(question)) for t in terms(m.group(1))}
     return terms(question) - _TRIGGERS - compared - (set() if cases else case_terms(question))
 
 
 # What a question compares the asked thing with: "faster than standard", "instead of Express", "schneller als Standard"
 _COMPARED = re.compile(r"(?:\b(?:than|instead of|rather than|statt|anstatt)|\w+er\s+als)\s+"
                        r"(?:the\s+|der\s+|die\s+|das\s+|dem\s+|den\s+)?([^\W\d_][\w-]*)", re.IGNORECASE)
+
+
+# What the customer says is not their case: "I paid with PayPal, not a card", "per Überweisung, nicht mit Karte"
+_DENIED = re.compile(r"(?:\b(?:not|never)\s+(?:with\s+|by\s+|via\s+|through\s+|using\s+|on\s+)?(?:a\s+|an\s+|the\s+|my\s+)|"
+                     r"\bnicht\s+(?:mit|per|über|via|auf)\s+(?:der\s+|die\s+|das\s+|dem\s+|den\s+|einer\s+|einem\s+|"
+                     r"meiner\s+|meinem\s+)?)([^\W\d_][\w-]*)", re.IGNORECASE)
 
 
 # A text about one plan's or membership's own terms names it first: "Premier: free Standard shipping",
@@ -730,7 +736,10 @@ _DE_PARTICLE = re.compile(r"^(zurück|weg|ab|an|auf|aus|ein|mit|nach|vor|her|hin
 # Words for one customer action: sending an item back is returning it.
 _ACTION_SYNONYMS = (frozenset({"return", "send back", "sent back", "ship back", "mail back", "zurückgeben", "zurücksenden",
                                "zurückschicken", "rücksendung"}),
-                    frozenset({"drop off", "abgeben", "bring"}))
+                    frozenset({"drop off", "abgeben", "bring"}),
+                    frozenset({"ring", "call", "phone", "anrufen", "telefon"}),
+                    frozenset({"turn on", "switch on", "enable", "activate", "set up", "einschalten", "aktivieren"}),
+                    frozenset({"turn off", "switch off", "disable", "deactivate", "ausschalten", "deaktivieren"}))
 _ACTION_AUX = frozenset({"be", "get", "wait", "go", "do", "make", "haben", "sein", "werden", "warten", "lassen", "zeit"})
 
 
@@ -762,6 +771,66 @@ def _action_forms(action: str) -> list[tuple[str, str]]:
         if p:
             forms.append((p.group(1), p.group(2)[:max(3, len(p.group(2)) - 2)]))
     return forms
+
+
+
+# The customer's own action a yes/no question asks about: "If I delete my account, can I sign up again later with the
+# same email?" asks whether they can sign up, "Muss ich die Uhr erst einschicken, bevor ...?" whether they must send
+# it in. A help centre that speaks of that action nowhere in what it retrieved does not answer the question, whatever
+# its passages say of the account or the watch.
+_YESNO_ACTION_EN = re.compile(
+    r"(?:^|[.!?;:,–—]\s*|\s-\s+)\s*(?:and\s+|so\s+|but\s+|then\s+|also\s+|ok\s+|okay\s+|hi\s+|hey\s+)?"
+    r"(?:can|could|may|do|does|will|would|should|must|shall)\s+(?:i|we|you|u)\s+(?:guys\s+)?(?:still\s+|also\s+|just\s+|then\s+|"
+    r"ever\s+|really\s+|even\s+)?(?:have\s+to\s+|need\s+to\s+|be\s+able\s+to\s+|get\s+to\s+)?(?P<verb>[a-z]+)"
+    r"(?:\s+(?:it|them|this|that|one|my\s+\w+|the\s+\w+))?(?:\s+(?P<particle>up|off|back|in|on|out|over|down)(?![\w-]))?\b", re.I)
+_YESNO_ACTION_DE = re.compile(r"(?:^|[.!?;:,–—]\s*|\s-\s+)\s*(?:und\s+|aber\s+|also\s+|ok\s+|hallo\s+)?"
+                              r"(?:kann|können|muss|müssen|darf|dürfen|soll|sollen)\s+(?:ich|wir|man)\b(?P<rest>[^?,;.]*)",
+                              re.I)
+# Verbs that say too little of an action to look for ("can I get ...", "do I have ...", "can you do that"), and
+# those whose object is the asked thing, not the verb ("can I use PayPal", "can I pay with Klarna")
+_YESNO_GENERIC = _ACTION_AUX | frozenset({
+    "have", "use", "see", "need", "want", "know", "ask", "find", "take", "give", "keep", "come", "put", "let", "try",
+    "pay", "buy", "order", "add", "set", "expect", "receive", "rely", "count", "check", "choose", "pick", "select",
+    "not", "also", "still", "bekommen", "kriegen", "machen", "tun", "nutzen", "benutzen", "verwenden", "zahlen",
+    "bezahlen", "bestellen", "kaufen", "erhalten", "sehen", "wissen", "fragen", "wählen", "auswählen", "nehmen"})
+
+
+_ON_VERBS = frozenset({"turn", "switch", "log", "put", "try"})
+
+
+def speaks_of_action(action: str, text: str) -> bool:
+    """Whether a text speaks of a customer's action as ``holds_action`` reads it, an English particle close after
+    its verb ("sign up", "signed up for"; not "sign in ... up to 30 days")."""
+    verb, _, particle = action.partition(" ")
+    if not particle or not re.fullmatch(r"[a-z]+", verb):
+        return holds_action(action, text)
+    words = [w.lower() for w in re.findall(r"[^\W\d_]+", text)]
+    stem = verb[:max(4, len(verb) - 2)]
+    return any(w.startswith(stem) and particle in words[i + 1:i + 4] for i, w in enumerate(words)) or any(
+        holds_action(alias, text) for alias in next((g for g in _ACTION_SYNONYMS if action in g), ()) if alias != action)
+
+
+def yesno_action(question: str) -> str:
+    """The customer's own action a yes/no question asks about ("sign up", "einschicken"), or "" (a verb that says
+    little: "can I get", "can I use"; or no action of the customer's: "does the warranty cover ...")."""
+    asking = question.split(REWRITE_MARK, 1)[0]
+    m = _YESNO_ACTION_EN.search(asking)
+    if m:
+        verb = m.group("verb").lower()
+        particle = (m.group("particle") or "").lower()
+        if verb in _YESNO_GENERIC or len(verb) < 3:
+            return ""
+        if particle == "on" and verb not in _ON_VERBS:  # "ring on Saturday": a day, not "turn on"
+            particle = ""
+        return f"{verb} {particle}".strip()
+    m = _YESNO_ACTION_DE.search(asking)
+    if m:  # the German verb ends the clause: "... erst einschicken"
+        words = re.findall(r"[^\W\d_]+", m.group("rest"))
+        verb = words[-1] if words else ""
+        if verb.islower() and verb.endswith(("en", "rn", "ln")) and verb not in _YESNO_GENERIC:
+            p = _DE_PARTICLE.match(verb)
+            return f"{p.group(1)}{p.group(2)}" if p else verb
+    return ""
 
 
 def holds_action(action: str, text: str, *, before_figure: bool = False) -> bool:
@@ -1054,4 +1123,6 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           sorted((k, p.pattern) for k, p in NAME_HEADS.items()), _NAMED_COMPANY.pattern,
                           _DAY.pattern, _DAY_RANGE.pattern, _EVERY_DAY.pattern, "action particle: back",
                           _ASKS_IN_WORDS.pattern, "the question's own 'free' is its condition: a figure answers it",
-                          _ASK_WORD, _NEXT_ASK.pattern, _SHARED_CLAUSE.pattern, _TAG_QUESTION.pattern, _LAST_CLAUSE.pattern, MAX_ASKS, sorted(_NAMING_NOTHING)]
+                          _ASK_WORD, _NEXT_ASK.pattern, _SHARED_CLAUSE.pattern, _TAG_QUESTION.pattern, _LAST_CLAUSE.pattern, MAX_ASKS, sorted(_NAMING_NOTHING),
+                          _DENIED.pattern, _YESNO_ACTION_EN.pattern, _YESNO_ACTION_DE.pattern, sorted(_YESNO_GENERIC), sorted(_ON_VERBS),
+                          "a yes/no action: a particle close after its verb"]

@@ -35,7 +35,7 @@ from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAM
                                          asks_minimum, asked_day, case_fit, covers_day, holds_action, name_head,
                                          named_countries, names_head, states_minimum,
                                          currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
-                                         instruction_verb, kinds_in, line_labels, only_things_durations, same_event, special_fit,
+                                         instruction_verb, kinds_in, line_labels, speaks_of_action, yesno_action, only_things_durations, same_event, special_fit,
                                          specific_terms)
 from caching.answer_checks.base import AnswerCheck, Evidence, Refusal
 from caching.answer_checks.context import ranges
@@ -140,6 +140,17 @@ class CompletenessCheck(AnswerCheck):
         named = all_cases_in(source_text)
         cases = {f: c for f, c in wanted.cases.items() if f in CHECKED_FAMILIES and c in named.get(f, ())}
         lines = labelled_lines(answer)
+        # whether the customer can do a thing no cited passage speaks of ("If I delete my account, can I sign up again
+        # with the same email address?" answered with where to send a deletion request): the passages say something
+        # else of the subject, whatever kind of fact the question's words look for
+        action = yesno_action(evidence.question)
+        # German restates a verb less often in the sentence that answers ("Over-Ear-Kopfhörer ... sind keine
+        # Hygieneartikel" for "zurückschicken"): there, none of the retrieved passages may speak of it
+        spoken = (*evidence.sections, *(evidence.retrieved if evidence.locale.startswith("de") else ()))
+        if action and not speaks_of_action(action, answer) and not any(
+                speaks_of_action(action, f"{h}\n{t}") for h, t in spoken) and \
+                not speaks_of_action(action, evidence.passages_text):
+            return Refusal(self.code, f"asks whether the customer can {action}; no cited passage speaks of it")
         if wanted.kind == "yesno":  # the rule for the asked country, or for the countries it applies to
             country = cases.get("country")
             if country and not any(all_cases_in(f"{h}\n{t}").get("country") for h, t in lines):

@@ -572,3 +572,43 @@ def test_big_things_said_in_everyday_words_are_the_bulky_case(question):
 
 def test_a_count_of_people_is_no_bulky_item():
     assert "product" not in asked("How many people can share one Plus membership? Up to 4 people?").cases
+
+
+@pytest.mark.parametrize("question, action", [
+    ("If I delete my Acme account, can I sign up again later with the same email address?", "sign up"),
+    ("do I have to send the watch back first?", "send back"),
+    ("Muss ich die Uhr trotzdem erst einschicken, bevor ich eine neue bekomme?", "einschicken"),
+    ("Can I pay with PayPal?", ""),  # the verb says little: what is asked is PayPal
+    ("Can I pay part of the order with a gift card and the rest with Affirm?", ""),
+])
+def test_the_customers_action_a_yes_no_question_asks_about(question, action):
+    from caching.answer_checks.asked import yesno_action
+
+    assert yesno_action(question) == action
+
+
+def test_an_answer_whose_passages_never_speak_of_the_asked_action_is_incomplete():
+    """"Can I sign up again with the same email?" answered with where to send a deletion request (lu14-07, admitted
+    and served from the exact cache on its second ask): no cited passage speaks of signing up."""
+    question = "If I delete my Acme account, can I sign up again later with the same email address?"
+    answer = ("You can also send a deletion or data request to privacy@acme-outfitters.example from the email address "
+              "on your account. We respond within 30 days. [1]")
+    refusal = CompletenessCheck().refusal(evidence(question, answer, "acme/en/delete-account.md"))
+    assert refusal is not None and "sign up" in refusal.detail, refusal
+    # the passages that speak of it answer it: "signed up with" in the password article
+    assert CompletenessCheck().refusal(evidence(
+        "Can I sign up again with the same address?", "Make sure you entered the address you signed up with. [1]",
+        "acme/en/password-reset.md")) is None
+
+
+def test_what_time_in_german_asks_for_a_time_of_day():
+    assert asked("Bis wie viel Uhr muss ich bestellen, damit das Paket noch am selben Tag rausgeht?").kind == "clock"
+    assert asked("Wie viel kostet der Expressversand?").kind == "amount"
+
+
+def test_what_the_customer_says_is_not_their_case_is_not_what_the_question_is_about():
+    from caching.answer_checks.asked import focus_terms
+
+    assert "card" not in focus_terms("I paid with PayPal, not a card - how long until I get my money back?")
+    assert "paypa" in focus_terms("I paid with PayPal, not a card - how long until I get my money back?")
+    assert "kart" not in focus_terms("ich hab per Überweisung bezahlt, nicht mit Karte. Wie lange dauert es?")
