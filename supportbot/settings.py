@@ -270,9 +270,10 @@ SUBJECT_GROUNDED_LOCALES = env.list("SUBJECT_GROUNDED_LOCALES", default=["de"])
 # name_phrases) that no passage of the help centre names makes the question not covered, whatever the model says.
 NAME_CHECK_LOCALES = env.list("NAME_CHECK_LOCALES", default=["en", "de"])
 # Answerability: languages where a question asking for an action that no passage of the help centre states ("Can I
-# reload my gift card?", "Do you rent kayaks?": retrieval.subject.unstated_action), or whether there is a thing no passage
-# states ("Is there parking at ...?": unstated_thing), is not covered. Empty turns it off.
-ACTION_CHECK_LOCALES = env.list("ACTION_CHECK_LOCALES", default=["en"])
+# reload my gift card?", "Do you rent kayaks?", "Kann man Plus verschenken?": retrieval.subject.unstated_action), or
+# whether there is a thing no passage states ("Is there parking at ...?": unstated_thing, English), is not covered.
+# Empty turns it off.
+ACTION_CHECK_LOCALES = env.list("ACTION_CHECK_LOCALES", default=["en", "de"])
 # Answerability: languages where a question asking for a product's property (its weight, battery life, material,
 # capacity: retrieval.subject.unstated_property) is not covered when no passage of the help centre states any word of
 # that property. Empty turns it off.

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -55,6 +56,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     # typed with a slip of the keys as the help centre writes it ("downlaod")
     question = spelled(generation, tenant_id, locale, places_as_countries(question, locale))
     question = _dated_as_passages_date(question, passages)  # "Christmas Eve" as a passage dates it: "December 24"
+    question = _RECORD_REFERENCE.sub(" ", question)  # "AO-771204" is which order, not what the question is about
     units = unit_similarities(passages, vector, embed)
     subject, nouns, rows, stated, grounded, headed = evidence(
         generation=generation, tenant_id=tenant_id, locale=locale, question=question, vector=vector,
@@ -98,7 +100,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     if names:  # a brand, place or device the help centre never names: no passage is about it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: the help centre never names "
                        f"{', '.join(names[:4])}"[:300], model.version, unseen)
-    action = unstated_action(locale, question, subject)
+    action = unstated_action(locale, question, subject, generation=generation, tenant_id=tenant_id)
     if action:  # the action asked for: no passage that shares the rest answers it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks to {action}, which the help centre "
                        f"never states"[:300], model.version, unseen)
@@ -127,6 +129,10 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
                    model.version, unseen)
 
 
+# A reference to one of the customer's records (an order or invoice number: "AO-771204", "IH-4417820"): no subject
+_RECORD_REFERENCE = re.compile(r"\b[A-Z]{2,4}-\d{4,}\b", re.I)
+
+
 def _dated(name: str, passages: Sequence) -> bool:
     """Whether a name is a holiday that a retrieved passage states by its date ("Christmas Eve": "December 24")."""
     holiday = cases_in(name).get("holiday")
@@ -144,10 +150,10 @@ def _dated_as_passages_date(question: str, passages: Sequence) -> str:
         return question
     pattern = CASE_PATTERNS["holiday"][holiday]
     said = next((m.group(0) for p in passages if (m := pattern.search(p.text))), None)
-    asked = pattern.search(question)
-    if said is None or asked is None:
+    if said is None:
         return question
-    return question[:asked.start()] + said + question[asked.end():]
+    # every way the question says the day ("on new years eve (dec 31)"): one date, as the passage writes it
+    return pattern.sub(lambda m: said, question)
 
 
 def evidence(*, generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,

@@ -641,3 +641,30 @@ def test_the_sentence_right_after_a_lead_stating_nothing_may_state_the_asked_fac
                   "de")
     assert "48 Stunden" in outcome.answer, outcome.answer
     assert admission(outcome)["disposition"] == "stored"
+
+
+@pytest.mark.parametrize("tenant_slug, question, fact", [
+    # was: handed off, "the help centre never states -771204, sort" (lf14-12): an order number says which order
+    ("acme", "is US phone support open on christmas eve? need to sort out AO-771204 before the holidays, until what "
+             "time can i call", "3"),
+    # was: handed off, "never states dec" (lf14-60): the day said twice is one date, as the passage writes it
+    ("initech", "is chat with a person open on new years eve (dec 31)? until what time", "2"),
+])
+def test_holiday_hours_are_answered_however_the_day_and_the_order_are_written(demo, tenant_slug, question, fact):
+    outcome = ask(demo[tenant_slug], question)
+    assert f"{fact}:00 p.m" in outcome.answer or f"{fact} p.m" in outcome.answer, outcome.answer
+
+
+def test_a_payment_the_customer_says_is_not_theirs_does_not_pick_the_clause(acme):
+    """"I paid with PayPal, not a card": of "Card authorisations are released ... within 3–5 business days; PayPal
+    payments are refunded within 1–2 business days" the PayPal clause alone (was: both, lf14-02)."""
+    outcome = ask(acme, "Hi, I cancelled my order about 20 minutes after placing it. I paid with PayPal, not a card - "
+                        "how long until I get my money back?")
+    assert "1–2" in outcome.answer and "3–5" not in outcome.answer, outcome.answer
+
+
+def test_a_german_question_for_the_time_of_day_quotes_the_asked_warehouses_cut_off(acme):
+    """"Bis wie viel Uhr ...?" asks for a time of day (was: an amount, and both warehouses' cut-offs quoted, lf14-40)."""
+    outcome = ask(acme, "Bis wie viel Uhr muss ich bestellen, damit das Paket aus Leipzig noch am selben Tag rausgeht?",
+                  "de")
+    assert "13:00" in outcome.answer and "14:00" not in outcome.answer, outcome.answer

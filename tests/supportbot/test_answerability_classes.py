@@ -322,6 +322,45 @@ def test_an_action_the_help_centre_states_is_answered(demo, tenant, question):
     assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
 
 
+@pytest.mark.parametrize("question, action", [
+    # was: answered from the Plus article's trial and renewal sentences (lu14-11, lu13-09)
+    ("Kann ich meine Plus-Mitgliedschaft für ein paar Monate pausieren? Ich bin ab März im Ausland.", "pausieren"),
+    ("Kann man eine Plus-Mitgliedschaft verschenken? Mein Bruder hat bald Geburtstag.", "verschenken"),
+    # the verb ends its clause, after a dash too (lu14-09)
+    ("Meine Bestellung steht schon auf „In Bearbeitung“ – kann ich trotzdem noch von Standard auf Express upgraden?",
+     "upgraden"),
+])
+def test_a_german_action_the_help_centre_never_states_is_handed_off(acme, question, action):
+    """German puts the asked verb last: "Kann man ... verschenken?" asks to give it as a present, which no article
+    states, whatever the membership's article says of the rest."""
+    outcome = ask_twice(acme, question, "de")
+    assert f"asks to {action}" in outcome.reason, outcome.reason
+
+
+@pytest.mark.parametrize("question", [
+    "Kann ich Over-Ear-Kopfhörer zurückschicken, obwohl ich sie schon ausgepackt habe?",  # "schicken ... zurück"
+    "Darf ich einem Garantiefall auch ein Video beifügen?",  # the article "lädt ... hoch": an equivalent
+    "Kann ich die Plus-Mitgliedschaft vorher gratis ausprobieren?",  # "testen"
+    "Darf ich ein altes Passwort wiederverwenden?",  # "verwenden" without its particle
+])
+def test_a_german_action_the_help_centre_states_in_its_words_is_answered(acme, question):
+    outcome = pipeline.ask(pipeline.Asker(Tenant.objects.get(pk=acme.pk), "de"), question)
+    assert "asks to" not in outcome.reason, outcome.reason
+
+
+@pytest.mark.parametrize("question, verb", [
+    ("Kann man eine Plus-Mitgliedschaft verschenken?", "verschenken"),
+    ("kann ich mich in der app mit face id anmelden statt jedes mal den code einzutippen?", "anmelden"),
+    ("Muss ich die Uhr trotzdem erst einschicken, bevor ich eine neue bekomme?", "einschicken"),
+    ("Wie lange kann man Plus gratis ausprobieren?", None),  # a question for a length of time, not yes or no
+    ("kann ich mir auch einen rückruf holen?", None),  # a verb that says too little
+])
+def test_the_verb_a_german_yes_no_question_asks_for(question, verb):
+    from retrieval.subject import german_asked_verb
+
+    assert german_asked_verb(question) == verb
+
+
 def test_a_customers_deadline_is_the_articles_window_and_small_talk_is_no_subject():
     from retrieval.subject import states_same, subject_terms
 
