@@ -1901,10 +1901,28 @@ _SPEEDS = frozenset({"standard", "expedited", "express", "overnight", "economy",
                      "same-day", "sameday", "2-day", "two-day"})
 
 
+# Ways to pay, by the names customers give them: "and if I'd paid with paypal?" after a Visa refund asks of PayPal alone
+_PAYMENTS = frozenset({"visa", "mastercard", "amex", "paypal", "klarna", "affirm", "discover", "maestro", "giropay", "sepa",
+                       "überweisung", "kreditkarte", "lastschrift", "sofortüberweisung"})
+# A card as the way the customer paid ("paid for by card", "mit Kreditkarte"), not a gift card
+_CARD_PAYMENT = re.compile(r"(?<!gift )(?<!e-gift )\b(?:(?:my|a|the)\s+)?(?:credit\s+|debit\s+)?card\b|\b(?:der\s+|einer\s+)?"
+                           r"(?:kredit|debit|ec-)?karte\b", re.IGNORECASE)
+# Families of details one of which takes the place of another: a delivery speed, a way to pay
+_REPLACING = (_SPEEDS, _PAYMENTS)
+
+
+def _without_replaced(topic: str, message: str) -> str:
+    """A follow-up's topic without the details its message names another of ("and if I'd paid with paypal?" after a
+    question about a Visa refund: the topic keeps the refund, not Visa)."""
+    said = set(_lower_words(message))
+    drop = {w for family in _REPLACING if said & family for w in family - said}
+    return " ".join(w for w in topic.split() if w not in drop) if drop else topic
+
+
 def _stands_for(old: str, old_kind: str, new: str, new_kind: str) -> bool:
     """Whether an ellipsis's new detail takes the place of an old one: the same kind, or both delivery speeds ("what
     about overnight?" after "How much is standard shipping?"), whichever kinds the guards read the two words as."""
-    return old_kind == new_kind or (old in _SPEEDS and new in _SPEEDS)
+    return old_kind == new_kind or any(old in family and new in family for family in _REPLACING)
 
 
 def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
@@ -1915,6 +1933,9 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
     found = conditions(slot) if slot else {}
     if not found and slot.casefold() in _SPEEDS:  # "and expedited?": a delivery speed, whatever the guards read
         found = {slot.casefold(): "speed"}
+    paid = [w for w in _lower_words(slot) if w in _PAYMENTS]
+    if not found and len(paid) == 1:  # "and if I'd paid with paypal?": a way to pay in place of the one asked of
+        found, slot = {paid[0]: "payment"}, paid[0]
     if german:  # a German noun is capitalised: a "name" is any noun ("Rücksendung"), no detail of the case
         found = {v: k for v, k in found.items() if k != "name"}
         if _GERMAN_CLAUSE.search(slot):  # "und wenn ich Express nehme, was kostet das?": a clause, no detail
@@ -1945,6 +1966,10 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
             question = re.sub(rf"(?:\bthe\s+)?{re.escape(old)}", shown, question, flags=re.IGNORECASE)
             replaced_any = True
         running = {v: k for v, k in running.items() if not _stands_for(v, k, value, kind) or v == value}
+    if not replaced_any and "payment" in found.values():  # "paid for by card" asked of PayPal: "paid for by paypal"
+        paid = next(v for v, k in found.items() if k == "payment")
+        question, n = _CARD_PAYMENT.subn(paid, question)
+        replaced_any = n > 0
     if not replaced_any:
         joiner = (slot_match.group("prep") or "für") if german else "for"
         question = f"{question.rstrip('?.! ')} {joiner} {slot}?"
@@ -1994,7 +2019,7 @@ def _anaphora(message: str, dep: Dependence, previous: Resolution, running: dict
         return Resolution(message, _context_question(message, history), How.UNRESOLVED,
                           "a short reply to the assistant's question", history=history)
     own = conditions(message)
-    topic = _conversation_topic(history, message) or topic
+    topic = _without_replaced(_conversation_topic(history, message) or topic, message)
     question, carried = _with_conditions(_with_topic(message, topic), running, own)
     return Resolution(message, question, How.REWRITTEN,
                       f"{dep.word!r} resolved to the previous question {previous.question!r}"[:300],

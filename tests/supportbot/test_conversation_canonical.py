@@ -227,3 +227,15 @@ def test_a_delivery_speed_in_an_ellipsis_takes_the_place_of_the_one_asked_before
     resolution = resolved("How much is standard shipping to Canada?", "Standard shipping to Canada costs CA$9.95.",
                           follow_up)
     assert resolution.question == asked and "standard" not in resolution.question.casefold()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("follow_up, asked", [
+    ("and if I'd paid with paypal?", "When will the refund show up on my paypal?"),  # was: keyed by the conversation,
+    ("and with klarna?", "When will the refund show up on my klarna?"),  # Visa in its words (lc14-21)
+])
+def test_a_way_to_pay_in_an_ellipsis_takes_the_place_of_the_one_asked_before(follow_up, asked):
+    resolution = resolved("When will the refund show up on my Visa?",
+                          "Once the refund is issued, it takes 7–10 business days to reach your Visa card.", follow_up)
+    assert resolution.how == How.REWRITTEN and resolution.question == asked, resolution
+    assert "visa" not in resolution.question.casefold()
