@@ -1904,9 +1904,6 @@ _SPEEDS = frozenset({"standard", "expedited", "express", "overnight", "economy",
 # Ways to pay, by the names customers give them: "and if I'd paid with paypal?" after a Visa refund asks of PayPal alone
 _PAYMENTS = frozenset({"visa", "mastercard", "amex", "paypal", "klarna", "affirm", "discover", "maestro", "giropay", "sepa",
                        "überweisung", "kreditkarte", "lastschrift", "sofortüberweisung"})
-# A card as the way the customer paid ("paid for by card", "mit Kreditkarte"), not a gift card
-_CARD_PAYMENT = re.compile(r"(?<!gift )(?<!e-gift )\b(?:(?:my|a|the)\s+)?(?:credit\s+|debit\s+)?card\b|\b(?:der\s+|einer\s+)?"
-                           r"(?:kredit|debit|ec-)?karte\b", re.IGNORECASE)
 # Families of details one of which takes the place of another: a delivery speed, a way to pay
 _REPLACING = (_SPEEDS, _PAYMENTS)
 
@@ -1966,10 +1963,6 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
             question = re.sub(rf"(?:\bthe\s+)?{re.escape(old)}", shown, question, flags=re.IGNORECASE)
             replaced_any = True
         running = {v: k for v, k in running.items() if not _stands_for(v, k, value, kind) or v == value}
-    if not replaced_any and "payment" in found.values():  # "paid for by card" asked of PayPal: "paid for by paypal"
-        paid = next(v for v, k in found.items() if k == "payment")
-        question, n = _CARD_PAYMENT.subn(paid, question)
-        replaced_any = n > 0
     if not replaced_any:
         joiner = (slot_match.group("prep") or "für") if german else "for"
         question = f"{question.rstrip('?.! ')} {joiner} {slot}?"

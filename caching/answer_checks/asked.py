@@ -56,14 +56,15 @@ _KIND_PATTERNS = (
         r"\bhow much\b|\bwhat does .{0,60}\bcost\b|\bcosts?\b|\bprices?\b(?![ -]match)|\bfees?\b|\bsurcharge\b|\bcharge for\b|"
         r"\b(?:vat|tax) rate\b|\brate\b(?!\s+limit)|\bminimum\b|\bmaximum\b|(?<!rate )\blimit\b|\bkostet\b|\bkosten\b|\bpreis|\bgebühr|"
         r"\bzuschlag|\bwie hoch\b|\bwie viel\b(?!\s+uhr\b)|\bsteuersatz|\bmindest|\bhöchst|\border value\b|\bthreshold\b|"
-        r"\bbestellwert|\bab welchem betrag\b|\bthe least\b|\bsmallest (?:order|amount|purchase|total)\b|\blowest\b|"
+        r"\bbestellwert|\bab welchem betrag\b|\b(?:at|from) what (?:order )?(?:amount|total|value)\b|\bthe least\b|\bsmallest (?:order|amount|purchase|total)\b|\blowest\b|"
         r"\bhow much (?:do|must) i (?:at least )?spend\b", re.I)),
     # a rate limit is a count of requests ("60 requests per minute"), not an amount of money
     ("count", re.compile(r"\bhow many\b|\bwie viele\b|\bmit wie vielen\b|\bnumber of\b|\banzahl\b|\brate limits?\b",
                          re.I)),
     ("clock", re.compile(
         r"\bwhat time\b|\bopening hours\b|\bsupport hours\b|\boffice hours\b|\bhours\b|\bwhen (?:are|is) .{0,30}\bopen\b|"
-        r"\bwhen can i (?:call|reach)\b|\berreichbar\b|\bwie viel uhr\b|\bwann (?:erreiche|erreicht|kann ich (?:euch|sie) (?:anrufen|erreichen))\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist) .{0,30}\bgeöffnet",
+        r"\bwhen can i (?:call|reach)\b|\berreichbar\b|\bwie viel uhr\b|\b(?:latest|last) (?:day|time)\b|\bday/time\b|"
+        r"\bcut-?off\b|\bannahmeschluss\b|\bwann (?:erreiche|erreicht|kann ich (?:euch|sie) (?:anrufen|erreichen))\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist) .{0,30}\bgeöffnet",
         re.I)),
     ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\b(?:which|what) number\b|\bwho(?:m)? (?:do|can|should) i "
                            r"(?:call|ring|phone|e-?mail|write to)\b|\bwelche nummer\b|\bwen (?:rufe|kann) ich\b|"

@@ -301,7 +301,7 @@ class ExtractiveAnswerer(Answerer):
             kept = self._fact_units(wanted, ranked, focus)
             if wanted.wants_fact and kept[0].states:
                 kept[0] = dataclasses.replace(
-                    kept[0], unit=askers_figure(wanted, pertinent_part(wanted.kind, focus, kept[0].unit)))
+                    kept[0], unit=askers_figure(wanted, pertinent_part(wanted.kind, focus, kept[0].unit, wanted.cases)))
             elif wanted.kind == "yesno" and wanted.cases:
                 # "do you keep my invoices? I'm in Germany": of a rule listing each country's figure, Germany's
                 kept[0] = dataclasses.replace(kept[0], unit=next(
@@ -349,6 +349,9 @@ class ExtractiveAnswerer(Answerer):
                 with_currency=wanted.kind in ("amount", "contact"))) == 0:
             fit = 0  # the general rule, with other cases' own in brackets: "within 7 days of delivery (Pro and Premier:
             #          14 days)" is the Free plan's too
+        if fit < 0 and wanted.wants_fact and _general_first(wanted, passage, unit):
+            fit = 0  # the general rule, then another case's exception: "The surcharge is $14.99. Premier members get
+            #          Saturday delivery free on up to 2 Express orders" answers a Pro member with its first sentence
         if wanted.kind == "yesno" and fit < 0 and EXCLUSIVE.search(unit.text):
             fit = 1  # "Usable in the US store only" answers "Can I use it in the Mexico store?" for Mexico too
         states = wanted.wants_fact and wanted.kind in asking.kinds_in(unit.text) and not (
@@ -446,7 +449,14 @@ class ExtractiveAnswerer(Answerer):
         if wanted.wants_fact:  # else the best unit of no other case: admission finds it incomplete
             # else the best unit of no other case, and of no special case the question does not name ("Deliveries
             # to Yukon ... take 3–5 business days longer" for Canada): admission then finds it incomplete
-            lead = next((c for tier in LEAD_TIERS for c in near if c.states and c.fit >= 0 and tier(c)), None) or \
+            # a unit labelled with the asked case that says much less of what is asked than another stating unit
+            # ("Pro: free Standard shipping ..." for "I'm on Pro. How much does Saturday delivery cost on an Express
+            # order?", beside "The surcharge is $14.99") does not lead for its label alone
+            plain = focus - asking.case_terms(" ".join(wanted.cases.values()))
+            most = max((_shared(plain, terms(c.unit.text)) for c in near if c.states and c.fit >= 0), default=0)
+            labelled_only = {id(c) for c in near if c.fit > 0 and _shared(plain, terms(c.unit.text)) <= min(1, most - 3)}
+            lead = next((c for tier in LEAD_TIERS for c in near if c.states and c.fit >= 0 and tier(c)
+                         and not (id(c) in labelled_only and tier is LEAD_TIERS[0])), None) or \
                 eligible or next((c for c in ranked if c.fit >= 0), ranked[0])
             # an item of a list whose sibling is headed by what the question names: the sibling ("PayPal: 3–5 business
             # days" for "I paid with PayPal", not "Visa, Mastercard, American Express: 7–10 business days")
@@ -556,7 +566,20 @@ _PART_END = re.compile(r";\s+")
 _PART_LABEL = re.compile(r"^[^:;.]{1,60}:\s+")
 
 
-def pertinent_part(kind: str, focus: set[str], unit: Unit) -> Unit:
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-ZÄÖÜ])")
+
+
+def _general_first(wanted: asking.Asked, passage: Passage, unit: Unit) -> bool:
+    """Whether a unit of several sentences states the asked kind first in a sentence that names none of the asked
+    families' cases, before a sentence naming another case ("The surcharge is $14.99. Premier members get ... free")."""
+    sentences = _SENTENCES.split(unit.text.strip())  # "... is $14.99. Premier ..." (a figure ends the sentence)
+    first = next((s for s in sentences if wanted.kind in asking.kinds_in(s)), None)
+    return (len(sentences) > 1 and first is not None and asking.figure_stated(wanted.kind, first)
+            and asking.case_fit(wanted.cases, asking.labels_of(first, with_currency=wanted.kind in ("amount", "contact")))
+            == 0)
+
+
+def pertinent_part(kind: str, focus: set[str], unit: Unit, cases: dict[str, str] | None = None) -> Unit:
     """The leading unit reduced to the sentence or clause that states the asked fact about what the question
     names, where it holds several facts of the kind about different things: "Card reservations are released by
     your bank within 3–5 business days; PayPal payments are refunded within 1–2 business days" answers how long a
@@ -570,10 +593,14 @@ def pertinent_part(kind: str, focus: set[str], unit: Unit) -> Unit:
     stating = [p for p in parts if kind in asking.kinds_in(p)]
     if len(stating) < 2:
         return unit
-    shared = sorted(((_shared(focus, terms(p)), p) for p in stating), key=lambda sp: -sp[0])
-    (best, part), (second, _) = shared[0], shared[1]
-    if best == 0 or best == second:
-        return unit
+    own = [p for p in stating if asking.case_fit(cases or {}, asking.labels_of(p)) >= 0]
+    if len(own) == 1:  # of the general rule and another case's exception, the rule ("The surcharge is $14.99.")
+        part = own[0]
+    else:
+        shared = sorted(((_shared(focus, terms(p)), p) for p in stating), key=lambda sp: -sp[0])
+        (best, part), (second, _) = shared[0], shared[1]
+        if best == 0 or best == second:
+            return unit
     text = part[0].upper() + part[1:]
     text = text if text[-1] in ".!?" else f"{text}."
     return dataclasses.replace(unit, text=text, marker="")

@@ -612,3 +612,11 @@ def test_what_the_customer_says_is_not_their_case_is_not_what_the_question_is_ab
     assert "card" not in focus_terms("I paid with PayPal, not a card - how long until I get my money back?")
     assert "paypa" in focus_terms("I paid with PayPal, not a card - how long until I get my money back?")
     assert "kart" not in focus_terms("ich hab per Überweisung bezahlt, nicht mit Karte. Wie lange dauert es?")
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("pro member here - at what order amount does standard shipping become free for me?", "amount"),
+    ("want saturday delivery with expedited shipping, whats the latest day/time i can order?", "clock"),
+])
+def test_the_amount_that_frees_shipping_and_a_cut_off_are_asked_kinds(question, kind):
+    assert asked(question).kind == kind

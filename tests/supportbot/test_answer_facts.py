@@ -668,3 +668,14 @@ def test_a_german_question_for_the_time_of_day_quotes_the_asked_warehouses_cut_o
     outcome = ask(acme, "Bis wie viel Uhr muss ich bestellen, damit das Paket aus Leipzig noch am selben Tag rausgeht?",
                   "de")
     assert "13:00" in outcome.answer and "14:00" not in outcome.answer, outcome.answer
+
+
+@pytest.mark.parametrize("question, fact, other", [
+    # was: "Pro: free Standard shipping on US orders over $60" led for its label alone (lf14-54)
+    ("I'm on the Pro plan. How much does Saturday delivery cost on an Express order?", "$14.99", "$60"),
+    # was: no kind asked, so every plan's threshold was quoted (lf14-55)
+    ("pro member here - at what order amount does standard shipping become free for me?", "$60", "over $120"),
+])
+def test_a_plan_members_question_is_answered_with_the_rule_about_what_it_asks(initech, question, fact, other):
+    outcome = ask(initech, question)
+    assert fact in outcome.answer and other not in outcome.answer, outcome.answer
