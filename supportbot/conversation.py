@@ -1885,6 +1885,12 @@ def _german_follow_up(conversation: Conversation, locale: str, dep: Dependence, 
     earlier messages), which found the Plus article's "free Express on orders over €75" for it."""
     message, history = conversation.message, conversation.history
     unresolved = f"German follow-up ({dep.kind} {dep.word!r}): not rewritten, shared caches bypassed"
+    told = _told_antecedent_de(message, history)
+    if told and dep.kind == "anaphora":
+        # "hab mich 5x vertippt und bin gesperrt, wie lange dauert das?": "das" is what the message tells, not the
+        # conversation's last question (the reset link's 30 minutes); read alone, still never keyed
+        return Resolution(message, message, How.UNRESOLVED, f"{unresolved}; read alone: its own words tell what it "
+                          f"points at ({told})"[:300], history=history)
     if dep.kind == "ellipsis" and not _assistant_asked(next((t for t in reversed(history) if t.role == "assistant"),
                                                             None)):
         previous = _previous_resolution(conversation, locale)
@@ -1895,6 +1901,26 @@ def _german_follow_up(conversation: Conversation, locale: str, dep: Dependence, 
                                   f"{unresolved}; read as the previous question with the new detail",
                                   history=history)
     return Resolution(message, _context_question(message, history), How.UNRESOLVED, unresolved, history=history)
+
+
+# Where a German message's question begins: a question word or a verb first, after a clause's end or a sign ("🙈")
+_GERMAN_QUESTION_AT = re.compile(r"(?:[.!?,;:]\s*|\s[^\w\s]+\s*|\s+(?:und|aber)\s+)(?=(?:wie|was|wann|wo|warum|wieso|"
+                                 r"kann|muss|geht|gilt|ist|sind|dauert|klappt)\b)", re.IGNORECASE)
+
+
+def _told_antecedent_de(message: str, history: tuple[Turn, ...]) -> str:
+    """The words a German message tells before its question that the conversation has not said, when there are
+    ``MIN_TOLD_WORDS`` of them and the question itself names at most one thing ("wie lange dauert das?"): what its
+    pointing word points at; else ""."""
+    at = [m.end() for m in _GERMAN_QUESTION_AT.finditer(message)]
+    if not at:
+        return ""
+    told, question = message[:at[-1]], message[at[-1]:]
+    said = {w for t in history for w in _lower_words(t.content)}
+    new = [w for w in _lower_words(told) if len(w) > 3 and w not in _STOP_DE and w not in said and w not in _SOCIAL
+           and not any(c.isdigit() for c in w)]
+    named = [w for w in _lower_words(question) if w not in NAMING_NOTHING and len(w) > 2]
+    return " ".join(new) if len(new) >= MIN_TOLD_WORDS and len(named) <= 1 else ""
 
 
 _SPEEDS = frozenset({"standard", "expedited", "express", "overnight", "economy", "priority", "next-day", "nextday",

@@ -239,3 +239,21 @@ def test_a_way_to_pay_in_an_ellipsis_takes_the_place_of_the_one_asked_before(fol
                           "Once the refund is issued, it takes 7–10 business days to reach your Visa card.", follow_up)
     assert resolution.how == How.REWRITTEN and resolution.question == asked, resolution
     assert "visa" not in resolution.question.casefold()
+
+
+@pytest.mark.django_db
+def test_a_german_follow_up_that_tells_what_it_points_at_is_read_alone():
+    """"hab mich 5x vertippt und bin gesperrt, wie lange dauert das?" asks how long the lock lasts, not how long the
+    reset link of the question before is valid (lc14-13); read alone, and never keyed."""
+    conversation = Conversation((Turn("user", "wie lange ist der link zum passwort zurücksetzen gültig?"),
+                                 Turn("assistant", "Der Link ist 30 Minuten gültig."),
+                                 Turn("user", "zu spät, hab mich jetzt 5x vertippt und bin gesperrt 🙈 wie lange dauert "
+                                              "das?")))
+    resolution = resolve(conversation, "de")
+    assert resolution.question == conversation.message and not resolution.cacheable
+    # a question naming its own thing ("am Samstag") is not read so
+    other = resolve(Conversation((Turn("user", "Stellt ihr auch samstags zu? Ich wohne in Wien."),
+                                  Turn("assistant", "Ja, DHL liefert in Österreich auch samstags."),
+                                  Turn("user", "Super. Diesmal schicke ich ein Geschenk nach Toronto. Geht das da auch "
+                                               "am Samstag?"))), "de")
+    assert "read alone" not in other.detail
