@@ -284,6 +284,18 @@ def search_hybrid(generation: IndexGeneration, tenant_id: int, locale: str, ques
     return out
 
 
+def article_texts(generation: IndexGeneration, tenant_id: int, locale: str, article_ids) -> dict[str, str]:
+    """The whole text (headings and passages, in order) of each of the articles (by external id) in a tenant's
+    scope, in one query."""
+    out: dict[str, list[str]] = {}
+    rows = (ChunkEmbedding.objects.filter(generation=generation, tenant_id=tenant_id, locale=locale,
+                                          article__external_id__in=list(article_ids))
+            .order_by("article_id", "chunk_id").values_list("article__external_id", "chunk__heading", "chunk__text"))
+    for article_id, heading, text in rows:
+        out.setdefault(article_id, []).append(f"{heading}\n{text}")
+    return {article_id: "\n".join(parts) for article_id, parts in out.items()}
+
+
 def article_hits(generation: IndexGeneration, tenant_id: int, locale: str, article_pk: int,
                  vector: np.ndarray) -> list[SearchHit]:
     """Every chunk of one article in a tenant's scope, most similar to ``vector`` first."""

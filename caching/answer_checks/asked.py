@@ -740,6 +740,9 @@ _ACTION_SYNONYMS = (frozenset({"return", "send back", "sent back", "ship back", 
                     frozenset({"drop off", "abgeben", "bring"}),
                     frozenset({"ring", "call", "phone", "anrufen", "telefon"}),
                     frozenset({"turn on", "switch on", "enable", "activate", "set up", "einschalten", "aktivieren"}),
+                    frozenset({"type in", "enter", "eintippen", "eingeben"}),
+                    frozenset({"fix", "repair", "correct", "change", "update", "edit", "reparieren", "korrigieren",
+                               "ändern"}),
                     frozenset({"turn off", "switch off", "disable", "deactivate", "ausschalten", "deaktivieren"}))
 _ACTION_AUX = frozenset({"be", "get", "wait", "go", "do", "make", "haben", "sein", "werden", "warten", "lassen", "zeit"})
 
@@ -793,7 +796,10 @@ _YESNO_GENERIC = _ACTION_AUX | frozenset({
     "have", "use", "see", "need", "want", "know", "ask", "find", "take", "give", "keep", "come", "put", "let", "try",
     "pay", "buy", "order", "add", "set", "expect", "receive", "rely", "count", "check", "choose", "pick", "select",
     "not", "also", "still", "bekommen", "kriegen", "machen", "tun", "nutzen", "benutzen", "verwenden", "zahlen",
-    "bezahlen", "bestellen", "kaufen", "erhalten", "sehen", "wissen", "fragen", "wählen", "auswählen", "nehmen"})
+    "bezahlen", "bestellen", "kaufen", "erhalten", "sehen", "wissen", "fragen", "wählen", "auswählen", "nehmen", "holen",
+    "request", "anfordern", "beantragen",
+    # "do you offer / sell / accept ...": what is asked is the thing offered (``retrieval.subject.unstated_thing``)
+    "offer", "sell", "provide", "carry", "stock", "accept", "support", "allow", "anbieten", "akzeptieren"})
 
 
 _ON_VERBS = frozenset({"turn", "switch", "log", "put", "try"})

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from caching.answer_checks.asked import CASE_PATTERNS, cases_in, places_as_countries
+from caching.answer_checks.asked import (CASE_PATTERNS, cases_in, places_as_countries, speaks_of_action,
+                                         yesno_action)
 from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import IndexGeneration
+from retrieval.search import article_texts
 from retrieval.subject import (asked_readings, nouns_of, spelled, subject_of, truecased, unnamed, unstated_action, unstated_property,
                                unstated_thing)
 from supportbot.answerability.company import unstated_company_facts
@@ -104,6 +106,14 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     if action:  # the action asked for: no passage that shares the rest answers it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks to {action}, which the help centre "
                        f"never states"[:300], model.version, unseen)
+    own = yesno_action(question.split(" | ", 1)[0])  # the message's own ask, not its context question's earlier turns
+    if own and any(ok):
+        # whether the customer can do a thing: an article that answers it speaks of that action ("sign up", "send
+        # back"); one that shares the rest of the question ("email address", "delete my account") does not answer it
+        texts = article_texts(generation, tenant_id, locale, {p.article_id for p, good in zip(passages, ok) if good})
+        if not any(speaks_of_action(own, text) for text in texts.values()):
+            return Verdict(False, p, threshold, chunk_id, f"not answerable: asks whether the customer can {own}, of "
+                           f"which no answering article speaks"[:300], model.version, unseen)
     spec = unstated_property(generation, tenant_id, locale, question)
     if spec:  # a product's property: no passage states any word of it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks for a product's property ({spec}), which the "

@@ -312,6 +312,19 @@ def test_an_action_the_help_centre_never_states_is_handed_off(demo, tenant, ques
     assert f"asks to {action}" in outcome.reason, outcome.reason
 
 
+@pytest.mark.parametrize("tenant, question, action", [
+    # was: answered from the closing article, which shares "close", "account" and "email" and says nothing of signing
+    # up again (lu11-24)
+    ("initech", "If I close my account now, can I sign up again later with the same email address?", "sign up"),
+    # was: answered with the household article's invitations (lu14-04)
+    ("acme", "I'm the household owner but my partner wants to take over paying for Plus. Can I hand the household over "
+             "to her?", "hand over"),
+])
+def test_an_action_no_answering_article_speaks_of_is_handed_off(demo, tenant, question, action):
+    outcome = ask_twice(demo[tenant], question, "en")
+    assert f"can {action}, of which no answering article speaks" in outcome.reason, outcome.reason
+
+
 @pytest.mark.parametrize("tenant, question", [
     ("acme", "Can I return an opened item?"),
     ("initech", "Do you ship to Mexico?"),
