@@ -106,7 +106,9 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     if action:  # the action asked for: no passage that shares the rest answers it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks to {action}, which the help centre "
                        f"never states"[:300], model.version, unseen)
-    own = yesno_action(question.split(" | ", 1)[0])  # the message's own ask, not its context question's earlier turns
+    # (English only: German articles say the same action in other words and other verb forms more often than the
+    # equivalents cover; measured on the German held-out answerable files, six were handed off)
+    own = yesno_action(question.split(" | ", 1)[0]) if config == "english" else ""  # the message's own ask only
     if own and any(ok):
         # whether the customer can do a thing: an article that answers it speaks of that action ("sign up", "send
         # back"); one that shares the rest of the question ("email address", "delete my account") does not answer it
