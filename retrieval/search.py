@@ -36,7 +36,7 @@ from core.redis_client import RedisUnavailable, get_redis, redis_available, redi
 from ingestion.textsearch import text_search_config
 from retrieval.models import ChunkEmbedding, IndexGeneration
 
-RETRIEVAL_VERSION = "hybrid-rrf-5"  # bump when the way passages are found or ranked changes
+RETRIEVAL_VERSION = "hybrid-rrf-4"  # bump when the way passages are found or ranked changes
 
 
 @dataclass(frozen=True)
@@ -270,17 +270,6 @@ def search_hybrid(generation: IndexGeneration, tenant_id: int, locale: str, ques
         top = scored(hits[by_vector[0].chunk_id])
         if top.evidence:
             out = out[:k - 1] + [top]
-    # ... and so has the passage that states most of the question's words, when it states most of them: the
-    # embedding model reads German less well than English ("Diesem Gerät 30 Tage vertrauen" for "Für wie viele Tage
-    # kann ich ... ein Gerät als vertrauenswürdig markieren?" ranked below the Plus trial's "30 Tage")
-    if k > 1 and out and by_text:
-        best = max(by_text, key=lambda h: h.term_coverage)
-        if best.term_coverage >= settings.RETRIEVAL_MIN_TERM_COVERAGE and best.chunk_id not in {h.chunk_id for h in out}:
-            top = scored(hits[best.chunk_id])
-            keep = by_vector[0].chunk_id if by_vector else None
-            at = max(i for i, h in enumerate(out) if h.chunk_id != keep or i == 0)
-            if top.evidence:
-                out = out[:at] + out[at + 1:] + [top] if len(out) == k else out + [top]
     return out
 
 

@@ -680,11 +680,3 @@ def test_a_plan_members_question_is_answered_with_the_rule_about_what_it_asks(in
     outcome = ask(initech, question)
     assert fact in outcome.answer and other not in outcome.answer, outcome.answer
 
-
-def test_the_passage_stating_most_of_a_german_questions_words_keeps_a_place_in_retrieval(acme):
-    """"Für wie viele Tage ... ein Gerät als vertrauenswürdig markieren?": the 2FA step "Diesem Gerät 30 Tage vertrauen"
-    holds most of its words but was ranked out of the fused top four by the Plus trial's "30 Tage kostenlos testen",
-    which answered it (lf14-41)."""
-    outcome = ask(acme, "Für wie viele Tage kann ich bei der Zwei-Faktor-Anmeldung ein Gerät als vertrauenswürdig "
-                        "markieren?", "de")
-    assert "30 Tage vertrauen" in outcome.answer and "testen" not in outcome.answer, outcome.answer
