@@ -755,12 +755,17 @@ def asked_action(question: str) -> str:
         particle = next((g for g in (m.group("p1"), m.group("p2"), m.group("p3")) if g), "")
         return "" if verb in _ACTION_AUX else f"{verb} {particle.lower()}".strip()
     m = _ACTION_DE.search(question)
-    if m:  # the German verb ends the clause: "... abgeben", "... zurückzugeben"
-        words = re.findall(r"[^\W\d_]+", m.group("rest"))
-        verb = words[-1] if words else ""
-        if verb.islower() and verb.endswith(("en", "rn", "ln")) and verb not in _ACTION_AUX:
-            p = _DE_PARTICLE.match(verb)
-            return f"{p.group(1)}{p.group(2)}" if p else verb
+    return _german_clause_verb(m.group("rest"), _ACTION_AUX) if m else ""  # "... abgeben", "... zurückzugeben"
+
+
+def _german_clause_verb(clause: str, excluded: frozenset[str]) -> str:
+    """The verb that ends a German clause, its "zu" taken out ("zurückzugeben" -> "zurückgeben"), or "" when the
+    clause ends in no lower-case infinitive or in one of ``excluded``."""
+    words = re.findall(r"[^\W\d_]+", clause)
+    verb = words[-1] if words else ""
+    if verb.islower() and verb.endswith(("en", "rn", "ln")) and verb not in excluded:
+        p = _DE_PARTICLE.match(verb)
+        return f"{p.group(1)}{p.group(2)}" if p else verb
     return ""
 
 
@@ -831,13 +836,7 @@ def yesno_action(question: str) -> str:
             particle = ""
         return f"{verb} {particle}".strip()
     m = _YESNO_ACTION_DE.search(asking)
-    if m:  # the German verb ends the clause: "... erst einschicken"
-        words = re.findall(r"[^\W\d_]+", m.group("rest"))
-        verb = words[-1] if words else ""
-        if verb.islower() and verb.endswith(("en", "rn", "ln")) and verb not in _YESNO_GENERIC:
-            p = _DE_PARTICLE.match(verb)
-            return f"{p.group(1)}{p.group(2)}" if p else verb
-    return ""
+    return _german_clause_verb(m.group("rest"), _YESNO_GENERIC) if m else ""  # "... erst einschicken"
 
 
 def holds_action(action: str, text: str, *, before_figure: bool = False) -> bool:
