@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from django.conf import settings
 
 from caching import guards
-from caching.answer_checks.asked import REWRITE_MARK, kinds_in
+from caching.answer_checks.asked import REWRITE_MARK, kinds_in, places_as_countries
 from caching.answer_checks.text import sentences_of
 
 from retrieval.embeddings import embed_texts
@@ -770,6 +770,13 @@ def resolve(conversation: Conversation, locale: str = "en", rewriter=None, *, sc
     """The standalone question of the conversation's last message (see the module docstring).
     ``rewriter``: an optional callable ``(conversation, locale) -> str | None`` (the trusted model).
     ``scoped=False``: an unresolved message stays unresolved (how an earlier turn is read, ``_previous_resolution``)."""
+    aside = _chatter_exchanges(conversation.history)
+    if aside:  # the customer's aside and the assistant's courtesy after it: not part of the case (``_chatter_exchanges``)
+        kept = Conversation(tuple(t for i, t in enumerate(conversation.turns) if i not in aside))
+        inner = resolve(kept, locale, rewriter, scoped=scoped)
+        # the model's prompt still gets every turn (``customers_words`` and ``last_reply`` pass the asides over)
+        return replace(inner, history=conversation.history,
+                       detail=f"{inner.detail} ({len(aside) // 2} aside left out)"[:300])
     try:
         resolution = _resolve(conversation, locale, rewriter)
     except TooMuchContext as exc:
@@ -1655,6 +1662,49 @@ def _small_talk(turn: Turn) -> bool:
         and not [v for v in conditions(text, names=False) if v not in _SOCIAL]
 
 
+# The assistant's open offer that closes a reply ("Anything else I can help you with?", "Is there anything else I can
+# help you with for your trip?", "Kann ich sonst noch etwas für Sie tun?"): the assistant took the turn before as said
+# in passing, and asks what the customer needs
+_OPEN_OFFER = re.compile(r"(?:\banything\s+else\b|\bwhat\s+else\s+can\s+(?:i|we)\b|\bsonst\s+noch\b|\bnoch\s+etwas\b)"
+                         r"[^.!?]*\?\s*$", re.IGNORECASE)
+# Details that keep a customer's aside in the case, however the assistant took it: a place, a plan, a name, a weekday
+# (and a figure: ``_chatter_exchanges``; "a long one" is no amount)
+_ASIDE_KEEPS = {"place", "tier", "name"}
+MAX_ASIDE_REPLY_WORDS = 25
+
+
+def _keeps_aside(text: str) -> bool:
+    return any(kind in _ASIDE_KEEPS or value in _DAYS for value, kind in conditions(text).items())
+
+
+def _chatter_exchanges(history: tuple[Turn, ...]) -> set[int]:
+    """The positions of the customer's asides and the assistant's courtesies after them ("lol my dog just ate one of my
+    hiking socks" / "Oh no! Hopefully it was an old pair. Anything else I can help you with?"): a customer's turn
+    after their first that asks nothing, names no place, plan, amount, weekday or name and has no figure, answered
+    by a short reply that states no detail and closes with an open offer. The offer says the assistant took the turn
+    as said in passing; the conversation's case is what came before it. Twenty-first session: two blind
+    conversations' asides ("dog ate", "no coffee this morning is brutal") were carried in the rewrite's words, and
+    the question was handed off as about dogs."""
+    users = [i for i, t in enumerate(history) if t.role == "user"]
+    out: set[int] = set()
+    for i in users[1:]:
+        if i + 1 >= len(history) or history[i + 1].role != "assistant":
+            continue
+        said, reply = history[i].content, history[i + 1].content
+        if _small_talk(history[i]):  # "ok thanks" / "Anything else?" closes a topic (``_after_closed_topic``)
+            continue
+        if _asks(said) or re.search(r"\d", said) or re.search(r"\d", reply):
+            continue
+        if _keeps_aside(said):
+            continue
+        offer = _OPEN_OFFER.search(reply)
+        rest = reply[:offer.start()] if offer else ""
+        if offer is None or len(_lower_words(rest)) > MAX_ASIDE_REPLY_WORDS or _keeps_aside(rest):
+            continue
+        out |= {i, i + 1}
+    return out
+
+
 def _chatter_reply(turns: tuple[Turn, ...], i: int) -> bool:
     """Whether turn ``i`` is the assistant's reply to the customer's small talk ("ugh, rainy weekend" /
     "Hope it clears up!") that states nothing of the case: small talk too."""
@@ -1662,7 +1712,10 @@ def _chatter_reply(turns: tuple[Turn, ...], i: int) -> bool:
         return False
     if _ABOUT_ASSISTANT.match(turns[i - 1].content):
         return True  # "are you a bot?" / "I'm Ask, a virtual assistant ...": about itself, whatever it says
-    return _small_talk(turns[i - 1]) and not conditions(turns[i].content, names=False)
+    reply = turns[i].content
+    # an amount only as a figure the reply writes ("Sounds like a long one!" says no amount)
+    return _small_talk(turns[i - 1]) and not [v for v, k in conditions(reply, names=False).items()
+                                              if k != "amount" or v in reply.casefold()]
 
 
 def _side_turns(turns: tuple[Turn, ...]) -> set[int]:
@@ -1948,12 +2001,21 @@ def _stands_for(old: str, old_kind: str, new: str, new_kind: str) -> bool:
     return old_kind == new_kind or any(old in family and new in family for family in _REPLACING)
 
 
+MAX_SHOWN_SLOT_WORDS = 3
+
+
 def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
               history: tuple[Turn, ...], *, german: bool = False) -> Resolution:
     """"And for Canada?": the previous question, with the new detail in place of the old one of its kind."""
     slot_match = (_ELLIPSIS_SLOT_DE if german else _ELLIPSIS_SLOT).match(message)
     slot = slot_match.group("slot").strip() if slot_match else ""
     found = conditions(slot) if slot else {}
+    if slot and any(k == "name" for k in found.values()):
+        # a town the customer names is its country ("to my mom in Guadalajara": Mexico), the place the previous
+        # question's place stands for (twenty-first session)
+        placed = places_as_countries(slot, "de" if german else "en")
+        if any(k == "place" and v not in found for v, k in conditions(placed).items()):
+            slot, found = placed, conditions(placed)
     if not found and slot.casefold() in _SPEEDS:  # "and expedited?": a delivery speed, whatever the guards read
         found = {slot.casefold(): "speed"}
     paid = [w for w in _lower_words(slot) if w in _PAYMENTS]
@@ -1983,7 +2045,9 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
     question = base
     replaced_any = False
     for value, kind in found.items():
-        shown = slot if len(found) == 1 else value  # the customer's own spelling
+        # the customer's own spelling, unless the slot says more than the detail ("sending something to my mom in
+        # Mexico": "Mexico")
+        shown = slot if len(found) == 1 and len(_lower_words(slot)) <= MAX_SHOWN_SLOT_WORDS else value
         same_kind = [v for v, k in base_conditions.items() if _stands_for(v, k, value, kind)]
         for old in same_kind:
             question = re.sub(rf"(?:\bthe\s+)?{re.escape(old)}", shown, question, flags=re.IGNORECASE)
@@ -2125,15 +2189,17 @@ def customers_words(resolution: Resolution) -> str:
     question = resolution.question
     if resolution.how != How.REWRITTEN or TOPIC_MARK not in question or not resolution.history:
         return ""
-    words = _topic_stems(resolution.history, resolution.message, _side_turns(resolution.history), users_only=True)
+    words = _topic_stems(resolution.history, resolution.message,
+                         _side_turns(resolution.history) | _chatter_exchanges(resolution.history), users_only=True)
     return _with_topic(question.split(TOPIC_MARK, 1)[0], " ".join(words)) if words else ""
 
 
 def last_reply(resolution: Resolution) -> str:
     """The assistant's last turn that says something (not the reply to small talk), or ""."""
     history = resolution.history
+    aside = _chatter_exchanges(history)
     last = max((i for i, t in enumerate(history) if t.role == "assistant" and not _small_talk(t)
-                and not _chatter_reply(history, i)), default=None)
+                and not _chatter_reply(history, i) and i not in aside), default=None)
     return history[last].content if last is not None else ""
 
 

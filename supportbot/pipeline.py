@@ -756,7 +756,10 @@ def check_answerable(state: AskState) -> list[Passage]:
             state.answerability = verdict = replace(best, passing=verdict.passing | theirs.passing,
                                                     storable=verdict.storable | theirs.storable)
         elif not verdict.answerable:
-            state.answerability = verdict = asked_subject(state, verdict, own_words(state), theirs.unseen_terms)
+            again = asked_subject(state, verdict, own_words(state), theirs.unseen_terms)
+            if not again.answerable:  # the rewrite with the assistant's words too, less those no passage states
+                again = asked_subject(state, verdict, state.question, theirs.unseen_terms)
+            state.answerability = verdict = again
     elif not verdict.answerable and state.resolution is not None and state.resolution.how == How.UNRESOLVED:
         state.answerability = verdict = asked_subject(state, verdict, state.question)  # "message | earlier turn | …"
     state.lap("answerability", t)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from caching.answer_checks.asked import (CASE_PATTERNS, cases_in, places_as_countries, speaks_of_action,
+from caching.answer_checks.asked import (CASE_PATTERNS, REWRITE_MARK, cases_in, places_as_countries, speaks_of_action,
                                          yesno_action)
 from core.models import Tenant
 from ingestion.textsearch import text_search_config
@@ -124,7 +124,9 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     if thing:  # what it asks whether there is: no passage that shares the rest states it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks whether there is {thing}, which the help "
                        f"centre never states"[:300], model.version, unseen)
-    company = unstated_company_facts(question, config, tenant_name, passages)
+    # the message's own ask: "the account owner" of a rewrite's conversation words asks nothing of the company
+    company = unstated_company_facts(question.split(REWRITE_MARK, 1)[0].split(" | ", 1)[0], config, tenant_name,
+                                     passages)
     if company:  # the company itself: only a passage that says it of the company answers
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks about the company itself "
                        f"({', '.join(company[:3])}), which no retrieved passage states of {tenant_name}"[:300],

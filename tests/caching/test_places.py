@@ -75,3 +75,13 @@ def test_a_town_of_a_country_the_help_centre_does_not_serve_is_said_by_its_count
 def test_a_foreign_town_is_read_only_where_it_is_one(question):
     out = places_as_countries(question, "en")
     assert "France" not in out and "Canada" not in out
+
+
+@pytest.mark.parametrize("question, locale, read", [
+    # twenty-first session: "England" was a name no article states, and "und nach England?" was handed off
+    ("Was kostet der Standardversand nach England?", "de", "Was kostet der Standardversand nach Großbritannien?"),
+    ("How much is shipping to Northern Ireland?", "en", "How much is shipping to the UK?"),
+    ("Versand nach Schottland", "de", "Versand nach Großbritannien"),
+])
+def test_the_nations_of_the_united_kingdom_are_the_united_kingdom(question, locale, read):
+    assert places_as_countries(question, locale) == read

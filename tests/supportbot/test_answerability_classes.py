@@ -174,6 +174,10 @@ def answered_with(acme, question, locale, article):
     ("en", "Is the Acme app available for Apple Watch?", "return-policy", "never name Apple Watch"),
     ("de", "Reparieren Sie auch Jacken von Mammut?", "warranty-and-repairs", "never state Mammut"),
     ("de", "Haben Sie eine Filiale in Leipzig?", "shipping-times-and-costs", "never state Filiale"),
+    # most of what the question names, the cited passage never says (twenty-first session: an Express price was cached
+    # for whether a delivery before 10 o'clock or a time window can be chosen)
+    ("de", "Guten Tag, kann ich bei DHL Express an der Kasse eine Zustellung vor 9 Uhr oder ein festes Zeitfenster "
+           "buchen, und was kostet das?", "shipping-times-and-costs", "most of what the question names"),
 ])
 def test_admission_refuses_an_answer_whose_cited_passages_do_not_cover_the_question(acme, locale, question, article,
                                                                                     reason):
@@ -187,6 +191,8 @@ def test_admission_refuses_an_answer_whose_cited_passages_do_not_cover_the_quest
 @pytest.mark.parametrize("locale, question, article", [
     ("en", "How long do I have to return an item?", "return-policy"),
     ("de", "Wie lange dauert der Expressversand nach Deutschland?", "shipping-times-and-costs"),
+    # names three things, the passage says two of them
+    ("de", "Was kostet der Expressversand mit DHL nach Österreich?", "shipping-times-and-costs"),
     ("en", "Can I pay with Apple Pay?", "payment-methods-and-gift-cards"),
 ])
 def test_admissions_subject_check_passes_an_answer_from_the_article_about_it(acme, locale, question, article):
@@ -252,7 +258,14 @@ def test_a_question_is_split_into_its_told_case_and_its_question_sentence():
     assert told_case("I'm a wedding planner. Do you have a discount?") is None  # a noun, not what they are doing
     assert told_case("My son is 16 - can I add him to my team?") is None
     assert told_case("I want to rent a tent. What are your prices?") is None  # what the customer wants: held
-    assert told_case("Can I return it? I bought it last week.") is None  # nothing told before the question
+    # what is told after the question sentence is the case as well (twenty-first session; was: nothing told before)
+    told = told_case("Can I return it? I bought it last week.")
+    assert told.asked == "Can I return it?" and "bought" in told.released
+    told = told_case("when do initech api keys expire? built a little home assistant integration")
+    assert told.asked == "when do initech api keys expire?" and "integration" in told.released
+    # ... but never a rewrite's conversation words nor an unresolved follow-up's earlier turns
+    assert told_case("how much would it cost per day? (about: rent out kayak weekend)") is None
+    assert told_case("and how much per day? | Do you rent out kayaks? | Sorry, we don't cover this.") is None
     assert told_case("verschickt ihr klimaneutral, z.b. mit dhl gogreen?") is None  # "z.b." ends no sentence
     # a condition after or before what is asked is the case; of a sentence, only the clause saying what the
     # customer wants stays ("I want to return it"), not the rest ("it works fine")

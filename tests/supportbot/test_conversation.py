@@ -191,6 +191,18 @@ def test_an_ellipsis_swaps_the_detail_of_its_kind():
     assert "germany" not in r.question.casefold()  # the detail of its kind is replaced, not kept
 
 
+@pytest.mark.parametrize("message, place", [("what about sending something to my sister in Guadalajara?", "mexico"),
+                                            ("and to my brother in Toronto?", "toronto"),
+                                            ("what about my aunt in Kelowna?", "canada")])
+def test_an_ellipsis_naming_a_town_swaps_the_country_it_is_in(message, place):
+    """Twenty-first session: the town was appended ("... in the US for sending something to my mom in Guadalajara?")
+    and the question kept the old country."""
+    r = resolve(Conversation((Turn("user", "How much is express shipping in the US?"),
+                              Turn("assistant", "Express shipping in the US costs $19.99."), Turn("user", message))))
+    assert r.how == How.REWRITTEN
+    assert place in r.question.casefold() and " us" not in r.question.casefold(), r.question
+
+
 @pytest.mark.parametrize("statement, answer, message, question", [
     ("I'm thinking about upgrading to Pro.", "Pro costs $9 per month, or $90 per year, with a 14-day free trial.",
      "and Premier?", "How much does Premier cost?"),

@@ -257,3 +257,38 @@ def test_a_german_follow_up_that_tells_what_it_points_at_is_read_alone():
                                   Turn("user", "Super. Diesmal schicke ich ein Geschenk nach Toronto. Geht das da auch "
                                                "am Samstag?"))), "de")
     assert "read alone" not in other.detail
+
+
+# Twenty-first session: a customer's aside and the assistant's courtesy that closes with an open offer
+RETURN = ("Can I return a sleeping bag I've used once?", "Yes, used items can be returned within 30 days; a 15% fee "
+          "applies to opened items.")
+ASIDES = [("my cat just knocked my coffee over lol", "Oh dear! Hope the keyboard survived. Anything else I can help "
+                                                        "you with?"),
+          ("ugh what a week it has been", "Sounds like a long one! Is there anything else I can help you with today?")]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("aside", ASIDES, ids=["cat", "week"])
+def test_an_aside_answered_with_an_open_offer_is_not_the_case(aside):
+    with_aside = resolved(*RETURN, *aside, "how long does the refund take after that?")
+    without = resolved(*RETURN, "how long does the refund take after that?")
+    assert with_aside.how == without.how == How.REWRITTEN
+    assert resolved_normalized(with_aside) == resolved_normalized(without)
+    # (a turn of small talk was passed over before: the courtesy after it is now too, whatever "a long one" says)
+    assert ("aside left out" in with_aside.detail) == ("cat" in aside[0])
+    assert len(with_aside.history) == len(RETURN) + 2  # the model's prompt still gets every turn
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("aside", [
+    ("I'm a Plus member by the way", "Thanks for letting me know! Anything else I can help with?"),  # a plan
+    ("I live in Toronto", "Lovely city! Anything else I can help with?"),  # a place
+    ("it was $120", "Thanks! Anything else I can help with?"),  # an amount
+    ("is that the same for sale items?", "Yes, the same. Anything else?"),  # a question of the case
+    ("I'm away on Saturday", "Noted! Anything else I can help with?"),  # a weekday
+    # a reply that says more than a courtesy
+    ("my dog chewed the zip", "Oh no! The zip is covered for life under our repair programme, and we fix it free of "
+                              "charge at the Basecamp repair centre when you send the jacket in. Anything else?"),
+])
+def test_an_aside_that_states_a_detail_or_asks_stays_in_the_case(aside):
+    assert "aside left out" not in resolved(*RETURN, *aside, "how long does the refund take after that?").detail
