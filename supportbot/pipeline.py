@@ -757,8 +757,10 @@ def check_answerable(state: AskState) -> list[Passage]:
                                                     storable=verdict.storable | theirs.storable)
         elif not verdict.answerable:
             again = asked_subject(state, verdict, own_words(state), theirs.unseen_terms)
-            if not again.answerable:  # the rewrite with the assistant's words too, less those no passage states
+            if not again.answerable:  # the rewrite with the assistant's words too, less those no passage states:
+                # shown, never cached (twenty-first session: an incomplete repair answer was admitted so)
                 again = asked_subject(state, verdict, state.question, theirs.unseen_terms)
+                again = replace(again, storable=frozenset()) if again.answerable else again
             state.answerability = verdict = again
     elif not verdict.answerable and state.resolution is not None and state.resolution.how == How.UNRESOLVED:
         state.answerability = verdict = asked_subject(state, verdict, state.question)  # "message | earlier turn | …"

@@ -61,9 +61,18 @@ def stem(word: str) -> str:
     return word[:STEM_CHARS]
 
 
+# A name made of everyday words is one word of its own: "American Express" is a card, and says nothing of an express
+# delivery (twenty-first session: "how much is express shipping in Mexico?" was answered, and cached, with the Mexico
+# store's list of cards)
+_NAMES_OF_WORDS = ((re.compile(r"\bamerican\s+express\b"), "amex"),)
+
+
 def terms(text: str) -> set[str]:
     """The content words of a text by their stems (stopwords of English and German left out)."""
-    return {stem(w) for w in WORDS.findall(text.casefold()) if w not in STOPWORDS and (len(w) > 2 or w.isdigit())}
+    text = text.casefold()
+    for pattern, name in _NAMES_OF_WORDS:
+        text = pattern.sub(name, text)
+    return {stem(w) for w in WORDS.findall(text) if w not in STOPWORDS and (len(w) > 2 or w.isdigit())}
 
 
 def name_terms(text: str) -> set[str]:
@@ -76,4 +85,4 @@ def negated(sentence: str) -> bool:
     return bool(NEGATION.search(sentence))
 
 
-VERSION = [NEGATION.pattern] + [STEM_CHARS, _SUFFIX.pattern, sorted(STOPWORDS), _BOUNDARY.pattern, _ABBREVIATION.pattern]
+VERSION = [NEGATION.pattern, [p.pattern for p, _ in _NAMES_OF_WORDS]] + [STEM_CHARS, _SUFFIX.pattern, sorted(STOPWORDS), _BOUNDARY.pattern, _ABBREVIATION.pattern]

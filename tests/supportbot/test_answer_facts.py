@@ -680,3 +680,13 @@ def test_a_plan_members_question_is_answered_with_the_rule_about_what_it_asks(in
     outcome = ask(initech, question)
     assert fact in outcome.answer and other not in outcome.answer, outcome.answer
 
+
+
+def test_a_card_named_american_express_says_nothing_of_an_express_delivery(demo):
+    """Twenty-first session: "express" of "American Express" made the Mexico store's list of cards the answer, cached,
+    to what express shipping to Mexico costs."""
+    from caching.answer_checks.text import terms
+    assert "express" not in terms("Visa, Mastercard and American Express cards")
+    assert terms("Do you take American Express?") & terms("Visa, Mastercard and American Express cards")
+    outcome = ask(demo["initech"], "how much is express shipping in mexico?")
+    assert "aren't available to Mexico" in outcome.answer and "OXXO" not in outcome.answer, outcome.answer
