@@ -47,6 +47,8 @@ FOLLOW_UP_WEIGHT = 0.2
 _NAMING_NOTHING = frozenset(terms(" ".join(sorted(NAMING_NOTHING))))
 # the words of the sentence that asks, after sentences that tell the customer's case, again
 ASKED_WEIGHT = 0.15
+# a follow-up's own words a unit must share to lead before one that shares none (``_fact_units``)
+MIN_NEW_SHARED = 2
 
 
 def _asked_words(question: str) -> frozenset[str]:
@@ -280,6 +282,8 @@ class ExtractiveAnswerer(Answerer):
             new = (asking.focus_terms(message, cases=False) - terms(said) - _NAMING_NOTHING) & stated  # not "how much extra?"
             if new:
                 scores = scores + FOLLOW_UP_WEIGHT * lexical_overlap("", texts, wanted=new)
+        else:
+            new = frozenset()
         asked = _asked_words(request.question) & stated
         if asked and wanted.wants_fact:
             # a question that tells its case first ("got the email that my data export is ready but I'm travelling.")
@@ -298,7 +302,7 @@ class ExtractiveAnswerer(Answerer):
                                      request.tenant_prompt.name)
                          for (p, u), s in zip(candidates, scores)), key=lambda c: -c.score)
         if wanted.wants_fact or wanted.kind == "yesno":
-            kept = self._fact_units(wanted, ranked, focus)
+            kept = self._fact_units(wanted, ranked, focus, new)
             if wanted.wants_fact and kept[0].states:
                 kept[0] = dataclasses.replace(
                     kept[0], unit=askers_figure(wanted, pertinent_part(wanted.kind, focus, kept[0].unit, wanted.cases)))
@@ -430,9 +434,11 @@ class ExtractiveAnswerer(Answerer):
         return kept
 
     @staticmethod
-    def _fact_units(wanted: asking.Asked, ranked: list[Candidate], focus: set[str]) -> list[Candidate]:
+    def _fact_units(wanted: asking.Asked, ranked: list[Candidate], focus: set[str],
+                    new: frozenset[str] = frozenset()) -> list[Candidate]:
         """The unit that states the asked fact for the asked case (a yes/no question: that speaks of
-        the asked case), and a little context of its article that states no other figure of the kind."""
+        the asked case), and a little context of its article that states no other figure of the kind.
+        ``new``: a rewritten follow-up's own words that its conversation did not say (what it asks about)."""
         # near the best unit that may lead: a special case the question does not name ("Deliveries to Yukon ...
         # take 3–5 business days longer" for Canada) never leads, so it sets no bar for the units that may
         eligible = next((c for c in ranked if c.fit >= 0 and asking.special_fit(wanted, c.unit.text) >= 0),
@@ -463,6 +469,14 @@ class ExtractiveAnswerer(Answerer):
             if lead.named is False:
                 lead = next((c for c in ranked if c.named and c.states and c.fit >= 0 and c.passage is lead.passage
                              and lead_in(c.passage, c.unit) == lead_in(lead.passage, lead.unit)), lead)
+            # a follow-up asks its fact of what its own words name ("how long is the link in the email good for?"
+            # after an account lock): a near unit stating the kind with two of them leads before one with none
+            # ("After 5 failed sign-in attempts, your account is locked for 15 minutes"; twenty-first session). One
+            # word is too little: "wait" of "if i just wait, how long till it unlocks?", "after" of "After that, ..."
+            if new and lead.states and not _shared(new, terms(lead.unit.text)):
+                lead = next((c for c in near if c.states and c.fit >= min(0, lead.fit)
+                             and _shared(new, terms(c.unit.text)) >= MIN_NEW_SHARED
+                             and asking.special_fit(wanted, c.unit.text) >= 0), lead)
         else:  # yes/no: the best unit, another case's rule too ("Klarna ... in the UK, Germany and Austria")
             lead = ranked[0]
             if any(family in wanted.cases for family in asking.NAMED_FAMILIES):
@@ -494,6 +508,8 @@ class ExtractiveAnswerer(Answerer):
                         continue  # a third figure, or an unlabelled one: a neighbour's
                     if focus and not _shared(focus, terms(c.unit.text)):
                         continue  # a figure of nothing the question names: "locked for 15 minutes" for a link's life
+                    if new and _shared(new, terms(lead.unit.text)) and not _shared(new, terms(c.unit.text)):
+                        continue  # nor, of a follow-up, of nothing its own words name (only its conversation's)
                     figures += 1
             elif c.states and not (follows(lead, c) and c.fit >= 0 and not lead.states and wanted.wants_fact):
                 continue  # the lead states nothing: nor may an unsuitable unit; but the sentence right after it may
