@@ -771,7 +771,7 @@ def resolve(conversation: Conversation, locale: str = "en", rewriter=None, *, sc
     ``rewriter``: an optional callable ``(conversation, locale) -> str | None`` (the trusted model).
     ``scoped=False``: an unresolved message stays unresolved (how an earlier turn is read, ``_previous_resolution``)."""
     aside = _chatter_exchanges(conversation.history)
-    if aside:  # the customer's aside and the assistant's courtesy after it: not part of the case (``_chatter_exchanges``)
+    if aside:  # the customer's aside and the assistant's courtesy after it (``_chatter_exchanges``)
         kept = Conversation(tuple(t for i, t in enumerate(conversation.turns) if i not in aside))
         inner = resolve(kept, locale, rewriter, scoped=scoped)
         # the model's prompt still gets every turn (``customers_words`` and ``last_reply`` pass the asides over)

@@ -18,7 +18,9 @@ Two checks, the second a defence in depth behind the first:
   too, was tried: "much", "braucht", "gratis" kept a quarter of the development set's answers out of the cache.) This part stems with the locale's PostgreSQL text-search configuration and reads
   the tenant's help centre, so it runs on evidence that admission builds for a request (``Evidence.tenant_id``).
   A name or noun the help centre has elsewhere is the cited passage's to say another way ("United Kingdom" of the
-  question, "UK" of the shipping table): only what no article has at all is refused.
+  question, "UK" of the shipping table): only what no article has at all is refused. Only when the cited passages
+  lack most of a German question's nouns, three or more, is it refused for nouns the help centre has elsewhere
+  (``MIN_LACKING_NOUNS``): they answer another question of the same words.
 """
 from __future__ import annotations
 

@@ -85,4 +85,5 @@ def negated(sentence: str) -> bool:
     return bool(NEGATION.search(sentence))
 
 
-VERSION = [NEGATION.pattern, [p.pattern for p, _ in _NAMES_OF_WORDS]] + [STEM_CHARS, _SUFFIX.pattern, sorted(STOPWORDS), _BOUNDARY.pattern, _ABBREVIATION.pattern]
+VERSION = [NEGATION.pattern, [p.pattern for p, _ in _NAMES_OF_WORDS]] + [
+    STEM_CHARS, _SUFFIX.pattern, sorted(STOPWORDS), _BOUNDARY.pattern, _ABBREVIATION.pattern]
