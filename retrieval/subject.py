@@ -94,12 +94,11 @@ NOT_SUBJECT = {
         f"{' '.join(sorted(MONTHS['english']))} "
         # greetings, thanks and interjections: small talk, never what is asked about ("thx. and for expedited?")
         "hi hello hey thanks thank thx ty cheers please pls ok okay hmm btw lol haha hah anyway anyways sweet cool "
-        "awesome hola yeah yep "
+        "awesome hola yeah yep great perfect nice "
         # how big the customer's case is ("a little home assistant integration", "a whole kitchen's worth", "some kind
         # of waiting period"), and the superlatives that ask for a limit ("the biggest single payment"): never what is
         # asked about (twenty-first session)
         "little whole kind sort biggest largest highest smallest lowest "
-        "great perfect nice "
         # indefinite pronouns and "ago" ("if i don't like something", "got it 3 weeks ago"): never what is asked about
         "something anything everything nothing someone anyone ago anywhere somewhere everywhere nowhere "
         # reported speech ("fedex says my order was delivered"): who said it is the case, saying is never asked about
@@ -287,10 +286,7 @@ class Told:
     # names
 
 
-_CONVERSATION_WORDS = re.compile(r"\(about: | \| ")
-
-
-def told_case(question: str) -> Told | None:
+def told_case(question: str, *, after: bool = True) -> Told | None:
     """The question split into its question sentences (from the first ending in "?" to the last) and the words told
     before and after them; None when nothing is told or nothing told is the case."""
     sentences = [s for s in SENTENCE_END.split(_ABBREVIATION.sub(lambda m: m.group(0).replace(".", ""), question))
@@ -299,19 +295,16 @@ def told_case(question: str) -> Told | None:
     if first is None:
         return None
     # what the customer tells after their last question sentence is told as well ("when do api keys expire? built a
-    # little home assistant integration and don't want it to break"; twenty-first session)
-    # (the customer's own words only: not a rewrite's conversation words, "(about: ...)", nor an unresolved
-    # follow-up's earlier turns, "... | ...")
-    last = max(i for i, s in enumerate(sentences) if s.rstrip().endswith("?"))
-    if _CONVERSATION_WORDS.search(question):
-        last = len(sentences) - 1
-    asked, after = " ".join(sentences[first:last + 1]), sentences[last + 1:]
+    # little home assistant integration and don't want it to break"; twenty-first session), when the question is the
+    # customer's own words (``after``; not a rewrite's conversation words nor an unresolved follow-up's earlier turns)
+    last = max(i for i, s in enumerate(sentences) if s.rstrip().endswith("?")) if after else len(sentences) - 1
+    asked, told_after = " ".join(sentences[first:last + 1]), sentences[last + 1:]
     # the question sentence's own condition ("... send it back if it doesn't fit?") is told as well
     condition = _CONDITION_AFTER.search(asked) or _CONDITION_BEFORE.match(asked)
     if condition:
         asked = re.sub(r"\s+(?=[?.!])", "", f"{asked[:condition.start()]} {asked[condition.end():]}").strip()
     released, held = [], []
-    for sentence in [*sentences[:first], *after, *([condition.group("clause")] if condition else [])]:
+    for sentence in [*sentences[:first], *told_after, *([condition.group("clause")] if condition else [])]:
         # of a sentence, the clause saying who the customer is or what they want stays, the rest is the case ("I
         # opened a coffee machine, it works fine but I want to return it")
         clauses = []
@@ -338,13 +331,14 @@ def _asks(config: str, told: Told, tenant_name: str = "") -> set[str]:
     return set(subject_terms(config, words, tenant_name))
 
 
-def asked_readings(config: str, question: str, subject: "Subject", tenant_name: str = "") -> list[str]:
+def asked_readings(config: str, question: str, subject: "Subject", tenant_name: str = "", *,
+                   after: bool = True) -> list[str]:
     """The question read again without its told case (``told_case``): once whole but for the case's words that no
     passage states, once as its question sentence asks it. Of the words before the question sentence, both keep
     those no passage states that are not the case (who the customer is, what for, a name: "Do you have a
     discount?" after "We're a scout troop." asks about the troop's). Empty when the question tells no case, or its
     question sentence asks about nothing of its own or about something the help centre never states."""
-    told = told_case(question)
+    told = told_case(question, after=after)
     if told is None or not subject.terms:
         return []
     unseen = set(subject.unseen())

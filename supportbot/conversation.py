@@ -21,6 +21,7 @@ its follow-ups bypass the caches, see ``docs/conversations.md``). With a trusted
 """
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
@@ -1677,7 +1678,8 @@ def _keeps_aside(text: str) -> bool:
     return any(kind in _ASIDE_KEEPS or value in _DAYS for value, kind in conditions(text).items())
 
 
-def _chatter_exchanges(history: tuple[Turn, ...]) -> set[int]:
+@functools.lru_cache(maxsize=256)  # read by ``resolve``, ``customers_words`` and ``last_reply`` of one Ask
+def _chatter_exchanges(history: tuple[Turn, ...]) -> frozenset[int]:
     """The positions of the customer's asides and the assistant's courtesies after them ("lol my dog just ate one of my
     hiking socks" / "Oh no! Hopefully it was an old pair. Anything else I can help you with?"): a customer's turn
     after their first that asks nothing, names no place, plan, amount, weekday or name and has no figure, answered
@@ -1702,7 +1704,7 @@ def _chatter_exchanges(history: tuple[Turn, ...]) -> set[int]:
         if offer is None or len(_lower_words(rest)) > MAX_ASIDE_REPLY_WORDS or _keeps_aside(rest):
             continue
         out |= {i, i + 1}
-    return out
+    return frozenset(out)
 
 
 def _chatter_reply(turns: tuple[Turn, ...], i: int) -> bool:
@@ -2014,8 +2016,9 @@ def _ellipsis(message: str, previous: Resolution, running: dict[str, str],
         # a town the customer names is its country ("to my mom in Guadalajara": Mexico), the place the previous
         # question's place stands for (twenty-first session)
         placed = places_as_countries(slot, "de" if german else "en")
-        if any(k == "place" and v not in found for v, k in conditions(placed).items()):
-            slot, found = placed, conditions(placed)
+        in_place = conditions(placed)
+        if any(k == "place" and v not in found for v, k in in_place.items()):
+            slot, found = placed, in_place
     if not found and slot.casefold() in _SPEEDS:  # "and expedited?": a delivery speed, whatever the guards read
         found = {slot.casefold(): "speed"}
     paid = [w for w in _lower_words(slot) if w in _PAYMENTS]

@@ -77,7 +77,8 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     # back?") and that no passage answers as a whole is read again without its case (``asked_readings``); such an
     # answer is never cached (``storable`` is the whole question's)
     config = text_search_config(locale)
-    readings = asked_readings(config, question, subject, tenant_name) \
+    own_ask = _own_ask(question)
+    readings = asked_readings(config, question, subject, tenant_name, after=own_ask == question) \
         if nouns is None and not any(ok) else []
     answered = None  # the reading whose passing passage is likeliest
     for reading in readings:
@@ -108,7 +109,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
                        f"never states"[:300], model.version, unseen)
     # (English only: German articles say the same action in other words and other verb forms more often than the
     # equivalents cover; measured on the German held-out answerable files, six were handed off)
-    own = yesno_action(question.split(" | ", 1)[0]) if config == "english" else ""  # the message's own ask only
+    own = yesno_action(own_ask) if config == "english" else ""  # the message's own ask only
     if own and any(ok):
         # whether the customer can do a thing: an article that answers it speaks of that action ("sign up", "send
         # back"); one that shares the rest of the question ("email address", "delete my account") does not answer it
@@ -125,8 +126,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks whether there is {thing}, which the help "
                        f"centre never states"[:300], model.version, unseen)
     # the message's own ask: "the account owner" of a rewrite's conversation words asks nothing of the company
-    company = unstated_company_facts(question.split(REWRITE_MARK, 1)[0].split(" | ", 1)[0], config, tenant_name,
-                                     passages)
+    company = unstated_company_facts(own_ask, config, tenant_name, passages)
     if company:  # the company itself: only a passage that says it of the company answers
         return Verdict(False, p, threshold, chunk_id, f"not answerable: asks about the company itself "
                        f"({', '.join(company[:3])}), which no retrieved passage states of {tenant_name}"[:300],
@@ -141,6 +141,12 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         detail += f"; its article does not state {', '.join(nouns.unstated[chunk_id][:4])}"
     return Verdict(False, p, threshold, chunk_id, f"not answerable: P={p:.3f} < {threshold:.3f}{detail}"[:300],
                    model.version, unseen)
+
+
+def _own_ask(question: str) -> str:
+    """The customer's message of a question: without a rewrite's conversation words ("... (about: ...)") or an
+    unresolved follow-up's earlier turns ("... | ...")."""
+    return question.split(REWRITE_MARK, 1)[0].split(" | ", 1)[0]
 
 
 # A reference to one of the customer's records (an order or invoice number: "AO-771204", "IH-4417820"): no subject

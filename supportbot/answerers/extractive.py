@@ -485,6 +485,7 @@ class ExtractiveAnswerer(Answerer):
                 # refurbished items' 15 days that "Plus membership does not extend", not by Plus's 60
                 lead = max(near, key=lambda c: c.fit)
         kept, used, figures = [lead], len(lead.unit.text) + 4, 0
+        lead_names_new = bool(new) and bool(_shared(new, terms(lead.unit.text)))
         for c in ranked:
             if len(kept) >= FACT_MAX_UNITS:
                 break
@@ -508,7 +509,7 @@ class ExtractiveAnswerer(Answerer):
                         continue  # a third figure, or an unlabelled one: a neighbour's
                     if focus and not _shared(focus, terms(c.unit.text)):
                         continue  # a figure of nothing the question names: "locked for 15 minutes" for a link's life
-                    if new and _shared(new, terms(lead.unit.text)) and not _shared(new, terms(c.unit.text)):
+                    if lead_names_new and not _shared(new, terms(c.unit.text)):
                         continue  # nor, of a follow-up, of nothing its own words name (only its conversation's)
                     figures += 1
             elif c.states and not (follows(lead, c) and c.fit >= 0 and not lead.states and wanted.wants_fact):
