@@ -115,7 +115,10 @@ NOT_SUBJECT = {
         "ugh argh really try tries tried trying bunch lots latest earliest "
         # how many of a thing the customer has, in words ("seven gift cards", "a pile of them"): the case's count,
         # never what is asked about (the articles write numbers as figures)
-        "two three four five six seven eight nine ten eleven twelve dozen couple several pile piles heap loads"
+        "two three four five six seven eight nine ten eleven twelve dozen couple several pile piles heap loads "
+        # "anymore", "yet", and "near" of where they are ("I'm near Denver"): never what is asked about (twenty-second
+        # session)
+        "anymore near yet"
     ),
 }
 
@@ -223,9 +226,21 @@ def subject_terms(config: str, question: str, tenant_name: str = "") -> tuple[st
     "Acme" or "Initech Home" never says what is asked ("Who owns Acme Outfitters?" asks about owning)."""
     skip = _not_subject_stems(config) | set(query_terms(config, tenant_name) if tenant_name else ())
     question = _POSSESSIVE_PERSON.sub(" ", question)
+    if config == "english":  # how the customer tells it ("roughly", "usually", "mostly") and whom they address ("you
+        # guys"): never what is asked about ("the delivery guys" may be)
+        question = _ADDRESSED.sub(" ", _ADVERB_LY.sub(" ", question))
     # a number is an amount or a detail of the case ("a $40 order", "size 49"), never what a question is about
     # nor is a number with its unit ("a 700kb file", "2kg")
     return tuple(t for t in dict.fromkeys(query_terms(config, question)) if t not in skip and not t[:1].isdigit())
+
+
+# English adverbs in -ly; the words in -ly that name a thing, a time or a property a help centre states are kept
+_ADVERB_LY = re.compile(r"\b(?!(?:family|supply|reply|apply|assembly|anomaly|ally|rally|jelly|belly|bully|lily|fly|"
+                        r"butterfly|italy|july|holy|only|early|daily|weekly|monthly|yearly|quarterly|hourly|nightly|"
+                        r"biweekly|bimonthly|quickly|friendly|costly|likely|unlikely|elderly|lonely|ugly|lovely|curly|"
+                        r"silly|poly|jolly)\b)[a-z]{2,}ly\b", re.IGNORECASE)
+
+_ADDRESSED = re.compile(r"\b(?:you|u|ya)\s+(?:guys|folks|people|lot)\b|\by'?all\b", re.IGNORECASE)
 
 
 # People a customer names ("My son is 16", "my friend's household"): a person's possessive says whose the thing
@@ -271,7 +286,14 @@ _LOWER_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.U)
 # doesn't fit?", "If it breaks, do I ...?"): the case too
 _CONDITION_AFTER = re.compile(r",?\s+\b(?:if|because|since|in case|wenn|weil|falls)\s+(?P<clause>[^?.!,]+)", re.I)
 _CONDITION_BEFORE = re.compile(r"^\s*(?:if|wenn|falls)\s+(?P<clause>[^?.!,]+),\s*", re.I)
-_CLAUSE_BREAK = re.compile(r",\s*|\s+(?:but|and|aber|und)\s+", re.I)
+# A question sentence's own ask after what it tells, at a comma or a dash: the clause from a question word on
+_ASK_CLAUSE = re.compile(r"(?:,|\s[–—-])\s+(?:so\s+|but\s+|and\s+)?(?=(?:what|how|when|where|which|who|why|can|could|do|"
+                         r"does|did|will|would|is|are|should|may|must|shall|kann|können|muss|müssen|wie|was|wann|wo|"
+                         r"gibt|geht|ist|sind|bekomme|bekommt)\b)", re.I)
+_ASKING_START = re.compile(r"^\W*(?:(?:hmm+|ok(?:ay)?|so|and|but|oh|ah|also|well|sorry|hi|hey|hello)\W+)*"
+                           r"(?:what|how|when|where|which|who|why|can|could|do|does|did|will|would|is|are|should|may|"
+                           r"must|shall|kann|können|muss|müssen|wie|was|wann|wo|gibt|geht|ist|sind)\b", re.I)
+_CLAUSE_BREAK = re.compile(r",\s*|\s+(?:but|and|because|since|cause|cuz|aber|und|weil)\s+", re.I)
 # what a customer is doing, after who they are ("I'm a Premier member buying a new espresso machine"): a participle
 # before its object, not a noun ("a wedding planner")
 _DOING = re.compile(r"(?<=\w)\s+(?=[a-z]+ing\s+(?:a|an|the|my|our|some|new|two|three|\d+)\b)")
@@ -294,6 +316,13 @@ def told_case(question: str, *, after: bool = True) -> Told | None:
     first = next((i for i, s in enumerate(sentences) if s.rstrip().endswith("?")), None)
     if first is None:
         return None
+    # what the question sentence tells before its own ask, set off by a comma or a dash ("its $600 and I'm off
+    # camping til sunday, what happens if I don't click it in time?"), is told as well (twenty-second session)
+    ask = list(_ASK_CLAUSE.finditer(sentences[first]))
+    if ask and not _ASKING_START.match(sentences[first][:ask[0].start()]):  # not a question of its own before it
+        cut = ask[0]  # the first: all that it asks stays asked
+        sentences[first:first + 1] = [sentences[first][:cut.start()], sentences[first][cut.end():]]
+        first += 1
     # what the customer tells after their last question sentence is told as well ("when do api keys expire? built a
     # little home assistant integration and don't want it to break"; twenty-first session), when the question is the
     # customer's own words (``after``; not a rewrite's conversation words nor an unresolved follow-up's earlier turns)
@@ -315,7 +344,8 @@ def told_case(question: str, *, after: bool = True) -> Told | None:
             clauses.extend([clause[:doing.start()], clause[doing.start():]] if doing else [clause])
         for clause in clauses:
             if _IDENTITY.search(clause) or _WANT.search(clause):
-                held.extend(m.group(0) for m in _LOWER_WORD.finditer(clause))
+                # the words saying that they want it ("thinking about") are not what they want
+                held.extend(m.group(0) for m in _LOWER_WORD.finditer(_WANT.sub(" ", clause)))
                 continue
             held.extend(m.group(0) for p in _PURPOSE.finditer(clause) for m in _LOWER_WORD.finditer(p.group(0)))
             for i, m in enumerate(_LOWER_WORD.finditer(_PURPOSE.sub(" ", clause))):

@@ -78,6 +78,8 @@ def spelled_out(text: str, locale: str) -> str:
 
     def written(m: re.Match) -> str:
         typed = m.group(1)
+        if len(typed) == 2 and typed.isupper() and not text.isupper():
+            return typed  # two capitals are a code ("Vancouver BC"), not chat shorthand ("bc": because)
         out = words[typed.casefold()]
         return out[:1].upper() + out[1:] if typed[:1].isupper() and (len(typed) > 1 or m.start() == 0) else out
 

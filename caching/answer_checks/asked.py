@@ -206,6 +206,9 @@ _FACILITY = re.compile(  # the company's, not the customer's own ("our office in
     r"collect|visit|in person|filial\w*|läden|laden|geschäft\w*|standort\w*|abhol\w*|büro\w*|lager|vor ort|"
     r"besuchen|anprobier\w*|try (?:\w+ )?on|where in|wo in|servicestelle\w*|annahmestelle\w*|abgeben|"
     r"drop(?:ping)? (?:\w+ )?off|service (?:center|centre|desk|point)s?)\b", re.IGNORECASE)
+# A facility asked of where the customer is ("Do you have a store there?", "a shop near me")
+_FACILITY_HERE = re.compile(r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\b(?:there|nearby|near me|close to me|around me|in my (?:area|city|town)|around here|"
+                            r"dort|in meiner nähe|bei mir in der nähe|hier in der nähe)\b", re.IGNORECASE)
 # A town named before its state or country ("Fairbanks, Alaska", "Portland, Oregon")
 _TOWN_BEFORE = re.compile(r"\b[A-ZÄÖÜ][\w'’.-]*(?:\s+[A-ZÄÖÜ][\w'’.-]*)?,\s+(?=[A-ZÄÖÜ])")
 # ... or after a place preposition and before "in" its region ("to Whitehorse in the Yukon", "nach Linz in Österreich")
@@ -239,7 +242,13 @@ def places_as_countries(text: str, locale: str = "en") -> str:
     either. Unchanged when the question asks about a place itself (a store, a branch, picking up in person:
     "Do you have a shop in Vienna?" is about Vienna)."""
     if _FACILITY.search(text):
-        return text
+        # the place asked about is the sentence's that names the facility ("what time does the store in Denver
+        # open?"); a town told in another sentence is still the customer's whereabouts ("I'm in Phoenix. When must I
+        # order so it leaves the warehouse the same day?"), unless a facility is asked of as "there" or "near me"
+        parts = re.split(r"(?<=[.!?])\s+", text)
+        if len(parts) < 2 or _FACILITY_HERE.search(text):
+            return text
+        return " ".join(part if _FACILITY.search(part) else places_as_countries(part, locale) for part in parts)
     words = COUNTRY_WORDS.get(language_of(locale), COUNTRY_WORDS["en"])
 
     def known_after(m: re.Match) -> bool:
@@ -742,8 +751,8 @@ _ACTION_SYNONYMS = (frozenset({"return", "send back", "sent back", "ship back", 
                     frozenset({"ring", "call", "phone", "anrufen", "telefon"}),
                     frozenset({"turn on", "switch on", "enable", "activate", "set up", "einschalten", "aktivieren"}),
                     frozenset({"type in", "enter", "eintippen", "eingeben"}),
-                    frozenset({"fix", "repair", "correct", "change", "update", "edit", "reparieren", "korrigieren",
-                               "ändern"}),
+                    frozenset({"fix", "repair", "correct", "change", "update", "edit", "switch", "modify", "reparieren",
+                               "korrigieren", "ändern"}),
                     frozenset({"turn off", "switch off", "disable", "deactivate", "ausschalten", "deaktivieren"}))
 _ACTION_AUX = frozenset({"be", "get", "wait", "go", "do", "make", "haben", "sein", "werden", "warten", "lassen", "zeit"})
 

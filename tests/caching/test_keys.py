@@ -209,6 +209,7 @@ def test_chat_shorthand_is_written_out_before_anything_reads_the_question(typed,
     ("U-lock for a U.S. order, mail u@example.com", "en"),  # parts of longer tokens
     ("I feel ill, is the store open?", "en"),  # "ill" and "is" are English words
     ("Ist das Paket ne Woche unterwegs?", "de"),  # German "ne" is a word ("nee") too
+    ("I'm moving from Seattle to Vancouver BC next week", "en"),  # two capitals: a province's code, not "because"
 ])
 def test_words_that_are_not_only_shorthand_stay(text, locale):
     assert spelled_out(text, locale) == text

@@ -36,6 +36,19 @@ def test_an_everyday_word_is_no_town(text):
 def test_a_place_asked_about_itself_stays_as_said():
     """"Do you have a store in Leeds?" asks about Leeds: a store there (``asked._FACILITY``)."""
     assert places_as_countries("Do you have a store in Leeds?") == "Do you have a store in Leeds?"
+    assert places_as_countries("I live in Vienna. Do you have a shop there?") == \
+        "I live in Vienna. Do you have a shop there?"  # the shop asked of is where the customer is
+
+
+@pytest.mark.parametrize("question, read", [
+    # was: handed off, "the help centre never states phoenix" (the blind sixteenth fact set): "the warehouse" of
+    # another sentence made the whole question about a place
+    ("I'm in Phoenix. What time do I need to place my order by so it leaves the warehouse the same day?",
+     "I'm in the US. What time do I need to place my order by so it leaves the warehouse the same day?"),
+    ("what time does the store in Denver open? I live in Boulder.", "what time does the store in Denver open? I live in the US."),
+])
+def test_a_town_told_in_another_sentence_than_the_facility_is_the_customers_whereabouts(question, read):
+    assert places_as_countries(question) == read
 
 
 @pytest.mark.parametrize("question, read", [
