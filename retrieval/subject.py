@@ -308,9 +308,9 @@ class Told:
     # names
 
 
-def told_case(question: str, *, after: bool = True) -> Told | None:
+def told_case(question: str, *, after: bool = True, whole: bool = False) -> Told | None:
     """The question split into its question sentences (from the first ending in "?" to the last) and the words told
-    before and after them; None when nothing is told or nothing told is the case."""
+    before and after them; None when nothing is told or nothing told is the case (``whole``: or anything is told)."""
     sentences = [s for s in SENTENCE_END.split(_ABBREVIATION.sub(lambda m: m.group(0).replace(".", ""), question))
                  if s.strip()]
     first = next((i for i, s in enumerate(sentences) if s.rstrip().endswith("?")), None)
@@ -351,7 +351,7 @@ def told_case(question: str, *, after: bool = True) -> Told | None:
             for i, m in enumerate(_LOWER_WORD.finditer(_PURPOSE.sub(" ", clause))):
                 name = i and (m.group(0)[:1].isupper() or m.group(0).casefold() in KNOWN_NAMES)
                 (held if name else released).append(m.group(0))  # a name may be what is asked about ("an Android phone")
-    return Told(asked, tuple(released), tuple(held)) if released and asked else None
+    return Told(asked, tuple(released), tuple(held)) if asked and (released or (whole and held)) else None
 
 
 def _asks(config: str, told: Told, tenant_name: str = "") -> set[str]:

@@ -14,8 +14,8 @@ from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import IndexGeneration
 from retrieval.search import article_texts
-from retrieval.subject import (asked_readings, nouns_of, spelled, subject_of, truecased, unnamed, unstated_action, unstated_property,
-                               unstated_thing)
+from retrieval.subject import (asked_readings, nouns_of, spelled, subject_of, subject_terms, told_case, truecased, unnamed,
+                               unstated_action, unstated_property, unstated_thing)
 from supportbot.answerability.company import unstated_company_facts
 from supportbot.answerability.features import pair_features, unit_similarities
 from supportbot.answerability.model import ModelUnavailable, current_model
@@ -100,6 +100,10 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     chunk_id = passages[best].chunk_id
     names = [n for n in unnamed(generation, tenant_id, locale, question, subject, tenant_name)
              if not _dated(n, passages)]
+    if names:  # a name the customer only tells, of a question that names what it asks by itself, is their case
+        told = told_case(question, after=own_ask == question, whole=True)
+        if _asks_by_itself(config, told, subject, tenant_name):
+            names = [n for n in names if n.casefold() in told.asked.casefold()]
     if names:  # a brand, place or device the help centre never names: no passage is about it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: the help centre never names "
                        f"{', '.join(names[:4])}"[:300], model.version, unseen)
@@ -147,6 +151,26 @@ def _own_ask(question: str) -> str:
     """The customer's message of a question: without a rewrite's conversation words ("... (about: ...)") or an
     unresolved follow-up's earlier turns ("... | ...")."""
     return question.split(REWRITE_MARK, 1)[0].split(" | ", 1)[0]
+
+
+# A word of a question sentence pointing back at what was told before it ("Can I send them back?", "Geht das?",
+# "Repariert ihr die?"); "it" of "is it too late", "gibt es" point at nothing
+_POINTS_BACK = re.compile(
+    r"\b(?:them|they|those|these|ones?|its|ihn|ihm|ihnen|dies\w*)\b|(?-i:\bsie\b)|\b(?<!gibt )(?<!geht )es\b|"
+    r"\bit\b(?!\s+(?:too\s+)?(?:late|possible|ok|okay|allowed|true|worth|normal|necessary)\b)|"
+    r"\b(?:die|das|den|dem|der)\s*(?:auch|noch|denn|überhaupt|dann|wieder)?\s*\?", re.IGNORECASE)
+
+
+def _asks_by_itself(config: str, told, subject, tenant_name: str) -> bool:
+    """Whether a question's own ask (``told_case``) names what it asks about by itself: subject terms of its own,
+    each stated by the help centre, and no word pointing back at the told case. Then a name the help centre never
+    names that the customer only tells ("Ich will meiner Tochter in London Regenkleidung schicken. Was kostet der
+    Standardversand nach Großbritannien?", "just saw the same one cheaper at REI. Is it too late to ask for a price
+    match?") is their case, not what is asked (twenty-second session)."""
+    if told is None or _POINTS_BACK.search(told.asked.split(REWRITE_MARK, 1)[0]):
+        return False
+    asks = set(subject_terms(config, told.asked.split(REWRITE_MARK, 1)[0], tenant_name))
+    return bool(asks) and not asks & set(subject.unseen())
 
 
 # A reference to one of the customer's records (an order or invoice number: "AO-771204", "IH-4417820"): no subject

@@ -216,6 +216,13 @@ def test_admissions_subject_check_passes_an_answer_from_the_article_about_it(acm
     # blind ninth fact set, lf9-04)
     ("acme", "joined plus last month and ordered a rain jacket after that. how long do i have to send it back if it "
              "doesnt fit?", "return-policy", "60 days"),
+    # a name only told, before a question sentence that names what it asks by itself (was: "the help centre never
+    # names REI"; the blind sixteenth fact set, in-sample)
+    ("acme", "Bought a fleece from you 10 days ago and just saw the exact same one cheaper at REI. Is it too late to "
+             "ask for a price match?", "price-match", "14 days"),
+    # whom the customer addresses and how they tell it (was: "the help centre never states guy")
+    ("acme", "we're an outdoor school in Bozeman and just sent in our application for an Acme Business account. how "
+             "long does it usually take you guys to review it?", "business-partner-api", "5 business days"),
 ])
 def test_the_case_told_before_the_question_is_no_subject_of_it(demo, tenant, question, article, fact):
     """The goods, the reason and the day a customer tells before asking are their case, not what they ask about;
