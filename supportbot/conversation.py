@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from django.conf import settings
 
 from caching import guards
-from caching.answer_checks.asked import REWRITE_MARK, kinds_in, places_as_countries
+from caching.answer_checks.asked import REWRITE_MARK, asked_cases, kinds_in, places_as_countries
 from caching.answer_checks.text import sentences_of
 
 from retrieval.embeddings import embed_texts
@@ -894,6 +894,16 @@ def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
             and dependence(core, locale).kind):
         # only where the acknowledgment hid the follow-up: a message whose own words point back is resolved as written
         return replace(_resolve(Conversation((*history, Turn("user", core))), locale, rewriter), message=message)
+    if history:
+        core, told = _told_after(message)
+        # what the customer tells after their follow-up ("ok and on christmas eve? want to sort out a present order
+        # that day") is resolved without it ("that day" points at nothing asked), as the ellipsis rule reads one
+        # ("what about overnight? kind of need it tomorrow"); a case it names is told after the resolved question ("...
+        # I'm in Toronto btw"; twenty-second session)
+        inner = _resolve(Conversation((*history, Turn("user", core))), locale, rewriter) if told else None
+        if inner is not None and inner.how in (How.REWRITTEN, How.MODEL):
+            named = asked_cases(places_as_countries(told, locale))
+            return replace(inner, message=message, question=_with_told(inner.question, told) if named else inner.question)
     if history and (fresh := _new_question(message, locale)):
         return replace(_standalone(fresh, history, _running(history), locale, is_german(fresh, locale),
                                    fresh=True), message=message)
@@ -932,6 +942,23 @@ def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
     if dep.kind == "ellipsis":
         return _ellipsis(message, previous, running, history)
     return _anaphora(message, dep, previous, running, history)
+
+
+def _told_after(message: str) -> tuple[str, str]:
+    """A message split into its questions and what it tells after the last of them, when that asks nothing
+    ("ok and on christmas eve?" | "want to sort out a present order that day"); (message, "") otherwise."""
+    head, mark, tail = message.rstrip().rpartition("?")
+    if not mark or not head.strip() or not tail.strip() or _asks(tail.strip(" .!")):
+        return message, ""
+    return f"{head}?", " ".join(tail.split())
+
+
+def _with_told(question: str, told: str) -> str:
+    """A resolved question with what the customer told after it: before the conversation's words, if any."""
+    if TOPIC_MARK in question:
+        head, rest = question.split(TOPIC_MARK, 1)
+        return f"{head} {told}{TOPIC_MARK}{rest}"
+    return f"{question} {told}"
 
 
 def _asks_in_its_own_words(message: str, locale: str) -> str:

@@ -187,6 +187,24 @@ def test_an_acknowledgment_before_a_follow_up_leaves_it_a_follow_up(message, how
 
 
 @pytest.mark.django_db
+def test_what_the_customer_tells_after_a_follow_up_is_told_after_its_resolved_question():
+    """Twenty-second session (the blind sixteenth conversations): "that day" of the told sentence was read as the
+    message's pointer, and the follow-up was keyed by its bare words and the conversation's instead of its ellipsis."""
+    conversation = Conversation((
+        Turn("user", "What are the hours for the US phone line?"),
+        Turn("assistant", "You can call +1 (555) 010-4400 Monday to Friday, 8:00 a.m. – 8:00 p.m. MT."),
+        Turn("user", "ok and on christmas eve? want to sort out a present order that day")))
+    resolution = resolve(conversation, "en")
+    assert resolution.how == How.REWRITTEN and "ellipsis" in resolution.detail
+    assert resolution.question == "What are the hours for the US phone line for christmas eve?"
+    told = Conversation((*conversation.turns[:2], Turn("user", "ok and on christmas eve? I'm in Toronto btw")))
+    assert resolve(told, "en").question.endswith("christmas eve? I'm in Toronto btw")  # a case it names is told
+    # a told sentence after a question that needs no conversation changes nothing
+    alone = Conversation((*conversation.turns[:2], Turn("user", "Do you ship to Canada? asking for a friend")))
+    assert resolve(alone, "en").question == "Do you ship to Canada? asking for a friend"
+
+
+@pytest.mark.django_db
 def test_a_conjunction_before_a_question_of_its_own_is_not_an_ellipsis():
     conversation = Conversation((
         Turn("user", "How do I export my order history as a CSV file?"),
