@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.localcache import LocalCache
@@ -116,11 +116,17 @@ def _embed_pending(pending_ids, generation, embedder, stats, touched, progress) 
         chunks = list(Chunk.objects.filter(pk__in=pending_ids[start:start + BATCH]).select_related("article"))
         vectors = embed_texts([chunk_embedding_text(c) for c in chunks], embedder=embedder, stats=stats)
         touched |= {c.article.tenant_id for c in chunks}
-        with transaction.atomic():
-            ChunkEmbedding.objects.bulk_create([
-                ChunkEmbedding(generation=generation, chunk=c, article_id=c.article_id, tenant_id=c.article.tenant_id,
+        rows = [ChunkEmbedding(generation=generation, chunk=c, article_id=c.article_id, tenant_id=c.article.tenant_id,
                                locale=c.article.locale, content_hash=c.content_hash, embedding=v)
-                for c, v in zip(chunks, vectors)
-            ], ignore_conflicts=True)
+                for c, v in zip(chunks, vectors)]
+        try:
+            with transaction.atomic():
+                ChunkEmbedding.objects.bulk_create(rows, ignore_conflicts=True)
+        except IntegrityError:
+            # an article deleted while its chunks were embedded (a tenant erased, an article withdrawn): its vectors
+            # are not wanted; the batch's others are stored (two benchmark runs sharing a database crashed here)
+            alive = set(Chunk.objects.filter(pk__in=[r.chunk_id for r in rows]).values_list("pk", flat=True))
+            with transaction.atomic():
+                ChunkEmbedding.objects.bulk_create([r for r in rows if r.chunk_id in alive], ignore_conflicts=True)
         if progress:
             progress(min(start + BATCH, len(pending_ids)), len(pending_ids))

@@ -903,7 +903,8 @@ def _resolve(conversation: Conversation, locale: str, rewriter) -> Resolution:
         inner = _resolve(Conversation((*history, Turn("user", core))), locale, rewriter) if told else None
         if inner is not None and inner.how in (How.REWRITTEN, How.MODEL):
             named = asked_cases(places_as_countries(told, locale))
-            return replace(inner, message=message, question=_with_told(inner.question, told) if named else inner.question)
+            return replace(inner, message=message,
+                           question=_with_told(inner.question, told) if named else inner.question)
     if history and (fresh := _new_question(message, locale)):
         return replace(_standalone(fresh, history, _running(history), locale, is_german(fresh, locale),
                                    fresh=True), message=message)

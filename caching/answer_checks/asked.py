@@ -207,8 +207,9 @@ _FACILITY = re.compile(  # the company's, not the customer's own ("our office in
     r"besuchen|anprobier\w*|try (?:\w+ )?on|where in|wo in|servicestelle\w*|annahmestelle\w*|abgeben|"
     r"drop(?:ping)? (?:\w+ )?off|service (?:center|centre|desk|point)s?)\b", re.IGNORECASE)
 # A facility asked of where the customer is ("Do you have a store there?", "a shop near me")
-_FACILITY_HERE = re.compile(r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\b(?:there|nearby|near me|close to me|around me|in my (?:area|city|town)|around here|"
-                            r"dort|in meiner nähe|bei mir in der nähe|hier in der nähe)\b", re.IGNORECASE)
+_FACILITY_HERE = re.compile(r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\b(?:there|nearby|near me|close to me|"
+                            r"around me|in my (?:area|city|town)|around here|dort|in meiner nähe|bei mir in der nähe|"
+                            r"hier in der nähe)\b", re.IGNORECASE)
 # A town named before its state or country ("Fairbanks, Alaska", "Portland, Oregon")
 _TOWN_BEFORE = re.compile(r"\b[A-ZÄÖÜ][\w'’.-]*(?:\s+[A-ZÄÖÜ][\w'’.-]*)?,\s+(?=[A-ZÄÖÜ])")
 # ... or after a place preposition and before "in" its region ("to Whitehorse in the Yukon", "nach Linz in Österreich")

@@ -14,8 +14,8 @@ from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import IndexGeneration
 from retrieval.search import article_texts
-from retrieval.subject import (asked_readings, nouns_of, spelled, subject_of, subject_terms, told_case, truecased, unnamed,
-                               unstated_action, unstated_property, unstated_thing)
+from retrieval.subject import (asked_readings, nouns_of, spelled, subject_of, subject_terms, told_case, truecased,
+                               unnamed, unstated_action, unstated_property, unstated_thing)
 from supportbot.answerability.company import unstated_company_facts
 from supportbot.answerability.features import pair_features, unit_similarities
 from supportbot.answerability.model import ModelUnavailable, current_model
@@ -167,9 +167,9 @@ def _asks_by_itself(config: str, told, subject, tenant_name: str) -> bool:
     names that the customer only tells ("Ich will meiner Tochter in London Regenkleidung schicken. Was kostet der
     Standardversand nach Großbritannien?", "just saw the same one cheaper at REI. Is it too late to ask for a price
     match?") is their case, not what is asked (twenty-second session)."""
-    if told is None or _POINTS_BACK.search(told.asked.split(REWRITE_MARK, 1)[0]):
+    if told is None or _POINTS_BACK.search(_own_ask(told.asked)):
         return False
-    asks = set(subject_terms(config, told.asked.split(REWRITE_MARK, 1)[0], tenant_name))
+    asks = set(subject_terms(config, _own_ask(told.asked), tenant_name))
     return bool(asks) and not asks & set(subject.unseen())
 
 

@@ -45,7 +45,8 @@ def test_a_place_asked_about_itself_stays_as_said():
     # another sentence made the whole question about a place
     ("I'm in Phoenix. What time do I need to place my order by so it leaves the warehouse the same day?",
      "I'm in the US. What time do I need to place my order by so it leaves the warehouse the same day?"),
-    ("what time does the store in Denver open? I live in Boulder.", "what time does the store in Denver open? I live in the US."),
+    ("what time does the store in Denver open? I live in Boulder.",
+     "what time does the store in Denver open? I live in the US."),
 ])
 def test_a_town_told_in_another_sentence_than_the_facility_is_the_customers_whereabouts(question, read):
     assert places_as_countries(question) == read

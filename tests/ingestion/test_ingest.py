@@ -119,6 +119,27 @@ def test_index_sync_embeds_only_changed_chunks(db, tmp_path):
     assert third.cache_hits >= 1 and third.embedded < third.changed
 
 
+def test_an_article_deleted_while_its_chunks_are_embedded_is_skipped(transactional_db, tmp_path, monkeypatch):
+    """Another process deletes an article (a tenant erased) between reading its chunks and storing their vectors: the
+    sync stores the others and does not fail (it raised an IntegrityError at commit)."""
+    from retrieval import services
+
+    t = factories.tenant("shop")
+    write(tmp_path, "returns.md", ARTICLE)
+    write(tmp_path, "other.md", ARTICLE.replace("id: returns", "id: other").replace("/returns", "/other"))
+    ingest_directory(tmp_path, t)
+    real = services.embed_texts
+
+    def deleting(texts, **kwargs):
+        Article.objects.filter(tenant=t, external_id="returns").delete()
+        return real(texts, **kwargs)
+
+    monkeypatch.setattr(services, "embed_texts", deleting)
+    index_sync(tenant_id=t.pk)
+    stored = set(ChunkEmbedding.objects.filter(tenant=t).values_list("article__external_id", flat=True))
+    assert stored == {"other"}
+
+
 def test_a_symlinked_file_is_refused_and_changes_nothing(db, tmp_path):
     """Issue 29 (second security review): an import folder must not pull in a file from elsewhere."""
     t = factories.tenant("shop")

@@ -168,7 +168,8 @@ def test_everyday_words_for_what_the_articles_say_otherwise(word, stated_as):
 def test_how_an_english_customer_tells_it_and_whom_they_address_are_not_subject_terms():
     # the blind sixteenth fact set: "roughly", "usually", "you guys", "anymore" were read as what the help centre
     # never states, and answerable questions were handed off
-    terms = set(subject_terms("english", "roughly what do you charge to replace the battery? usually you guys reply fast"))
+    terms = set(subject_terms("english",
+                              "roughly what do you charge to replace the battery? usually you guys reply fast"))
     assert {"batteri", "charg", "replac"} <= terms and not terms & {"rough", "usual", "guy"}
     assert "guy" in subject_terms("english", "can the delivery guys take my old tv away?")  # not the customer's "you"
     assert "month" in subject_terms("english", "is there a monthly plan?")  # a time in -ly is a thing a rule is about

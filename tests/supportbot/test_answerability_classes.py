@@ -285,7 +285,8 @@ def test_a_question_is_split_into_its_told_case_and_its_question_sentence():
     assert "fine" in told.released and "return" in told.held and "fine" not in told.held
     assert "want" not in told.held  # the words saying that they want it are not what they want
     # what the question sentence tells before its own ask, at a comma, is told too (the blind sixteenth conversations)
-    told = told_case("its $600 and I'm off camping with no signal til sunday, what happens if i don't click it in time?")
+    told = told_case("its $600 and I'm off camping with no signal til sunday, what happens if i don't click it in "
+                     "time?")
     assert told.asked == "what happens?" and {"camping", "signal"} <= set(told.released)
     told = told_case("honestly I'm having second thoughts about the whole thing, can I still cancel it for free?")
     assert told.asked == "can I still cancel it for free?" and "thoughts" in told.released
