@@ -234,12 +234,13 @@ def subject_terms(config: str, question: str, tenant_name: str = "") -> tuple[st
     return tuple(t for t in dict.fromkeys(query_terms(config, question)) if t not in skip and not t[:1].isdigit())
 
 
-# English adverbs in -ly; the words in -ly that name a thing, a time or a property a help centre states are kept
-_ADVERB_LY = re.compile(r"\b(?!(?:family|supply|reply|apply|assembly|anomaly|ally|rally|jelly|belly|bully|lily|fly|"
-                        r"butterfly|italy|july|holy|only|early|daily|weekly|monthly|yearly|quarterly|hourly|nightly|"
-                        r"biweekly|bimonthly|quickly|friendly|costly|likely|unlikely|elderly|lonely|ugly|lovely|curly|"
-                        r"silly|poly|jolly)\b)[a-z]{2,}ly\b", re.IGNORECASE)
-
+# English adverbs of how the customer tells it: their stance, how sure or how often, how much ("roughly", "usually",
+# "honestly"); not those that may say what is asked about ("publicly traded", "internationally", "locally")
+_ADVERB_LY = re.compile(r"\b(?:roughly|usually|mostly|probably|basically|actually|honestly|literally|really|totally|"
+                        r"absolutely|definitely|generally|typically|normally|currently|recently|finally|simply|exactly|"
+                        r"approximately|hopefully|unfortunately|apparently|obviously|seriously|completely|nearly|"
+                        r"fairly|especially|particularly|originally|accidentally|luckily|sadly|annoyingly|"
+                        r"frankly|certainly|possibly|maybe|surely|personally|somehow|kinda|sorta)\b", re.IGNORECASE)
 _ADDRESSED = re.compile(r"\b(?:you|u|ya)\s+(?:guys|folks|people|lot)\b|\by'?all\b", re.IGNORECASE)
 
 
