@@ -228,19 +228,21 @@ def subject_terms(config: str, question: str, tenant_name: str = "") -> tuple[st
     question = _POSSESSIVE_PERSON.sub(" ", question)
     if config == "english":  # how the customer tells it ("roughly", "usually", "mostly") and whom they address ("you
         # guys"): never what is asked about ("the delivery guys" may be)
-        question = _ADDRESSED.sub(" ", _ADVERB_LY.sub(" ", question))
+        question = _ADDRESSED.sub(" ", _TELLING_ADVERBS.sub(" ", question))
     # a number is an amount or a detail of the case ("a $40 order", "size 49"), never what a question is about
     # nor is a number with its unit ("a 700kb file", "2kg")
     return tuple(t for t in dict.fromkeys(query_terms(config, question)) if t not in skip and not t[:1].isdigit())
 
 
 # English adverbs of how the customer tells it: their stance, how sure or how often, how much ("roughly", "usually",
-# "honestly"); not those that may say what is asked about ("publicly traded", "internationally", "locally")
-_ADVERB_LY = re.compile(r"\b(?:roughly|usually|mostly|probably|basically|actually|honestly|literally|really|totally|"
-                        r"absolutely|definitely|generally|typically|normally|currently|recently|finally|simply|exactly|"
-                        r"approximately|hopefully|unfortunately|apparently|obviously|seriously|completely|nearly|"
-                        r"fairly|especially|particularly|originally|accidentally|luckily|sadly|annoyingly|"
-                        r"frankly|certainly|possibly|maybe|surely|personally|somehow|kinda|sorta)\b", re.IGNORECASE)
+# "honestly"; "really" is in ``NOT_SUBJECT``); not those that may say what is asked about ("publicly traded",
+# "internationally", "locally")
+_TELLING_ADVERBS = re.compile(
+    r"\b(?:roughly|usually|mostly|probably|basically|actually|honestly|literally|totally|absolutely|definitely|"
+    r"generally|typically|normally|currently|recently|finally|simply|exactly|approximately|hopefully|unfortunately|"
+    r"apparently|obviously|seriously|completely|nearly|fairly|especially|particularly|originally|accidentally|"
+    r"luckily|sadly|annoyingly|frankly|certainly|possibly|maybe|surely|personally|somehow|kinda|sorta)\b",
+    re.IGNORECASE)
 _ADDRESSED = re.compile(r"\b(?:you|u|ya)\s+(?:guys|folks|people|lot)\b|\by'?all\b", re.IGNORECASE)
 
 
@@ -288,12 +290,13 @@ _LOWER_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.U)
 _CONDITION_AFTER = re.compile(r",?\s+\b(?:if|because|since|in case|wenn|weil|falls)\s+(?P<clause>[^?.!,]+)", re.I)
 _CONDITION_BEFORE = re.compile(r"^\s*(?:if|wenn|falls)\s+(?P<clause>[^?.!,]+),\s*", re.I)
 # A question sentence's own ask after what it tells, at a comma or a dash: the clause from a question word on
-_ASK_CLAUSE = re.compile(r"(?:,|\s[–—-])\s+(?:so\s+|but\s+|and\s+)?(?=(?:what|how|when|where|which|who|why|can|could|do|"
-                         r"does|did|will|would|is|are|should|may|must|shall|kann|können|muss|müssen|wie|was|wann|wo|"
-                         r"gibt|geht|ist|sind|bekomme|bekommt)\b)", re.I)
-_ASKING_START = re.compile(r"^\W*(?:(?:hmm+|ok(?:ay)?|so|and|but|oh|ah|also|well|sorry|hi|hey|hello)\W+)*"
-                           r"(?:what|how|when|where|which|who|why|can|could|do|does|did|will|would|is|are|should|may|"
-                           r"must|shall|kann|können|muss|müssen|wie|was|wann|wo|gibt|geht|ist|sind)\b", re.I)
+_QUESTION_WORDS = (r"what|how|when|where|which|who|why|can|could|do|does|did|will|would|is|are|should|may|must|shall|"
+                   r"kann|können|muss|müssen|wie|was|wann|wo|gibt|geht|ist|sind")
+_ASK_CLAUSE = re.compile(rf"(?:,|\s[–—-])\s+(?:so\s+|but\s+|and\s+)?(?=(?:{_QUESTION_WORDS}|bekomme|bekommt)\b)",
+                         re.I)
+# ... unless what comes before it is a question of its own ("Is there a charge for that, and how much is it?")
+_ASKING_START = re.compile(rf"^\W*(?:(?:hmm+|ok(?:ay)?|so|and|but|oh|ah|also|well|sorry|hi|hey|hello)\W+)*"
+                           rf"(?:{_QUESTION_WORDS})\b", re.I)
 _CLAUSE_BREAK = re.compile(r",\s*|\s+(?:but|and|because|since|cause|cuz|aber|und|weil)\s+", re.I)
 # what a customer is doing, after who they are ("I'm a Premier member buying a new espresso machine"): a participle
 # before its object, not a noun ("a wedding planner")

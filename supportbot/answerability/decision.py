@@ -78,7 +78,8 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     # answer is never cached (``storable`` is the whole question's)
     config = text_search_config(locale)
     own_ask = _own_ask(question)
-    readings = asked_readings(config, question, subject, tenant_name, after=own_ask == question) \
+    after = own_ask == question  # a case told after the question sentence is told: of the customer's own words only
+    readings = asked_readings(config, question, subject, tenant_name, after=after) \
         if nouns is None and not any(ok) else []
     answered = None  # the reading whose passing passage is likeliest
     for reading in readings:
@@ -101,7 +102,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     names = [n for n in unnamed(generation, tenant_id, locale, question, subject, tenant_name)
              if not _dated(n, passages)]
     if names:  # a name the customer only tells, of a question that names what it asks by itself, is their case
-        told = told_case(question, after=own_ask == question, whole=True)
+        told = told_case(question, after=after, whole=True)
         if _asks_by_itself(config, told, subject, tenant_name):
             names = [n for n in names if n.casefold() in told.asked.casefold()]
     if names:  # a brand, place or device the help centre never names: no passage is about it
