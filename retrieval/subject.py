@@ -358,29 +358,38 @@ def told_case(question: str, *, after: bool = True, whole: bool = False) -> Told
     return Told(asked, tuple(released), tuple(held)) if asked and (released or (whole and held)) else None
 
 
-def _asks(config: str, told: Told, tenant_name: str = "") -> set[str]:
+def asked_terms(config: str, told: Told, tenant_name: str = "", *, time_words: bool = True) -> set[str]:
     """The subject terms of the question sentence itself, less the words that ask about nothing (``_EMPTY_ASK``):
-    empty for "Is that possible?", whose subject is what was told before it."""
-    words = " ".join(m.group(0) for m in _LOWER_WORD.finditer(told.asked) if m.group(0).casefold() not in _EMPTY_ASK)
+    empty for "Is that possible?", whose subject is what was told before it. Without ``time_words``, also less the
+    English words asking for a time ("how quickly", "too late"), which an article states as one ("within 1 minute")."""
+    asked = told.asked if time_words else _HOW_SOON.sub(" ", told.asked)
+    words = " ".join(m.group(0) for m in _LOWER_WORD.finditer(asked) if m.group(0).casefold() not in _EMPTY_ASK)
     return set(subject_terms(config, words, tenant_name))
 
 
+# "how long", "how quickly", "how fast", "how soon", "too late": ask for a time
+_HOW_SOON = re.compile(r"(?<=\bhow )(?:long|quickly|fast|soon)\b|(?<=\btoo )late\b", re.IGNORECASE)
+
+
 def asked_readings(config: str, question: str, subject: "Subject", tenant_name: str = "", *,
-                   after: bool = True) -> list[str]:
+                   after: bool = True, alone: bool = False) -> list[str]:
     """The question read again without its told case (``told_case``): once whole but for the case's words that no
     passage states, once as its question sentence asks it. Of the words before the question sentence, both keep
     those no passage states that are not the case (who the customer is, what for, a name: "Do you have a
     discount?" after "We're a scout troop." asks about the troop's). Empty when the question tells no case, or its
-    question sentence asks about nothing of its own or about something the help centre never states."""
+    question sentence asks about nothing of its own or about something the help centre never states. ``alone``:
+    the question sentence names what it asks by itself (no word of it points back at the case), so a name told
+    before it that no passage states is the customer's case too ("pushed our key to a public GitHub repo ... how
+    quickly does the key stop working?"); who they are and what for stay."""
     told = told_case(question, after=after)
     if told is None or not subject.terms:
         return []
     unseen = set(subject.unseen())
-    asks = _asks(config, told, tenant_name)
+    asks = asked_terms(config, told, tenant_name)
     if not asks or asks & unseen:  # the question sentence asks about something the help centre never states
         return []
     stems = words_terms(config, [*told.released, *told.held]) if unseen else {}
-    kept = [w for w in told.held if set(stems.get(w, ())) & unseen]
+    kept = [w for w in told.held if set(stems.get(w, ())) & unseen and not (alone and w[:1].isupper())]
     told_seen = [w for w in told.released if not set(stems.get(w, ())) & unseen]
     return [" ".join([*told_seen, *told.held, told.asked]), " ".join([told.asked, *kept])]
 

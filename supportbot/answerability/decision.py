@@ -14,10 +14,11 @@ from core.models import Tenant
 from ingestion.textsearch import text_search_config
 from retrieval.models import IndexGeneration
 from retrieval.search import article_texts
-from retrieval.subject import (asked_readings, nouns_of, spelled, subject_of, subject_terms, told_case, truecased,
-                               unnamed, unstated_action, unstated_property, unstated_thing)
+from retrieval.subject import (article_lexemes, asked_readings, asked_terms, nouns_of, spelled, states_same, subject_of,
+                               subject_terms, told_case, truecased, unnamed, unstated_action, unstated_property,
+                               unstated_thing)
 from supportbot.answerability.company import unstated_company_facts
-from supportbot.answerability.features import pair_features, unit_similarities
+from supportbot.answerability.features import named_terms, pair_features, unit_similarities
 from supportbot.answerability.model import ModelUnavailable, current_model
 
 log = logging.getLogger(__name__)
@@ -79,15 +80,27 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     config = text_search_config(locale)
     own_ask = _own_ask(question)
     after = own_ask == question  # a case told after the question sentence is told: of the customer's own words only
-    readings = asked_readings(config, question, subject, tenant_name, after=after) \
-        if nouns is None and not any(ok) else []
+    told = told_case(question, after=after) if nouns is None and not any(ok) else None
+    readings = asked_readings(config, question, subject, tenant_name, after=after) if told is not None else []
+    states_asked = [True] * len(chunk_ids)
+    if readings and _asks_by_itself(config, told, subject, tenant_name):
+        # a question sentence that names what it asks by itself is read without the names told before it too; so
+        # read, it is answered only by an article that states what it asks ("do you have a military discount?" after
+        # "I ship to an APO address" is not answered by the countries article, which names military addresses)
+        alone = asked_readings(config, question, subject, tenant_name, after=after, alone=True)
+        if alone != readings:
+            readings, lexemes = alone, article_lexemes(generation, tenant_id, locale, chunk_ids)
+            asks = asked_terms(config, told, tenant_name, time_words=False)
+            states_asked = [_states_ask(config, asks, lexemes.get(c, frozenset()), subject, question)
+                            for c in chunk_ids]
     answered = None  # the reading whose passing passage is likeliest
     for reading in readings:
         asked = subject_of(generation, tenant_id, locale, reading, chunk_ids)
         if not asked.terms:
             continue
         again = model.probabilities(pair_features(passages, asked, units, locale, reading))
-        again_ok = model.passing(again, stated, locale, grounded, headed)
+        again_ok = [good and whole for good, whole in zip(model.passing(again, stated, locale, grounded, headed),
+                                                           states_asked)]
         if any(again_ok) and (answered is None or max(again) > max(answered[0])):
             answered = again, again_ok
     if answered:
@@ -146,6 +159,24 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         detail += f"; its article does not state {', '.join(nouns.unstated[chunk_id][:4])}"
     return Verdict(False, p, threshold, chunk_id, f"not answerable: P={p:.3f} < {threshold:.3f}{detail}"[:300],
                    model.version, unseen)
+
+
+# The most of an ask's subject weight an article may leave unstated and still answer the question read without its case
+ASK_UNSTATED_SHARE = 0.25
+
+
+def _states_ask(config: str, asks: set[str], lexemes: frozenset[str], subject, question: str) -> bool:
+    """Whether an article (``lexemes``) states what a question sentence asks about (``asks``, its subject terms): every
+    name of it, and all but a small share of the rest by weight ("When you price match, do you compare the price with
+    their shipping added?" is answered without "added"; "do you have a military discount?" is not answered by an
+    article of military addresses, nor "Can I get the SMS updates in Spanish?" by one of SMS updates)."""
+    unstated = {t for t in asks if not states_same(config, t, lexemes)}
+    if not unstated:
+        return True
+    if unstated & named_terms(question, unstated):
+        return False
+    weight = sum(subject.weights.get(t, 0.0) for t in asks) or 1.0
+    return sum(subject.weights.get(t, 0.0) for t in unstated) / weight <= ASK_UNSTATED_SHARE
 
 
 def _own_ask(question: str) -> str:

@@ -174,3 +174,12 @@ def test_how_an_english_customer_tells_it_and_whom_they_address_are_not_subject_
     assert "guy" in subject_terms("english", "can the delivery guys take my old tv away?")  # not the customer's "you"
     assert "public" in subject_terms("english", "Is Initech publicly traded?")  # an adverb that says what is asked
 
+
+def test_what_a_question_sentence_asks_is_without_the_words_asking_for_a_time():
+    # the article says a time as one ("within 1 minute"; the blind seventeenth fact set)
+    from retrieval.subject import asked_terms, told_case
+    told = told_case("The key leaked. How quickly does the key stop working? how long, how soon, too late?")
+    assert {"quick", "long", "soon", "late"} <= asked_terms("english", told)
+    assert not asked_terms("english", told, time_words=False) & {"quick", "long", "soon", "late"}
+    assert "late" in asked_terms("english", told_case("It rained. Is my late order refunded?"), time_words=False)
+

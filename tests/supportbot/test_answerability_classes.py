@@ -223,6 +223,11 @@ def test_admissions_subject_check_passes_an_answer_from_the_article_about_it(acm
     # whom the customer addresses and how they tell it (was: "the help centre never states guy")
     ("acme", "we're an outdoor school in Bozeman and just sent in our application for an Acme Business account. how "
              "long does it usually take you guys to review it?", "business-partner-api", "5 business days"),
+    # a name only told, and the question sentence read without it (was: "P=0.059 < 0.334; the help centre never
+    # states dev, github, push, repo"; the blind seventeenth fact set, in-sample)
+    ("acme", "Our dev accidentally pushed our acme_live_ key to a public GitHub repo this morning. If I click Revoke "
+             "in the Business Portal, how quickly does the key actually stop working?", "business-partner-api",
+     "1 minute"),
 ])
 def test_the_case_told_before_the_question_is_no_subject_of_it(demo, tenant, question, article, fact):
     """The goods, the reason and the day a customer tells before asking are their case, not what they ask about;
@@ -247,6 +252,36 @@ def test_the_case_told_before_the_question_is_no_subject_of_it(demo, tenant, que
 def test_what_a_told_case_says_of_the_customer_stays_the_subject(acme, question, reason):
     outcome = ask_twice(acme, question, "en")
     assert reason in outcome.reason, outcome.reason
+
+
+@pytest.mark.parametrize("tenant, question", [
+    # the countries article names military addresses, not a discount (the blind ninth unanswerable set)
+    ("acme", "hey im active duty and ship everything to an APO address. do you guys have a military discount?"),
+    # the transfers article states the cap in dollars, no pounds (the blind sixteenth unanswerable set)
+    ("acme", "im in the UK and want to move a chunk of store credit to my daughter in our household. whats the 30 "
+             "day cap in pounds? the page only says $2,000"),
+    # the tracking article's SMS updates are in no language it names
+    ("initech", "Can I get the SMS order updates in Spanish? My English isn't great and I always shop in the Mexico "
+                "store."),
+])
+def test_a_question_read_without_the_names_told_needs_an_article_stating_what_it_asks(demo, tenant, question):
+    """A question sentence read without the names told before it is answered only by an article that states what it
+    asks about: every name of it and all but a small share of the rest."""
+    asker = pipeline.Asker(Tenant.objects.get(pk=demo[tenant].pk), "en")
+    assert pipeline.ask(asker, question).status == AskEvent.Status.NOT_COVERED
+
+
+def test_an_article_states_an_ask_by_its_names_and_most_of_its_weight():
+    from retrieval.subject import Subject
+    from supportbot.answerability.decision import _states_ask
+    subject = Subject(terms=("price", "match", "compar", "add", "militari", "discount"),
+                      weights={"price": 2.0, "match": 3.0, "compar": 4.5, "add": 2.3, "militari": 4.5, "discount": 4.0})
+    lexemes = frozenset({"price", "match", "compar", "militari"})
+    question = "do you compare the price with their shipping added? military discount, Spanish?"
+    assert _states_ask("english", {"price", "match", "compar", "add"}, lexemes, subject, question)  # 2.3 of 11.8
+    assert not _states_ask("english", {"militari", "discount"}, lexemes, subject, question)  # 4.0 of 8.5
+    spanish = Subject(terms=("sms", "spanish"), weights={"sms": 9.0, "spanish": 1.0})
+    assert not _states_ask("english", {"sms", "spanish"}, frozenset({"sms"}), spanish, "SMS updates in Spanish?")
 
 
 def test_a_question_is_split_into_its_told_case_and_its_question_sentence():
