@@ -67,7 +67,8 @@ NOT_SUBJECT = {
         # "sobald", "ungefähr"); none says what is asked about
         "seit ab trotz statt innerhalb außerhalb gemäß bezüglich sowie sowohl sobald solange bevor nachdem "
         "obwohl dass danach trotzdem bereits gerade immer nie manchmal oft ganz genau bald überhaupt "
-        "vielleicht wohl ungefähr insgesamt normalerweise überall irgendwo irgendwie wirklich "
+        "vielleicht wohl ungefähr insgesamt normalerweise überall irgendwo irgendwie wirklich allerdings jedoch "
+        "dahin dorthin hierhin "
         # greetings, thanks and interjections: small talk, never what is asked about ("Hat geklappt, danke!")
         "hallo hi hey moin servus danke dankeschön geklappt super prima toll okay ok übrigens "
         "usd cad gbp eur mxn "

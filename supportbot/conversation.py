@@ -317,6 +317,8 @@ _DAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "su
 # not say name what it asks about, these never): what a thing has ("how much extra?") and function words ("on that?")
 NAMING_NOTHING = frozenset(_THING_ATTRIBUTES | _STOP_EN | _STOP_DE | {"limit", "limits", "extra", "anymore", "longer",
                                                                      "time"})
+# What to do now ("was mach ich jetzt?", "was soll ich dann tun?"): a question asking of the case told before it
+WHAT_NOW = frozenset({"mach", "mache", "machen", "tun", "soll", "sollte", "jetzt", "nun", "dann"})
 
 
 def _words(text: str) -> list[str]:
@@ -976,7 +978,7 @@ def _asks_in_its_own_words(message: str, locale: str) -> str:
     question = " ".join(sentences[asking:])
     if dependence(question, locale).kind:
         return ""
-    named = [w for w in _lower_words(question) if w not in NAMING_NOTHING and len(w) > 2]
+    named = [w for w in _lower_words(question) if w not in NAMING_NOTHING and w not in WHAT_NOW and len(w) > 2]
     return question if len(named) >= MIN_TOLD_WORDS else ""
 
 

@@ -199,6 +199,11 @@ COUNTRY_WORDS = {
            "Austria": "Österreich", "Mexico": "Mexiko"},
 }
 _PLACE_PATTERNS = {country: re.compile("|".join(patterns), re.IGNORECASE) for country, patterns in PLACES.items()}
+# An island of the Channel Islands said as a place ("I live on Jersey", "auf Guernsey"; "a cycling jersey" is none): the
+# help centres name the islands as a whole (the "British islands" region, which the UK deliveries leave out)
+_CHANNEL_ISLAND = re.compile(r"\b(?P<prep>in|on|to|from|auf|nach|von|aus)\s+(?:the\s+)?(?:island\s+of\s+|insel\s+)?"
+                             r"(?:jersey|guernsey|alderney|sark|st\.?\s+helier|saint\s+helier|st\.?\s+peter\s+port)\b", re.IGNORECASE)
+ISLANDS_WORDS = {"en": "the Channel Islands", "de": "den Kanalinseln"}
 # A question about a place itself (a shop, a branch, picking up in person), where the town is what is asked about
 _FACILITY = re.compile(  # the company's, not the customer's own ("our office in Salzburg")
     r"(?<!\bmy )(?<!\bour )(?<!\bmein )(?<!\bmeine )(?<!\bunser )(?<!\bunsere )(?<!\bunserem )(?<!\bmeinem )"
@@ -265,6 +270,8 @@ def places_as_countries(text: str, locale: str = "en") -> str:
     text = _TOWN_IN.sub(lambda m: f"{m.group('prep')} " if known_after(m) else m.group(0), text)
     for country, pattern in _PLACE_PATTERNS.items():
         text = pattern.sub(words[country], text)
+    text = _CHANNEL_ISLAND.sub(lambda m: f"{m.group('prep')} {ISLANDS_WORDS.get(language_of(locale), 'the Channel Islands')}",
+                               text)
     for start, end, town in reversed(towns_in(text)):  # the gazetteer's towns (``places``): "in Anchorage" -> "in Alaska"
         text = f"{text[:start]}{town.region[1] if town.region else words[town.country]}{text[end:]}"
     language = language_of(locale)

@@ -65,6 +65,20 @@ def test_a_town_before_its_state_or_provinces_code_or_its_region_names_that(ques
     assert places_as_countries(question) == read
 
 
+@pytest.mark.parametrize("question, locale, read", [
+    # the help centres name the Channel Islands as a whole (the blind sixteenth and seventeenth sets)
+    ("I live in St Helier on Jersey. Can you ship here?", "en", "I live in the Channel Islands on the Channel Islands. "
+                                                               "Can you ship here?"),
+    ("mein patenkind wohnt auf jersey, geht das dahin auch?", "de", "mein patenkind wohnt auf den Kanalinseln, geht das "
+                                                                   "dahin auch?"),
+    ("my cycling jersey ripped on the first ride", "en", "my cycling jersey ripped on the first ride"),  # a garment
+    ("I live in New Jersey", "en", "I live in the US"),
+])
+def test_an_island_of_the_channel_islands_is_said_by_the_islands(question, locale, read):
+    assert places_as_countries(question, locale) == read
+    assert ("British islands" in asked_cases(read).values()) == ("Channel" in read or "Kanalinseln" in read)
+
+
 @pytest.mark.parametrize("text", ["ON my order, nothing has arrived", "Is it OK to ship to my office?", "Plus, OR Pro?",
                                   "WHAT IS THE FEE FOR SHIPPING IN BC"])
 def test_a_postal_code_counts_only_after_a_capitalised_town_in_a_sentence_not_shouted(text):

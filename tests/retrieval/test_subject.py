@@ -26,6 +26,8 @@ def test_german_prepositions_and_adverbs_the_stop_list_keeps_are_not_subject_ter
     assert subject_terms("german", "Seit wann gibt es Acme?", "Acme Outfitters") == ()
     assert set(subject_terms("german", "Wie oft kann ich ungefähr bestellen?")) == {"bestell"}
     assert set(subject_terms("german", "Seit einer Woche hängt meine Sendung")) == {"woch", "hangt", "sendung"}
+    # "allerdings", "dahin": how the customer tells it and where it points, never what is asked (lc17-13)
+    assert set(subject_terms("german", "allerdings geht das dahin jedoch auch nach Jersey?")) == {"jersey"}
 
 
 def test_english_subject_terms_are_the_search_terms():
