@@ -40,6 +40,10 @@ _KIND_PATTERNS = (
     ("size", re.compile(r"\bhow long (?:does|do|must|should|can|has|have)\b[^?.]{0,40}?\b(?:need to|needs to|have to|"
                         r"has to|must|should|can) be\b|\bhow long (?:must|should|can) (?:\w+\s+){1,3}be\b|"
                         r"\bwie lang (?:muss|darf|soll|kann)\b", re.I)),
+    # from what time to what time: opening hours, before "bis wann" as a duration ("Von wann bis wann ist da sonntags
+    # offen?")
+    ("clock", re.compile(r"\bvon wann bis wann\b|\bfrom what time (?:to|until|till)\b|\bfrom when (?:to|until|till) when\b",
+                         re.I)),
     ("duration", re.compile(
         rf"\bhow long\b|\bhow soon\b|\bhow quickly\b|\bhow fast\b|\bhow many {_TIME_UNIT}\b|\bhow much time\b|"
         rf"\buntil when\b|\bby when\b|\bwhen do(?:es)? .{{0,40}}\bexpire|\bfor how long\b|\bwithin what time\b|"
@@ -64,7 +68,7 @@ _KIND_PATTERNS = (
     ("clock", re.compile(
         r"\bwhat time\b|\bopening hours\b|\bsupport hours\b|\boffice hours\b|\bhours\b|\bwhen (?:are|is) .{0,30}\bopen\b|"
         r"\bwhen can i (?:call|reach)\b|\berreichbar\b|\bwie viel uhr\b|\b(?:latest|last) (?:day|time)\b|\bday/time\b|"
-        r"\bcut-?off\b|\bannahmeschluss\b|\bwann (?:erreiche|erreicht|kann ich (?:euch|sie) (?:anrufen|erreichen))\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist) .{0,30}\bgeöffnet",
+        r"\bcut-?off\b|\bannahmeschluss\b|\bwann (?:erreiche|erreicht|kann ich (?:euch|sie) (?:anrufen|erreichen))\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist|habt|sind) .{0,30}\b(?:geöffnet|offen)\b",
         re.I)),
     ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\b(?:which|what) number\b|\bwho(?:m)? (?:do|can|should) i "
                            r"(?:call|ring|phone|e-?mail|write to)\b|\bwelche nummer\b|\bwen (?:rufe|kann) ich\b|"
@@ -347,7 +351,7 @@ def asked_cases(question: str) -> dict[str, str]:
     return _one_each(question, found)
 
 
-_KIND_PATTERNS_BY_NAME = dict(_KIND_PATTERNS[1:])  # the general size pattern, not the length one
+_KIND_PATTERNS_BY_NAME = dict(_KIND_PATTERNS[2:])  # the general size and clock patterns, not the length or hours span
 
 
 def kind_of(question: str) -> str | None:

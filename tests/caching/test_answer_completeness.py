@@ -617,6 +617,11 @@ def test_what_the_customer_says_is_not_their_case_is_not_what_the_question_is_ab
 @pytest.mark.parametrize("question, kind", [
     ("pro member here - at what order amount does standard shipping become free for me?", "amount"),
     ("want saturday delivery with expedited shipping, whats the latest day/time i can order?", "clock"),
+    # from when to when: opening hours, not a duration (was: the store's "90 Minuten" of free parking; lf17-31)
+    ("Wir sind im Mai in Denver. Von wann bis wann ist da sonntags offen?", "clock"),
+    ("Wann ist der Store sonntags offen?", "clock"),
+    ("from what time to what time is the store open on sundays?", "clock"),
+    ("Bis wann kann ich die Bestellung stornieren?", "duration"),
 ])
 def test_the_amount_that_frees_shipping_and_a_cut_off_are_asked_kinds(question, kind):
     assert asked(question).kind == kind
