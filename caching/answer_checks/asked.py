@@ -42,8 +42,8 @@ _KIND_PATTERNS = (
                         r"\bwie lang (?:muss|darf|soll|kann)\b", re.I)),
     # from what time to what time: opening hours, before "bis wann" as a duration ("Von wann bis wann ist da sonntags
     # offen?")
-    ("clock", re.compile(r"\bvon wann bis wann\b|\bfrom what time (?:to|until|till)\b|\bfrom when (?:to|until|till) when\b",
-                         re.I)),
+    ("clock", re.compile(r"\bvon wann bis wann\b|\bfrom what time (?:to|until|till)\b|"
+                         r"\bfrom when (?:to|until|till) when\b", re.I)),
     ("duration", re.compile(
         rf"\bhow long\b|\bhow soon\b|\bhow quickly\b|\bhow fast\b|\bhow many {_TIME_UNIT}\b|\bhow much time\b|"
         rf"\buntil when\b|\bby when\b|\bwhen do(?:es)? .{{0,40}}\bexpire|\bfor how long\b|\bwithin what time\b|"
@@ -68,7 +68,8 @@ _KIND_PATTERNS = (
     ("clock", re.compile(
         r"\bwhat time\b|\bopening hours\b|\bsupport hours\b|\boffice hours\b|\bhours\b|\bwhen (?:are|is) .{0,30}\bopen\b|"
         r"\bwhen can i (?:call|reach)\b|\berreichbar\b|\bwie viel uhr\b|\b(?:latest|last) (?:day|time)\b|\bday/time\b|"
-        r"\bcut-?off\b|\bannahmeschluss\b|\bwann (?:erreiche|erreicht|kann ich (?:euch|sie) (?:anrufen|erreichen))\b|öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist|habt|sind) .{0,30}\b(?:geöffnet|offen)\b",
+        r"\bcut-?off\b|\bannahmeschluss\b|\bwann (?:erreiche|erreicht|kann ich (?:euch|sie) (?:anrufen|erreichen))\b|"
+        r"öffnungszeit|\buhrzeit\b|\bwann (?:hat|ist|habt|sind) .{0,30}\b(?:geöffnet|offen)\b",
         re.I)),
     ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\b(?:which|what) number\b|\bwho(?:m)? (?:do|can|should) i "
                            r"(?:call|ring|phone|e-?mail|write to)\b|\bwelche nummer\b|\bwen (?:rufe|kann) ich\b|"
@@ -206,7 +207,8 @@ _PLACE_PATTERNS = {country: re.compile("|".join(patterns), re.IGNORECASE) for co
 # An island of the Channel Islands said as a place ("I live on Jersey", "auf Guernsey"; "a cycling jersey" is none): the
 # help centres name the islands as a whole (the "British islands" region, which the UK deliveries leave out)
 _CHANNEL_ISLAND = re.compile(r"\b(?P<prep>in|on|to|from|auf|nach|von|aus)\s+(?:the\s+)?(?:island\s+of\s+|insel\s+)?"
-                             r"(?:jersey|guernsey|alderney|sark|st\.?\s+helier|saint\s+helier|st\.?\s+peter\s+port)\b", re.IGNORECASE)
+                             r"(?:jersey|guernsey|alderney|sark|st\.?\s+helier|saint\s+helier|st\.?\s+peter\s+port)\b",
+                             re.IGNORECASE)
 ISLANDS_WORDS = {"en": "the Channel Islands", "de": "den Kanalinseln"}
 # A question about a place itself (a shop, a branch, picking up in person), where the town is what is asked about
 _FACILITY = re.compile(  # the company's, not the customer's own ("our office in Salzburg")
@@ -274,8 +276,8 @@ def places_as_countries(text: str, locale: str = "en") -> str:
     text = _TOWN_IN.sub(lambda m: f"{m.group('prep')} " if known_after(m) else m.group(0), text)
     for country, pattern in _PLACE_PATTERNS.items():
         text = pattern.sub(words[country], text)
-    text = _CHANNEL_ISLAND.sub(lambda m: f"{m.group('prep')} {ISLANDS_WORDS.get(language_of(locale), 'the Channel Islands')}",
-                               text)
+    islands = ISLANDS_WORDS.get(language_of(locale), ISLANDS_WORDS["en"])
+    text = _CHANNEL_ISLAND.sub(lambda m: f"{m.group('prep')} {islands}", text)
     for start, end, town in reversed(towns_in(text)):  # the gazetteer's towns (``places``): "in Anchorage" -> "in Alaska"
         text = f"{text[:start]}{town.region[1] if town.region else words[town.country]}{text[end:]}"
     language = language_of(locale)

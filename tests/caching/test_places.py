@@ -69,8 +69,8 @@ def test_a_town_before_its_state_or_provinces_code_or_its_region_names_that(ques
     # the help centres name the Channel Islands as a whole (the blind sixteenth and seventeenth sets)
     ("I live in St Helier on Jersey. Can you ship here?", "en", "I live in the Channel Islands on the Channel Islands. "
                                                                "Can you ship here?"),
-    ("mein patenkind wohnt auf jersey, geht das dahin auch?", "de", "mein patenkind wohnt auf den Kanalinseln, geht das "
-                                                                   "dahin auch?"),
+    ("mein patenkind wohnt auf jersey, geht das dahin auch?", "de",
+     "mein patenkind wohnt auf den Kanalinseln, geht das dahin auch?"),
     ("my cycling jersey ripped on the first ride", "en", "my cycling jersey ripped on the first ride"),  # a garment
     ("I live in New Jersey", "en", "I live in the US"),
 ])

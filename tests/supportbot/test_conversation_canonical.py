@@ -279,14 +279,15 @@ def test_a_german_follow_up_that_tells_what_it_points_at_is_read_alone():
 
 @pytest.mark.django_db
 def test_a_question_of_what_to_do_now_is_asked_of_the_case_told_before_it():
-    """"da steht immer noch „unterwegs“ ... was mach ich jetzt?" asks what to do about the return told before it, not
-    "was mach ich jetzt?" alone (the blind seventeenth conversations, lc17-18: was standalone, "the conversation is about
-    something else")."""
+    """"da steht immer noch „unterwegs“ ... was mach ich jetzt?" asks what to do about the return told before it,
+    not "was mach ich jetzt?" alone (the blind seventeenth conversations, lc17-18: was standalone, "the conversation
+    is about something else")."""
     conversation = Conversation((
         Turn("user", "hab vor gut zwei wochen ne rücksendung bei dhl abgegeben. wo seh ich, ob die angekommen ist?"),
         Turn("assistant", "Den Status sehen Sie unter Konto > Bestellungen > Rücksendungen: Unterwegs, Eingegangen, "
                           "Geprüft, Erstattet."),
-        Turn("user", "da steht immer noch „unterwegs“ 🤔 abgegeben hab ich sie vor 11 werktagen. was mach ich jetzt?")))
+        Turn("user", "da steht immer noch „unterwegs“ 🤔 abgegeben hab ich sie vor 11 werktagen. "
+                     "was mach ich jetzt?")))
     resolution = resolve(conversation, "de")
     assert "werktagen" in resolution.question and not resolution.cacheable, resolution
 
