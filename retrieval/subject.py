@@ -372,17 +372,16 @@ def asked_terms(config: str, told: Told, tenant_name: str = "", *, time_words: b
 _HOW_SOON = re.compile(r"(?<=\bhow )(?:long|quickly|fast|soon)\b|(?<=\btoo )late\b", re.IGNORECASE)
 
 
-def asked_readings(config: str, question: str, subject: "Subject", tenant_name: str = "", *,
-                   after: bool = True, alone: bool = False) -> list[str]:
-    """The question read again without its told case (``told_case``): once whole but for the case's words that no
-    passage states, once as its question sentence asks it. Of the words before the question sentence, both keep
-    those no passage states that are not the case (who the customer is, what for, a name: "Do you have a
+def asked_readings(config: str, told: Told | None, subject: "Subject", tenant_name: str = "", *,
+                   alone: bool = False) -> list[str]:
+    """A question read again without its told case (``told``, of ``told_case``): once whole but for the case's words
+    that no passage states, once as its question sentence asks it. Of the words before the question sentence, both
+    keep those no passage states that are not the case (who the customer is, what for, a name: "Do you have a
     discount?" after "We're a scout troop." asks about the troop's). Empty when the question tells no case, or its
     question sentence asks about nothing of its own or about something the help centre never states. ``alone``:
     the question sentence names what it asks by itself (no word of it points back at the case), so a name told
     before it that no passage states is the customer's case too ("pushed our key to a public GitHub repo ... how
     quickly does the key stop working?"); who they are and what for stay."""
-    told = told_case(question, after=after)
     if told is None or not subject.terms:
         return []
     unseen = set(subject.unseen())

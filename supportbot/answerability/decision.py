@@ -81,13 +81,13 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     own_ask = _own_ask(question)
     after = own_ask == question  # a case told after the question sentence is told: of the customer's own words only
     told = told_case(question, after=after) if nouns is None and not any(ok) else None
-    readings = asked_readings(config, question, subject, tenant_name, after=after) if told is not None else []
+    readings = asked_readings(config, told, subject, tenant_name)
     states_asked = [True] * len(chunk_ids)
     if readings and _asks_by_itself(config, told, subject, tenant_name):
         # a question sentence that names what it asks by itself is read without the names told before it too; so
         # read, it is answered only by an article that states what it asks ("do you have a military discount?" after
         # "I ship to an APO address" is not answered by the countries article, which names military addresses)
-        alone = asked_readings(config, question, subject, tenant_name, after=after, alone=True)
+        alone = asked_readings(config, told, subject, tenant_name, alone=True)
         if alone != readings:
             readings, lexemes = alone, article_lexemes(generation, tenant_id, locale, chunk_ids)
             asks = asked_terms(config, told, tenant_name, time_words=False)
