@@ -372,26 +372,29 @@ def asked_terms(config: str, told: Told, tenant_name: str = "", *, time_words: b
 _HOW_SOON = re.compile(r"(?<=\bhow )(?:long|quickly|fast|soon)\b|(?<=\btoo )late\b", re.IGNORECASE)
 
 
-def asked_readings(config: str, told: Told | None, subject: "Subject", tenant_name: str = "", *,
-                   alone: bool = False) -> list[str]:
+def asked_readings(config: str, told: Told | None, subject: "Subject",
+                   tenant_name: str = "") -> tuple[list[str], list[str]]:
     """A question read again without its told case (``told``, of ``told_case``): once whole but for the case's words
     that no passage states, once as its question sentence asks it. Of the words before the question sentence, both
     keep those no passage states that are not the case (who the customer is, what for, a name: "Do you have a
     discount?" after "We're a scout troop." asks about the troop's). Empty when the question tells no case, or its
-    question sentence asks about nothing of its own or about something the help centre never states. ``alone``:
-    the question sentence names what it asks by itself (no word of it points back at the case), so a name told
-    before it that no passage states is the customer's case too ("pushed our key to a public GitHub repo ... how
-    quickly does the key stop working?"); who they are and what for stay."""
+    question sentence asks about nothing of its own or about something the help centre never states.
+
+    Returned twice: as above, and for a question sentence that names what it asks by itself (no word of it points
+    back at the case), where a name told before it that no passage states is the customer's case too ("pushed our key
+    to a public GitHub repo ... how quickly does the key stop working?"); who they are and what for stay."""
     if told is None or not subject.terms:
-        return []
+        return [], []
     unseen = set(subject.unseen())
     asks = asked_terms(config, told, tenant_name)
     if not asks or asks & unseen:  # the question sentence asks about something the help centre never states
-        return []
+        return [], []
     stems = words_terms(config, [*told.released, *told.held]) if unseen else {}
-    kept = [w for w in told.held if set(stems.get(w, ())) & unseen and not (alone and w[:1].isupper())]
+    kept = [w for w in told.held if set(stems.get(w, ())) & unseen]
     told_seen = [w for w in told.released if not set(stems.get(w, ())) & unseen]
-    return [" ".join([*told_seen, *told.held, told.asked]), " ".join([told.asked, *kept])]
+    whole = " ".join([*told_seen, *told.held, told.asked])
+    return ([whole, " ".join([told.asked, *kept])],
+            [whole, " ".join([told.asked, *(w for w in kept if not w[:1].isupper())])])
 
 
 @functools.lru_cache(maxsize=4)

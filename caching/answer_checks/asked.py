@@ -261,7 +261,8 @@ def places_as_countries(text: str, locale: str = "en") -> str:
         if len(parts) < 2 or _FACILITY_HERE.search(text):
             return text
         return " ".join(part if _FACILITY.search(part) else places_as_countries(part, locale) for part in parts)
-    words = COUNTRY_WORDS.get(language_of(locale), COUNTRY_WORDS["en"])
+    language = language_of(locale)
+    words = COUNTRY_WORDS.get(language, COUNTRY_WORDS["en"])
 
     def known_after(m: re.Match) -> bool:
         at = m.end()
@@ -276,11 +277,10 @@ def places_as_countries(text: str, locale: str = "en") -> str:
     text = _TOWN_IN.sub(lambda m: f"{m.group('prep')} " if known_after(m) else m.group(0), text)
     for country, pattern in _PLACE_PATTERNS.items():
         text = pattern.sub(words[country], text)
-    islands = ISLANDS_WORDS.get(language_of(locale), ISLANDS_WORDS["en"])
+    islands = ISLANDS_WORDS.get(language, ISLANDS_WORDS["en"])
     text = _CHANNEL_ISLAND.sub(lambda m: f"{m.group('prep')} {islands}", text)
     for start, end, town in reversed(towns_in(text)):  # the gazetteer's towns (``places``): "in Anchorage" -> "in Alaska"
         text = f"{text[:start]}{town.region[1] if town.region else words[town.country]}{text[end:]}"
-    language = language_of(locale)
     for start, end, country in reversed(towns_in(text, foreign=True)):  # "in Basel" -> "in Schweiz": another country
         text = f"{text[:start]}{foreign_country_word(country, language)}{text[end:]}"
     return text

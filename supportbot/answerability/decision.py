@@ -81,18 +81,15 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     own_ask = _own_ask(question)
     after = own_ask == question  # a case told after the question sentence is told: of the customer's own words only
     told = told_case(question, after=after) if nouns is None and not any(ok) else None
-    readings = asked_readings(config, told, subject, tenant_name)
+    readings, alone = asked_readings(config, told, subject, tenant_name)
     states_asked = [True] * len(chunk_ids)
-    if readings and _asks_by_itself(config, told, subject, tenant_name):
+    if alone != readings and _asks_by_itself(config, told, subject, tenant_name):
         # a question sentence that names what it asks by itself is read without the names told before it too; so
         # read, it is answered only by an article that states what it asks ("do you have a military discount?" after
         # "I ship to an APO address" is not answered by the countries article, which names military addresses)
-        alone = asked_readings(config, told, subject, tenant_name, alone=True)
-        if alone != readings:
-            readings, lexemes = alone, article_lexemes(generation, tenant_id, locale, chunk_ids)
-            asks = asked_terms(config, told, tenant_name, time_words=False)
-            states_asked = [_states_ask(config, asks, lexemes.get(c, frozenset()), subject, question)
-                            for c in chunk_ids]
+        readings, lexemes = alone, article_lexemes(generation, tenant_id, locale, chunk_ids)
+        asks = asked_terms(config, told, tenant_name, time_words=False)
+        states_asked = [_states_ask(config, asks, lexemes.get(c, frozenset()), subject, question) for c in chunk_ids]
     answered = None  # the reading whose passing passage is likeliest
     for reading in readings:
         asked = subject_of(generation, tenant_id, locale, reading, chunk_ids)
