@@ -51,11 +51,12 @@ from retrieval.generations import GenerationMismatch, query_embedder
 from retrieval.search import (SearchHit, article_hits, fuse, index_version, query_terms, search_hybrid, search_version,
                               words_terms)
 from retrieval.services import active_generation_cached
-from retrieval.subject import spelled
+from retrieval.subject import article_lexemes, spelled, subject_of
 from supportbot import answerability, inflight, serving, tracing
+from supportbot.answerability.features import named_terms
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
-from supportbot.conversation import (Conversation, How, Resolution, clarify_text, customers_words, grounded, last_reply,
-                                     WORD_EDGES, resolve, resolved_normalized, without_words)
+from supportbot.conversation import (Conversation, How, Resolution, asked_part, clarify_text, conditions,
+                                     customers_words, dependence, grounded, last_reply, WORD_EDGES, resolve, resolved_normalized, without_words)
 from supportbot.conversation_model import model_rewriter
 from supportbot.hit_sampling import DecisionRef
 from supportbot.inflight import InFlightRefused
@@ -125,6 +126,9 @@ class AskState:
     # never on a cache hit) and its vector
     own: str | None = None
     own_vector: np.ndarray | None = None
+    # a follow-up answered from the article of the assistant's last reply (``continued``): its message, which the
+    # answerer reads in that article instead of the conversation's words
+    continued: str = ""
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     started: float = field(default_factory=time.perf_counter)
     timings: dict = field(default_factory=dict)
@@ -701,8 +705,10 @@ def answer_request(state: AskState) -> AnswerRequest | None:
         tenant_slug=tenant.slug, tenant_prompt=tenant_prompt(tenant), passages=passages,
         # a rewrite: the customer's own words, with the meaning of the whole conversation and of those words
         # (a word typed with a slip of the keys read as the help centre writes it: "downlaod")
-        question=spelled(active_generation_cached(), tenant.pk, state.asker.locale, own_words(state) or state.question),
-        question_vector=blend(state.vector, own_vector(state)) if own_words(state) else state.vector,
+        question=spelled(active_generation_cached(), tenant.pk, state.asker.locale,
+                         state.continued or own_words(state) or state.question),
+        question_vector=(embed_text(state, state.continued) if state.continued
+                         else blend(state.vector, own_vector(state)) if own_words(state) else state.vector),
         embed=lambda texts: embed_texts(texts, embedder=embedder),
         assist_answer=state.assist.answer if state.assist else None,
         history=tuple((t.role, t.content) for t in state.resolution.history) if state.resolution else (),
@@ -764,6 +770,9 @@ def check_answerable(state: AskState) -> list[Passage]:
             state.answerability = verdict = again
     elif not verdict.answerable and state.resolution is not None and state.resolution.how == How.UNRESOLVED:
         state.answerability = verdict = asked_subject(state, verdict, state.question)  # "message | earlier turn | …"
+    if (not verdict.answerable and verdict.reason.startswith("not answerable: P=") and state.resolution is not None
+            and state.resolution.how in (How.REWRITTEN, How.UNRESOLVED)):
+        state.answerability = verdict = continued(state, verdict)
     state.lap("answerability", t)
     if not verdict.answerable:
         return []
@@ -807,6 +816,93 @@ def asked_subject(state: AskState, verdict, question: str, unseen_too: tuple[str
         return verdict
     return replace(third, reason=f"{third.reason}; read without the conversation's words the help centre never "
                    f"states: {asked}"[:300])
+
+
+def continued(state: AskState, verdict):
+    """A follow-up the check hands off, answered from the article the assistant's last reply came from, when that
+    article states most of what the message asks (``CONVERSATION_CONTINUED_SHARE`` of its subject terms' weight, of
+    those the help centre states) and the message names nothing the help centre never names. The thread is the
+    evidence: the reply was about that article, and "when i double click it in excel all the product names with ä and
+    é turn into weird symbols" after "Dates use the ISO format ..." of the data export, or "those work the same,
+    right?" after the return policy's answer, ask about that article in the customer's words, which the check reads
+    as a subject the help centre never states. Shown, never cached (``storable`` empty): the answer rests on the
+    conversation, not on the question's own words (twenty-fourth session)."""
+    # a message that asks in its own words is answered by its own words, not by the thread's: one that points back
+    # at the conversation with nothing of its own to point at ("when i double click it in excel"), or that compares
+    # with what the thread was about ("those work the same, right?", "the same amount of time for that one?")
+    pointing = dependence(state.resolution.message, state.asker.locale, alone=True)
+    if not pointing.kind and dependence(state.resolution.message, state.asker.locale).word.casefold() not in _SAME:
+        return verdict
+    reply = last_reply(state.resolution)
+    if not reply:
+        return verdict
+    generation, tenant_id, locale = active_generation_cached(), state.asker.tenant.pk, state.asker.locale
+    found: dict[str, list[SearchHit]] = {}
+    for hit in search_hybrid(generation, tenant_id, locale, reply, embed_text(state, reply),
+                             settings.RETRIEVAL_TOP_K):
+        found.setdefault(hit.article_id, []).append(hit)
+    message = asked_part(state.resolution.message)
+    config = text_search_config(locale)
+    texts = {a: " ".join(h.text for h in hits) for a, hits in found.items()}
+    terms = words_terms(config, [reply, message, *texts.values()])
+    said = {t for t in terms[reply] if len(t) > 2 and not t.isdigit()}
+    if len(said) < 4 or not found:
+        return verdict
+    source = max(found, key=lambda a: len(said & set(terms[texts[a]])))
+    if len(said & set(terms[texts[source]])) / len(said) < settings.CONVERSATION_GROUNDED_SHARE:
+        return verdict  # the reply does not say the help centre's words: no article it came from
+    first = found[source][0]
+    subject = subject_of(generation, tenant_id, locale, message, [h.chunk_id for h in found[source]])
+    unseen = set(subject.unseen())
+    seen = {t: w for t, w in subject.weights.items() if t not in unseen}
+    if not seen or named_terms(message, unseen):
+        return verdict  # nothing of the help centre's asked, or a name it never states ("in Denver")
+    lexemes = article_lexemes(generation, tenant_id, locale, [first.chunk_id]).get(first.chunk_id, frozenset())
+    share = sum(w for t, w in seen.items() if t in lexemes) / sum(seen.values())
+    if share < settings.CONVERSATION_CONTINUED_SHARE:
+        return verdict
+    # the article's passages most like the message (those retrieved were found for the conversation's words)
+    have = {p.chunk_id: p for p in state.passages}
+    kept = [have.get(h.chunk_id) or Passage(number=0, chunk_id=h.chunk_id, article_id=h.article_id, title=h.title,
+                                            url=h.url, version=h.version, text=h.text, similarity=h.similarity,
+                                            heading=h.heading)
+            for h in article_hits(generation, tenant_id, locale, first.article_pk,
+                                  embed_text(state, message))[:settings.RETRIEVAL_TOP_K]]
+    # the message alone, against that article: a rule of the check that hands it off (a property of a product, an
+    # action, a name or a thing the help centre never states) still does; only the model's doubt about the
+    # customer's words is what the thread answers
+    embedder = query_embedder(cached=True)
+    alone = answerability.assess(generation=generation, tenant_id=tenant_id, locale=locale, question=message,
+                                 vector=embed_text(state, message), passages=kept,
+                                 embed=lambda texts: embed_texts(texts, embedder=embedder))
+    if not alone.answerable and not alone.reason.startswith("not answerable: P="):
+        return verdict
+    for p in kept:
+        if p.chunk_id not in have:
+            state.passages.append(replace(p, number=len(state.passages) + 1))
+            state.article_pks[p.chunk_id] = first.article_pk
+    # the message as the customer wrote it, with the conditions the conversation stated ("in Germany") where a rewrite
+    # carries them (``customers_words``)
+    state.continued = own_words(state) or _with_told_cases(message, state.resolution, locale)
+    return replace(verdict, answerable=True, chunk_id=kept[0].chunk_id, passing=frozenset(p.chunk_id for p in kept),
+                   storable=frozenset(), reason=f"answerable: continues the last reply's article {source} "
+                   f"({share:.2f} of the message's terms stated); {verdict.reason}"[:300])
+
+
+# Words of a message comparing with what the conversation was about: it continues that subject
+_SAME = ("same", "gleiche", "gleichen", "selbe", "selben")
+
+
+# The kinds of condition (``conversation.conditions``) an earlier turn states that change a follow-up's answer
+_CASE_KINDS = ("place", "tier")
+
+
+def _with_told_cases(message: str, resolution: Resolution, locale: str) -> str:
+    """A message with the customer's earlier turns that state where they are or their membership ("I live in
+    Hamburg", "I'm a Plus member in the UK"), the town said by its country: what the answerer reads of the case."""
+    told = [t.content for t in resolution.history
+            if t.role == "user" and any(kind in _CASE_KINDS for kind in conditions(t.content).values())]
+    return asking.places_as_countries(" ".join([message, *told[-2:]]), locale) if told else message
 
 
 @tracing.step("admission")

@@ -173,6 +173,9 @@ CONVERSATION_TOPIC_WORDS = env.int("CONVERSATION_TOPIC_WORDS", default=40)
 # The assistant's last reply states the help centre's words when at least this share of its content words are in one
 # article found for it; then the conversation's words that the help centre never states are context, not the asked subject.
 CONVERSATION_GROUNDED_SHARE = env.float("CONVERSATION_GROUNDED_SHARE", default=0.7)
+# A follow-up the answerability check hands off is answered from the article the last reply came from when that
+# article states at least this share of the message's search terms (``pipeline.continued``); shown, never cached
+CONVERSATION_CONTINUED_SHARE = env.float("CONVERSATION_CONTINUED_SHARE", default=0.5)
 # A self-contained message sharing one bare word with the conversation continues it only if one of the last this many turns used it.
 CONVERSATION_SHARED_WORD_TURNS = env.int("CONVERSATION_SHARED_WORD_TURNS", default=6)
 # A rewritten question carries every condition stated; more than this many: no shared cache for the turn.
