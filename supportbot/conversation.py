@@ -2242,10 +2242,17 @@ def grounded(reply_terms, articles: dict[str, set[str]]) -> bool:
     are in one of ``articles`` (article id -> the search terms of the passages found for the reply). Evidence that
     the conversation's subject is one the help centre covers ("No. Return shipping is free for Premier members
     ..."), which a hand-off ("Sorry, our help centre doesn't cover ...") is not."""
+    return grounded_in(reply_terms, articles) is not None
+
+
+def grounded_in(reply_terms, articles: dict[str, set[str]]) -> str | None:
+    """The article of ``articles`` whose words an assistant's reply states (``grounded``): the one with the most of its
+    search terms, when that is at least ``CONVERSATION_GROUNDED_SHARE`` of them; else None."""
     terms = {t for t in reply_terms if len(t) > 2 and not t.isdigit()}
     if len(terms) < 4 or not articles:
-        return False
-    return max(len(terms & found) / len(terms) for found in articles.values()) >= settings.CONVERSATION_GROUNDED_SHARE
+        return None
+    source = max(articles, key=lambda a: len(terms & articles[a]))
+    return source if len(terms & articles[source]) / len(terms) >= settings.CONVERSATION_GROUNDED_SHARE else None
 
 
 def asked_part(message: str) -> str:

@@ -56,7 +56,8 @@ from supportbot import answerability, inflight, serving, tracing
 from supportbot.answerability.features import named_terms
 from supportbot.answerers import Answer, AnswerRequest, get_answerer
 from supportbot.conversation import (Conversation, How, Resolution, asked_part, clarify_text, conditions,
-                                     customers_words, dependence, grounded, last_reply, WORD_EDGES, resolve, resolved_normalized, without_words)
+                                     customers_words, dependence, grounded, grounded_in, last_reply, WORD_EDGES,
+                                     resolve, resolved_normalized, without_words)
 from supportbot.conversation_model import model_rewriter
 from supportbot.hit_sampling import DecisionRef
 from supportbot.inflight import InFlightRefused
@@ -844,12 +845,9 @@ def continued(state: AskState, verdict):
     message = asked_part(state.resolution.message)
     config = text_search_config(locale)
     texts = {a: " ".join(h.text for h in hits) for a, hits in found.items()}
-    terms = words_terms(config, [reply, message, *texts.values()])
-    said = {t for t in terms[reply] if len(t) > 2 and not t.isdigit()}
-    if len(said) < 4 or not found:
-        return verdict
-    source = max(found, key=lambda a: len(said & set(terms[texts[a]])))
-    if len(said & set(terms[texts[source]])) / len(said) < settings.CONVERSATION_GROUNDED_SHARE:
+    terms = words_terms(config, [reply, *texts.values()])
+    source = grounded_in(terms[reply], {a: set(terms[text]) for a, text in texts.items()})
+    if source is None:
         return verdict  # the reply does not say the help centre's words: no article it came from
     first = found[source][0]
     subject = subject_of(generation, tenant_id, locale, message, [h.chunk_id for h in found[source]])
