@@ -130,6 +130,8 @@ class AskState:
     # a follow-up answered from the article of the assistant's last reply (``continued``): its message, which the
     # answerer reads in that article instead of the conversation's words
     continued: str = ""
+    # the passages found for the assistant's last reply, by article (``reply_articles``: searched once a request)
+    reply_found: dict | None = None
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     started: float = field(default_factory=time.perf_counter)
     timings: dict = field(default_factory=dict)
@@ -771,8 +773,7 @@ def check_answerable(state: AskState) -> list[Passage]:
             state.answerability = verdict = again
     elif not verdict.answerable and state.resolution is not None and state.resolution.how == How.UNRESOLVED:
         state.answerability = verdict = asked_subject(state, verdict, state.question)  # "message | earlier turn | …"
-    if (not verdict.answerable and verdict.reason.startswith("not answerable: P=") and state.resolution is not None
-            and state.resolution.how in (How.REWRITTEN, How.UNRESOLVED)):
+    if verdict.doubted and state.resolution is not None and state.resolution.how in (How.REWRITTEN, How.UNRESOLVED):
         state.answerability = verdict = continued(state, verdict)
     state.lap("answerability", t)
     if not verdict.answerable:
@@ -794,10 +795,7 @@ def asked_subject(state: AskState, verdict, question: str, unseen_too: tuple[str
     if not reply:
         return verdict
     generation, tenant_id, locale = active_generation_cached(), state.asker.tenant.pk, state.asker.locale
-    articles: dict[str, str] = {}
-    for hit in search_hybrid(generation, tenant_id, locale, reply, embed_text(state, reply),
-                             settings.RETRIEVAL_TOP_K):
-        articles[hit.article_id] = f"{articles.get(hit.article_id, '')} {hit.text}"
+    articles = {a: " ".join(h.text for h in hits) for a, hits in reply_articles(state, reply).items()}
     config = text_search_config(state.asker.locale)
     # the search terms of the reply, of each article's passages and of every word ``without_words`` may ask about
     # (another is asked alone), in one query
@@ -819,6 +817,18 @@ def asked_subject(state: AskState, verdict, question: str, unseen_too: tuple[str
                    f"states: {asked}"[:300])
 
 
+def reply_articles(state: AskState, reply: str) -> dict[str, list[SearchHit]]:
+    """The passages found for the assistant's last reply (``reply``), by article: searched once a request, for
+    ``asked_subject`` and ``continued`` alike."""
+    if state.reply_found is None:
+        found: dict[str, list[SearchHit]] = {}
+        for hit in search_hybrid(active_generation_cached(), state.asker.tenant.pk, state.asker.locale, reply,
+                                 embed_text(state, reply), settings.RETRIEVAL_TOP_K):
+            found.setdefault(hit.article_id, []).append(hit)
+        state.reply_found = found
+    return state.reply_found
+
+
 def continued(state: AskState, verdict):
     """A follow-up the check hands off, answered from the article the assistant's last reply came from, when that
     article states most of what the message asks (``CONVERSATION_CONTINUED_SHARE`` of its subject terms' weight, of
@@ -838,10 +848,7 @@ def continued(state: AskState, verdict):
     if not reply:
         return verdict
     generation, tenant_id, locale = active_generation_cached(), state.asker.tenant.pk, state.asker.locale
-    found: dict[str, list[SearchHit]] = {}
-    for hit in search_hybrid(generation, tenant_id, locale, reply, embed_text(state, reply),
-                             settings.RETRIEVAL_TOP_K):
-        found.setdefault(hit.article_id, []).append(hit)
+    found = reply_articles(state, reply)
     message = asked_part(state.resolution.message)
     config = text_search_config(locale)
     texts = {a: " ".join(h.text for h in hits) for a, hits in found.items()}
@@ -873,7 +880,7 @@ def continued(state: AskState, verdict):
     alone = answerability.assess(generation=generation, tenant_id=tenant_id, locale=locale, question=message,
                                  vector=embed_text(state, message), passages=kept,
                                  embed=lambda texts: embed_texts(texts, embedder=embedder))
-    if not alone.answerable and not alone.reason.startswith("not answerable: P="):
+    if not alone.answerable and not alone.doubted:
         return verdict
     for p in kept:
         if p.chunk_id not in have:

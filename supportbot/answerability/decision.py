@@ -38,6 +38,16 @@ class Verdict:
     # all of those when the likeliest reaches the locale's store threshold, else none: an answer citing one may be cached
     storable: frozenset[int] = frozenset()
 
+    @property
+    def doubted(self) -> bool:
+        """Handed off on the model's threshold alone: no rule of the check (a name, an action, a product's property, a
+        thing or the company the help centre never states) handed it off."""
+        return not self.answerable and self.reason.startswith(BELOW_THRESHOLD)
+
+
+# How the reason of a question handed off on the model's threshold starts (``Verdict.doubted``)
+BELOW_THRESHOLD = "not answerable: P="
+
 
 def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question: str, vector: np.ndarray,
            passages: Sequence, embed: Callable[[list[str]], np.ndarray]) -> Verdict:
@@ -154,7 +164,7 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
         detail += "; no retrieved article states any word the question asks about"
     elif not stated[best] and nouns is not None:
         detail += f"; its article does not state {', '.join(nouns.unstated[chunk_id][:4])}"
-    return Verdict(False, p, threshold, chunk_id, f"not answerable: P={p:.3f} < {threshold:.3f}{detail}"[:300],
+    return Verdict(False, p, threshold, chunk_id, f"{BELOW_THRESHOLD}{p:.3f} < {threshold:.3f}{detail}"[:300],
                    model.version, unseen)
 
 
