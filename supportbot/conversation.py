@@ -248,7 +248,22 @@ _ANAPHORA_EN = {"they", "them", "those", "these", "he", "she", "him", "her", "hi
                 "there", "same", "one", "ones", "former", "latter", "else"}
 _ANAPHORA_DE = {"dafür", "dazu", "davon", "damit", "darauf", "darüber", "daran", "dabei", "dadurch", "dagegen",
                 "dorthin", "dort", "er", "sie", "ihn", "ihm", "ihr", "ihnen", "dies", "diese", "dieser", "dieses",
-                "diesen", "diesem", "derselbe", "dasselbe", "dieselbe", "auch"}
+                "diesen", "diesem", "derselbe", "dasselbe", "dieselbe", "auch",
+                # the rest of the closed class: pronominal adverbs ("was steht darin?", "gilt das hierfür?"), the
+                # demonstratives that are never articles ("was passiert dann mit denen?"), "beide", "solche"
+                "darin", "daraus", "darunter", "daneben", "dahin", "hierfür", "hierzu", "hiervon", "hiermit", "denen",
+                "deren", "dessen", "beide", "beiden", "beides", "solche", "solchen", "solcher", "solches",
+                "dieselben", "denselben", "demselben"}
+# "denen", "deren", "dessen" after a comma (with its preposition) start a relative clause: "Kunden, deren Konto …";
+# so does "der", "die", "den", "dem" there ("für AO-552310, die eigentlich auf die alte Karte laufen würde")
+_RELATIVE_ONLY_DE = {"denen", "deren", "dessen"}
+_AFTER_COMMA_DE = re.compile(r",\s*(?:\w+\s+)?(denen|deren|dessen|der|die|den|dem)\b", re.IGNORECASE)
+# "der", "die", "den", "dem" stand for a noun (a demonstrative: "kann ich die nochmal tauschen?") when an adverb or
+# a particle follows, which never follows an article.
+_DEMONSTRATIVE_DE = {"der", "die", "den", "dem"}
+_PARTICLE_AFTER_PRONOUN_DE = {"hier", "da", "dort", "noch", "nochmal", "nochmals", "auch", "dann", "jetzt", "schon",
+                              "einfach", "bitte", "ja", "mal", "denn", "eigentlich", "wirklich", "überhaupt", "nicht",
+                              "zurück", "trotzdem", "sofort", "gleich", "wieder", "später", "irgendwie", "etwa"}
 # "this week", "this year": "this" about the calendar, not the conversation.
 _THIS_TIME = {"week", "weekend", "month", "year", "morning", "afternoon", "evening", "time", "season",
               "quarter", "summer", "winter", "spring", "autumn", "christmas"}
@@ -463,7 +478,9 @@ _CLAUSE_START_DE = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "ei
 # "es" that points nowhere: "wie lange dauert es, bis …", "wie geht es dir", "wie spät ist es".
 _DUMMY_ES_DE = re.compile(r"\bes\s*,?\s*(?:bis|dass|wenn|ob)\b|\bgeht\s+es\b|\bspät\s+ist\s+es\b", re.IGNORECASE)
 # Pronouns that may point at a noun of the message itself when it comes with no conversation.
-_POINT_AT_OWN_NOUN_DE = {"das", "dies", "es", "er", "sie", "ihn", "ihm", "diese", "dieser", "dieses", "diesen", "diesem"}
+_POINT_AT_OWN_NOUN_DE = {"das", "dies", "es", "er", "sie", "ihn", "ihm", "diese", "dieser", "dieses", "diesen", "diesem",
+                         "der", "die", "den", "dem", "denen", "deren", "dessen", "beide", "beiden", "beides", "solche",
+                         "solchen", "solcher", "solches", "darin", "daraus", "darunter", "dahin"}
 
 
 # The shop addressed politely, capitalised anywhere in a sentence ("Gibt es bei Ihnen Rabatt?").
@@ -471,8 +488,18 @@ _POLITE_DE = {"sie", "ihnen", "ihr", "ihre", "ihren", "ihrem", "ihrer"}
 
 
 def _own_noun_before(original: list[str], i: int) -> bool:
-    """A German noun (capitalised, not the first word, not the polite address) before word ``i``."""
-    return any(w[:1].isupper() and w.casefold() not in _POLITE_DE for w in original[1:i])
+    """A German noun (capitalised, not the first word, not the polite address) before word ``i``; in a message typed
+    in lower case, two content words before it ("hab den rabattcode vergessen, könnt ihr den noch anrechnen?")."""
+    if any(w[:1].isupper() for w in original[1:]):
+        return any(w[:1].isupper() and w.casefold() not in _POLITE_DE for w in original[1:i])
+    return len([w for w in original[:i] if w.casefold() not in _STOP_DE and len(w) > 3]) >= 2
+
+
+def _after_comma(word: str, after: str, text: str) -> bool:
+    """Whether ``word`` followed by ``after`` stands right after a comma (or a comma and its preposition) in ``text``:
+    a relative pronoun."""
+    return any(m.group(1).casefold() == word and (not after or _words(text[m.end():])[:1] == [after])
+               for m in _AFTER_COMMA_DE.finditer(text))
 
 
 def _points_back_de(words: list[str], original: list[str], text: str = "", alone: bool = False) -> str:
@@ -482,9 +509,11 @@ def _points_back_de(words: list[str], original: list[str], text: str = "", alone
         before = words[i - 1] if i else ""
         if alone and w in _POINT_AT_OWN_NOUN_DE and _own_noun_before(original, i):
             continue  # "Die Schuhe passen nicht, kann ich sie zurückgeben?": its own noun, no conversation
-        if alone and w in ("dort", "dorthin") and _names_a_place(original[:i]):
+        if alone and w in ("dort", "dorthin", "dahin") and _names_a_place(original[:i]):
             continue  # a place it names before: "Ich bestelle aus Kanada. Wie lange dauert es dorthin?"
         if w in _ANAPHORA_DE:
+            if w in _RELATIVE_ONLY_DE and _after_comma(w, after_orig, text):
+                continue  # a relative clause: "alle Kunden, denen ich es geschickt habe"
             if w in _POLITE_DE and original[i][:1].isupper():
                 continue  # the polite "Sie", "Ihnen", "Ihr": the shop ("Gibt es bei Ihnen Rabatt?")
             if w == "ihr" and (i == 1 or not after_orig[:1].isupper()):
@@ -500,6 +529,9 @@ def _points_back_de(words: list[str], original: list[str], text: str = "", alone
             if w == "das" and _article_before_lower_noun(words, i):
                 continue  # "wie viele zeichen muss das neue passwort haben?": typed in lower case, an article
             return w  # "Wie lange dauert das?": a pronoun (a German noun after an article is capitalised)
+        if w in _DEMONSTRATIVE_DE and after_orig.casefold() in _PARTICLE_AFTER_PRONOUN_DE and i \
+                and not _article_before_lower_noun(words, i + 1) and not _after_comma(w, after_orig, text):
+            return w  # "kann ich die nochmal gegen L tauschen?" (not "die noch offene Bestellung")
         if w == "es" and before not in ("gibt",) and not (i + 1 < len(words) and words[i + 1] == "gibt"):
             if _DUMMY_ES_DE.search(text):
                 continue

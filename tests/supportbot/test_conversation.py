@@ -8,7 +8,7 @@ from django.test import override_settings
 from caching.models import AskEvent, CacheDecision, SemanticEntry
 from caching.layers import exact_layer, search_layer
 from core.models import Tenant
-from supportbot.conversation import Conversation, How, Turn, dependence, resolve
+from supportbot.conversation import Conversation, Dependence, How, Turn, dependence, resolve
 
 URL = "/api/t/{}/ask"
 
@@ -88,6 +88,41 @@ def test_dependence_in_english(message, kind):
 ])
 def test_dependence_in_german(message, kind):
     assert dependence(message, "de").kind == kind
+
+
+@pytest.mark.parametrize("message, word", [
+    # the rest of the closed class of German pointing words (blind set 19: "was passiert dann mit denen?" was read as
+    # standalone): demonstratives that are never articles, "der/die/den/dem" before a particle, pronominal adverbs
+    ("ok, ich hab plus und meine mutter ist im haushalt. was passiert dann mit denen?", "denen"),
+    ("kann ich die nochmal gegen L tauschen?", "die"), ("Passen die auch bei Größe 44?", "die"),
+    ("Was steht darin?", "darin"), ("Kann ich beide zurückschicken?", "beide"), ("Werden solche erstattet?", "solche"),
+    ("Sind deren Preise gleich?", "deren"),
+])
+def test_the_closed_class_of_german_pointing_words(message, word):
+    assert dependence(message, "de") == Dependence("anaphora", word)
+
+
+@pytest.mark.parametrize("message", [
+    "Gibt es Rabatt für Kunden, deren Bestellung verspätet ist?",  # a relative clause after a comma
+    "Haben alle Vereine, mit denen ihr arbeitet, Rabatt?",
+    "Kann ich die noch offene Bestellung stornieren?",  # the article of an adjective and its noun
+    "Kann ich die Bestellung nochmal ändern?",
+    # a relative "die" after a comma (the synthetic unanswerable follow-ups: was read as pointing back)
+    "Wohin geht die Erstattung für AO-552310, die eigentlich auf die alte Karte laufen würde?",
+])
+def test_german_relatives_and_articles_are_not_pointing_words(message):
+    assert dependence(message, "de").kind == ""
+
+
+@pytest.mark.parametrize("message", [
+    "Die Schuhe passen nicht. Kann ich die nochmal umtauschen?",
+    "Ich habe zwei Jacken bestellt. Kann ich beide zurückschicken?",
+    "Ich ziehe nach Wien. Kann ich die Lieferadresse dahin ändern?",
+    # typed in lower case: its own noun is not capitalised (blind set 13's lu13-13 got a clarifying reply)
+    "hab gestern bestellt und den rabattcode vergessen. könnt ihr den noch nachträglich anrechnen?",
+])
+def test_a_german_pointing_word_alone_points_at_its_own_noun_or_place(message):
+    assert resolve(Conversation.single(message), "de").how == How.SINGLE
 
 
 @pytest.mark.parametrize("message", [
