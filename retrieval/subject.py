@@ -290,14 +290,15 @@ _LOWER_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.U)
 # doesn't fit?", "If it breaks, do I ...?"): the case too
 _CONDITION_AFTER = re.compile(r",?\s+\b(?:if|because|since|in case|wenn|weil|falls)\s+(?P<clause>[^?.!,]+)", re.I)
 _CONDITION_BEFORE = re.compile(r"^\s*(?:if|wenn|falls)\s+(?P<clause>[^?.!,]+),\s*", re.I)
+# The words a question starts with, English and German (``supportbot.conversation`` reads them too)
+QUESTION_WORDS = (r"what|whats|what's|how|when|where|which|who|why|can|could|do|does|did|will|would|is|are|should|may|"
+                  r"must|shall|kann|können|muss|müssen|wie|was|wann|wo|welche[rsnm]?|gibt|geht|ist|sind")
 # A question sentence's own ask after what it tells, at a comma or a dash: the clause from a question word on
-_QUESTION_WORDS = (r"what|how|when|where|which|who|why|can|could|do|does|did|will|would|is|are|should|may|must|shall|"
-                   r"kann|können|muss|müssen|wie|was|wann|wo|gibt|geht|ist|sind")
-_ASK_CLAUSE = re.compile(rf"(?:,|\s[–—-])\s+(?:so\s+|but\s+|and\s+)?(?=(?:{_QUESTION_WORDS}|bekomme|bekommt)\b)",
+_ASK_CLAUSE = re.compile(rf"(?:,|\s[–—-])\s+(?:so\s+|but\s+|and\s+)?(?=(?:{QUESTION_WORDS}|bekomme|bekommt)\b)",
                          re.I)
 # ... unless what comes before it is a question of its own ("Is there a charge for that, and how much is it?")
 _ASKING_START = re.compile(rf"^\W*(?:(?:hmm+|ok(?:ay)?|so|and|but|oh|ah|also|well|sorry|hi|hey|hello)\W+)*"
-                           rf"(?:{_QUESTION_WORDS})\b", re.I)
+                           rf"(?:{QUESTION_WORDS})\b", re.I)
 _CLAUSE_BREAK = re.compile(r",\s*|\s+(?:but|and|because|since|cause|cuz|aber|und|weil)\s+", re.I)
 # what a customer is doing, after who they are ("I'm a Premier member buying a new espresso machine"): a participle
 # before its object, not a noun ("a wedding planner")

@@ -34,7 +34,7 @@ from caching.answer_checks.text import sentences_of
 
 from retrieval.embeddings import embed_texts
 from retrieval.generations import query_embedder
-from retrieval.subject import PERSONS, SENTENCE_END
+from retrieval.subject import PERSONS, QUESTION_WORDS, SENTENCE_END
 from supportbot.questions import AskRejected, clean_question, normalize_question, spelled_out
 
 ROLES = ("user", "assistant")
@@ -1014,8 +1014,7 @@ def _asks_in_its_own_words(message: str, locale: str) -> str:
     return question if len(named) >= MIN_TOLD_WORDS else ""
 
 
-_QUESTION_START = re.compile(r"^(?:how|what|whats|what's|when|where|which|who|why|can|could|do|does|did|is|are|will|would|"
-                             r"should|may|shall|wie|was|wann|wo|welche[rsn]?|kann|können|gibt|ist|sind)\b", re.I)
+_QUESTION_START = re.compile(rf"^(?:{QUESTION_WORDS})\b", re.I)
 
 
 def _asks(text: str) -> bool:

@@ -353,7 +353,8 @@ def asked_cases(question: str) -> dict[str, str]:
     return _one_each(question, found)
 
 
-_KIND_PATTERNS_BY_NAME = dict(_KIND_PATTERNS[2:])  # the general size and clock patterns, not the length or hours span
+# each kind's last pattern: the general size and clock ones (the length and hours-span patterns come before them)
+_KIND_PATTERNS_BY_NAME = dict(_KIND_PATTERNS)
 
 
 def kind_of(question: str) -> str | None:

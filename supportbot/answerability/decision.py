@@ -122,9 +122,9 @@ def assess(*, generation: IndexGeneration, tenant_id: int, locale: str, question
     names = [n for n in unnamed(generation, tenant_id, locale, question, subject, tenant_name)
              if not _dated(n, passages)]
     if names:  # a name the customer only tells, of a question that names what it asks by itself, is their case
-        told = told_case(question, after=after, whole=True)
-        if _asks_by_itself(config, told, subject, tenant_name):
-            names = [n for n in names if n.casefold() in told.asked.casefold()]
+        told_names = told_case(question, after=after, whole=True)
+        if _asks_by_itself(config, told_names, subject, tenant_name):
+            names = [n for n in names if n.casefold() in told_names.asked.casefold()]
     if names:  # a brand, place or device the help centre never names: no passage is about it
         return Verdict(False, p, threshold, chunk_id, f"not answerable: the help centre never names "
                        f"{', '.join(names[:4])}"[:300], model.version, unseen)
