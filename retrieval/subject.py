@@ -1126,6 +1126,9 @@ def unnamed(generation: IndexGeneration, tenant_id: int, locale: str, question: 
         if not words:
             continue  # stop words only ("Sie")
         if any(s in unseen for s in words):
+            if config in settings.TEXT_SEARCH_COMPOUNDS and len(phrase) == 1 and _glued(
+                    phrase[0].casefold(), _scope_words(generation.pk, tenant_id, locale)):
+                continue  # a noun the help centre writes in its parts ("Ortszeit": "Ort", "Zeit"), not a name
             out.append(" ".join(phrase))
         elif len(words) > 1:
             # a run of words the help centre writes as names, each on its own ("an Acme Renewed GPS watch": "Acme
@@ -1138,6 +1141,20 @@ def unnamed(generation: IndexGeneration, tenant_id: int, locale: str, question: 
             if not scope.filter(chunk__search_vector=_Phrase(words)).exists():
                 out.append(" ".join(phrase))
     return tuple(dict.fromkeys(out))
+
+
+def _glued(word: str, words: frozenset[str]) -> bool:
+    """Whether ``word`` is two words of ``words`` glued as German glues them, its head of ``MIN_COMPOUND_NOUN``
+    letters or more ("handynummer" = "handy" + "nummer", "ortszeit" = "ort" + s + "zeit"); a word and a linker alone
+    is none ("wien" is no "wie" + n)."""
+    for i in range(MIN_PART, len(word) - MIN_COMPOUND_NOUN + 1):
+        if word[:i] not in words:
+            continue
+        for link in LINKERS:
+            head = word[i + len(link):]
+            if word[i:i + len(link)] == link and len(head) >= MIN_COMPOUND_NOUN and head in words:
+                return True
+    return False
 
 
 class _Phrase(SearchQuery):

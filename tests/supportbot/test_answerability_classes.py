@@ -93,6 +93,22 @@ def test_a_german_customers_word_for_what_the_articles_call_otherwise_is_answere
     assert outcome.citations[0]["article_id"] == article, outcome.citations
 
 
+def test_a_german_compound_of_the_help_centres_words_is_no_name(acme):
+    """Was: handed off, "the help centre never names Handynummer" (blind set 20's lc20-18, reworded): a German
+    compound of words the help centre writes ("Handy", "Nummer") is a noun, not a name, though capitalised; a city is
+    still a name (``test_a_city_as_a_support_base_is_handed_off``: "Wien" is no "wie" + n)."""
+    from supportbot.conversation import Conversation, Turn
+
+    turns = ("Wie aktiviere ich die Zwei-Faktor-Authentifizierung?",
+             "Unter Konto > Einstellungen > Anmeldung & Sicherheit > Zwei-Faktor-Authentifizierung auf „Aktivieren“ "
+             "klicken, dann Authenticator-App oder SMS wählen und mit dem 6-stelligen Code bestätigen.",
+             "Lieber per SMS. Ich habe aber nur eine Schweizer Handynummer, ich wohne in Basel. Geht das damit?")
+    outcome = pipeline.ask(pipeline.Asker(Tenant.objects.get(pk=acme.pk), "de"), Conversation(tuple(
+        Turn("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(turns))))
+    assert "never names" not in outcome.reason, outcome.reason
+    assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
+
+
 def test_a_word_of_an_equivalents_group_states_the_others_and_nothing_else():
     from retrieval.subject import states_same
 
