@@ -858,6 +858,25 @@ CAPITALISED_PRONOUNS = {
     "english": frozenset({"i", "i'm", "i've", "i'd", "i'll"}),
 }
 MIN_NAME = 3
+# German's fixed phrases of a preposition and a bare noun, which say how or when, never where or whose: "aus Versehen"
+# (by mistake), "in Ruhe", "in Ordnung", "bei Bedarf", "aus Sicherheitsgründen" ("NAME_PREPOSITIONS" reads a bare noun
+# after them as a name)
+_ADVERBIAL_PHRASES_DE = {
+    "aus": frozenset("versehen kulanz erfahrung gewohnheit neugier prinzip zeitgründen".split()),
+    "in": frozenset("ruhe ordnung eile kürze zukunft frage kraft bearbeitung zahlung höhe raten rechnung betrieb "
+                    "gebrauch arbeit summe wirklichkeit verbindung absprache teilen".split()),
+    "bei": frozenset("bedarf gelegenheit fragen rückfragen ankunft lieferung abholung bestellung".split()),
+    "über": frozenset("nacht".split()),
+    "von": frozenset("hand anfang vorteil".split()),
+}
+
+
+def _adverbial_de(preposition: str, noun: str) -> bool:
+    """Whether a German preposition and the bare noun after it are a fixed phrase (``_ADVERBIAL_PHRASES_DE``), or a
+    reason ("aus Sicherheitsgründen")."""
+    noun = noun.casefold()
+    return noun in _ADVERBIAL_PHRASES_DE.get(preposition, frozenset()) or (preposition == "aus"
+                                                                            and noun.endswith("gründen"))
 # A customer's introduction names the customer, not what is asked ("Hello, this is Jane Quimbyfrost from Baker
 # Street, do you ship to Canada?"): its clause is left out before names are read.
 _INTRODUCTION = re.compile(r"(?:^|(?<=[,.!?;:|]))\s*(?:(?:hello|hi|hey|hallo|guten tag|moin)\W+)?"
@@ -917,7 +936,7 @@ def name_phrases(question: str, config: str, tenant_name: str = "") -> list[tupl
             if len(parts) > 1:  # the first parts of a hyphenated compound: "Garmin" of "Garmin-Uhr"
                 marked.extend(p for p in parts[:-1] if _capitalised(p) and p.casefold() not in skip and len(p) >= MIN_NAME)
             previous = tokens[i - 1][0].casefold() if i else ""
-            if previous in prepositions:
+            if previous in prepositions and not _adverbial_de(previous, head):
                 marked.append(head)  # bare after a preposition: "in Leipzig", "von Mammut"
             names.extend((w,) for w in dict.fromkeys(marked))
         run.append(head if len(parts) > 1 and german else "-".join(parts))
