@@ -862,11 +862,11 @@ MIN_NAME = 3
 # (by mistake), "in Ruhe", "in Ordnung", "bei Bedarf", "aus Sicherheitsgründen" ("NAME_PREPOSITIONS" reads a bare noun
 # after them as a name)
 _ADVERBIAL_PHRASES_DE = {
-    "aus": frozenset("versehen kulanz erfahrung gewohnheit neugier prinzip zeitgründen".split()),
+    "aus": frozenset("versehen kulanz erfahrung gewohnheit neugier prinzip".split()),  # and any "…gründen"
     "in": frozenset("ruhe ordnung eile kürze zukunft frage kraft bearbeitung zahlung höhe raten rechnung betrieb "
                     "gebrauch arbeit summe wirklichkeit verbindung absprache teilen".split()),
     "bei": frozenset("bedarf gelegenheit fragen rückfragen ankunft lieferung abholung bestellung".split()),
-    "über": frozenset("nacht".split()),
+    "über": frozenset({"nacht"}),
     "von": frozenset("hand anfang vorteil".split()),
 }
 
@@ -1165,7 +1165,8 @@ def unnamed(generation: IndexGeneration, tenant_id: int, locale: str, question: 
 def _glued(word: str, words: frozenset[str]) -> bool:
     """Whether ``word`` is two words of ``words`` glued as German glues them, its head of ``MIN_COMPOUND_NOUN``
     letters or more ("handynummer" = "handy" + "nummer", "ortszeit" = "ort" + s + "zeit"); a word and a linker alone
-    is none ("wien" is no "wie" + n)."""
+    is none ("wien" is no "wie" + n). Stricter than ``compound_of``, which reads a noun's parts and takes a part's
+    start or end: a name must not be explained away by fragments."""
     for i in range(MIN_PART, len(word) - MIN_COMPOUND_NOUN + 1):
         if word[:i] not in words:
             continue

@@ -867,18 +867,19 @@ def continued(state: AskState, verdict):
     if share < settings.CONVERSATION_CONTINUED_SHARE:
         return verdict
     # the article's passages most like the message (those retrieved were found for the conversation's words)
+    vector = embed_text(state, message)  # once: a personal message's vector is not cached
     have = {p.chunk_id: p for p in state.passages}
     kept = [have.get(h.chunk_id) or Passage(number=0, chunk_id=h.chunk_id, article_id=h.article_id, title=h.title,
                                             url=h.url, version=h.version, text=h.text, similarity=h.similarity,
                                             heading=h.heading)
             for h in article_hits(generation, tenant_id, locale, first.article_pk,
-                                  embed_text(state, message))[:settings.RETRIEVAL_TOP_K]]
+                                  vector)[:settings.RETRIEVAL_TOP_K]]
     # the message alone, against that article: a rule of the check that hands it off (a property of a product, an
     # action, a name or a thing the help centre never states) still does; only the model's doubt about the
     # customer's words is what the thread answers
     embedder = query_embedder(cached=True)
     alone = answerability.assess(generation=generation, tenant_id=tenant_id, locale=locale, question=message,
-                                 vector=embed_text(state, message), passages=kept,
+                                 vector=vector, passages=kept,
                                  embed=lambda texts: embed_texts(texts, embedder=embedder))
     if not alone.answerable and not alone.doubted:
         return verdict
