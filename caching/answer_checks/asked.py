@@ -39,7 +39,17 @@ _KIND_PATTERNS = (
     # how long a thing must be ("How long does the new password need to be?"): a length, before "how long" as a duration
     ("size", re.compile(r"\bhow long (?:does|do|must|should|can|has|have)\b[^?.]{0,40}?\b(?:need to|needs to|have to|"
                         r"has to|must|should|can) be\b|\bhow long (?:must|should|can) (?:\w+\s+){1,3}be\b|"
-                        r"\bwie lang (?:muss|darf|soll|kann)\b", re.I)),
+                        r"\bwie lang (?:muss|darf|soll|kann)\b|"
+                        # "how long is each backup code supposed to be?", "how long are order numbers?": a code, a
+                        # password or a number has a length, not a duration, unless it is "valid" for one
+                        r"\bhow long (?:is|are)\b[^?.]{0,40}?\b(?:supposed|meant|required|going) to be\b"
+                        r"(?!\s+(?:valid|good|active|kept|stored|saved|usable|live|working)\b)|"
+                        r"\bhow long (?:is|are) (?:the |a |an |each |every |my |your |our |their |these |those )?"
+                        r"(?:[\w-]+ ){0,2}?(?:codes?|passwords?|pins?|numbers?|keys?|usernames?|ids?|references?)"
+                        r"(?=\s*(?:[?.!,;]|$)|\s+(?:in|on|at|of|if|when)\b)|"
+                        r"\bwie lang (?:ist|sind) (?:der|die|das|ein|eine|jeder|jede|jedes|mein|meine|ihr|ihre|eure?) "
+                        r"(?:[\w-]+ ){0,2}?(?:\w*codes?|\w*passw[oö]rt(?:er)?|pins?|\w*nummern?|\w*schlüssel|kennw[oö]rt(?:er)?)"
+                        r"(?=\s*(?:[?.!,;]|$)|\s+(?:eigentlich|genau|denn|bei|im|in)\b)", re.I)),
     # from what time to what time: opening hours, before "bis wann" as a duration ("Von wann bis wann ist da sonntags
     # offen?")
     ("clock", re.compile(r"\bvon wann bis wann\b|\bfrom what time (?:to|until|till)\b|"
@@ -296,7 +306,8 @@ NAMED_FAMILIES = ("product", "condition")
 
 _CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:a\.?m\.?|p\.?m\.?|uhr)(?!\w)|\bnoon\b|\bmittags?\b|\b24/7\b|"
                     r"\b24 hours a day\b|\brund um die uhr\b", re.I)
-_SIZE = re.compile(r"\b\d+(?:[.,]\d+)?\s?(?:kb|mb|gb|tb|bytes?|lbs?|kg|characters|zeichen|rows|zeilen)\b", re.I)
+_SIZE = re.compile(r"\b\d+(?:[.,]\d+)?[\s-]?(?:kb|mb|gb|tb|bytes?|lbs?|kg|characters|zeichen|rows|zeilen|digits?|"
+                   r"ziffern|stellen|stellig\w*)\b", re.I)
 _CONTACT = re.compile(r"\+?\d[\d ()./-]{6,}\d|[\w.+-]+@[\w-]+\.[\w.]+")
 # Durations and amounts said in words: "immediately", "the same day", "at no extra cost", "kostenlos".
 _DURATION_WORDS = re.compile(
@@ -864,6 +875,54 @@ def yesno_action(question: str) -> str:
     return _german_clause_verb(m.group("rest"), _YESNO_GENERIC) if m else ""  # "... erst einschicken"
 
 
+# The customer's action a question makes its condition: "If I refuse the delivery, do I get the whole amount back?",
+# "Und wenn ich die Annahme verweigere, bekomme ich dann ...?". The answer is the rule for that action, so a passage
+# that never speaks of it (the customs article's "no further fees on delivery") answers another situation. A
+# condition that only tells the customer's state or case ("if I'm in Canada", "wenn ich Plus-Mitglied bin", "if I
+# upgrade to Premier") is no such action: the case checks read it.
+_CONDITION_EN = re.compile(
+    r"\b(?:if|once|when)\s+(?:i|we)\s+(?:just\s+|simply\s+|then\s+|already\s+|still\s+|now\s+)?(?:don'?t\s+|do not\s+|"
+    r"didn'?t\s+|never\s+)?(?P<verb>[a-z]+)(?:\s+(?:it|them|this|that|the\s+\w+|my\s+\w+|an?\s+\w+))?"
+    r"(?:\s+(?P<particle>up|off|back|in|out|over|down)(?![\w-]))?(?P<rest>[^?,;.!–—]*)", re.I)
+_CONDITION_DE = re.compile(r"\b(?:wenn|falls|sobald)\s+(?:ich|wir|man)\b(?P<rest>[^?,;.!:–—]*)", re.I)
+# what a condition's verb may be without naming an action: a state, a possession, a plan or a place
+_CONDITION_STATES = frozenset({
+    "am", "m", "was", "were", "had", "has", "live", "lived", "living", "move", "moved", "moving", "stay", "staying",
+    "upgrade", "upgraded", "downgrade", "switch", "switched", "join", "joined", "become", "became", "sign", "signed",
+    "bought", "ordered", "paid", "got", "used", "chose", "picked", "selected", "wanted", "needed", "decide", "decided",
+    "think", "like", "prefer", "happen", "forgot", "forget", "miss", "missed", "already", "also", "only", "really",
+    "bin", "war", "wäre", "hätte", "habe", "hatte", "wohne", "wohnen", "lebe", "leben", "ziehe", "ziehen", "werde",
+    "werden", "möchte", "möchten", "will", "wollen", "brauche", "brauchen", "bestelle", "kaufe", "zahle", "bezahle",
+    "nutze", "benutze", "wähle", "nehme", "bekomme", "kriege", "habe", "haben", "sind", "seid"})
+
+
+def condition_action(question: str) -> str:
+    """The customer's action a question's condition names ("refuse", "verweigern"), or "" (none, or a state)."""
+    asking = question.split(REWRITE_MARK, 1)[0]
+    m = _CONDITION_EN.search(asking)
+    if m:
+        verb = m.group("verb").lower()
+        if verb in _YESNO_GENERIC or verb in _CONDITION_STATES or len(verb) < 4 or asked_cases(m.group(0)):
+            return ""
+        return f"{verb} {(m.group('particle') or '').lower()}".strip()
+    m = _CONDITION_DE.search(asking)
+    if not m or asked_cases(m.group("rest")):
+        return ""
+    words = re.findall(r"[^\W\d_]+", m.group("rest"))
+    verb = words[-1] if words else ""
+    if not (verb.islower() and len(verb) >= 5) or verb in _CONDITION_STATES or verb in _YESNO_GENERIC:
+        return ""
+    # a finite verb ends its clause ("verweigere", "zurückschicke"): the infinitive is what the passages' stems match
+    if not verb.endswith(("en", "rn", "ln")):  # "verweigere", "verweigert" -> "verweigern"; "abholt" -> "abholen"
+        base = verb[:-1] if verb.endswith(("e", "t")) else verb
+        base = base[:-1] if verb.endswith("et") else base
+        verb = base + ("n" if base.endswith(("er", "el")) else "en")
+    if verb in _YESNO_GENERIC:
+        return ""
+    p = _DE_PARTICLE.match(verb)
+    return f"{p.group(1)}{p.group(2)}" if p else verb
+
+
 def holds_action(action: str, text: str, *, before_figure: bool = False) -> bool:
     """Whether a text speaks of the customer's action ("drop the parcel off", "geben Sie das Paket ... ab"); with
     ``before_figure``, before its first length of time, as the deadline's own verb ("drop the parcel off within 7
@@ -1156,4 +1215,5 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           _ASKS_IN_WORDS.pattern, "the question's own 'free' is its condition: a figure answers it",
                           _ASK_WORD, _NEXT_ASK.pattern, _SHARED_CLAUSE.pattern, _TAG_QUESTION.pattern, _LAST_CLAUSE.pattern, MAX_ASKS, sorted(_NAMING_NOTHING),
                           _DENIED.pattern, _YESNO_ACTION_EN.pattern, _YESNO_ACTION_DE.pattern, sorted(_YESNO_GENERIC), sorted(_ON_VERBS),
-                          "a yes/no action: a particle close after its verb"]
+                          "a yes/no action: a particle close after its verb", _CONDITION_EN.pattern, _CONDITION_DE.pattern,
+                          sorted(_CONDITION_STATES)]

@@ -31,7 +31,7 @@ import re
 from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, Asked, all_cases_in, asked,
                                          REWRITE_MARK,
                                          asked_action, asked_cases, ask_kind, asks_of,
-                                         asks_in_words, figure_stated,
+                                         asks_in_words, condition_action, figure_stated,
                                          asks_minimum, asked_day, case_fit, covers_day, holds_action, name_head,
                                          named_countries, names_head, states_minimum,
                                          currency_countries, duration_of_another_thing, focus_terms, foreign_plan,
@@ -151,6 +151,14 @@ class CompletenessCheck(AnswerCheck):
                 speaks_of_action(action, f"{h}\n{t}") for h, t in spoken) and \
                 not speaks_of_action(action, evidence.passages_text):
             return Refusal(self.code, f"asks whether the customer can {action}; no cited passage speaks of it")
+        # what happens if the customer does a thing ("If I refuse the delivery, do I get the whole amount back?"): the
+        # answer quotes a passage that speaks of that thing, or it answers another situation
+        condition = condition_action(evidence.question)
+        if condition and not speaks_of_action(condition, answer) and not any(
+                speaks_of_action(condition, f"{h}\n{t}") for h, t in evidence.sections) and not (
+                not evidence.sections and speaks_of_action(condition, evidence.passages_text)):
+            return Refusal(self.code, f"asks what holds if the customer does {condition!r}; the answer's passages do "
+                                      f"not speak of it")
         if wanted.kind == "yesno":  # the rule for the asked country, or for the countries it applies to
             country = cases.get("country")
             if country and not any(all_cases_in(f"{h}\n{t}").get("country") for h, t in lines):

@@ -601,6 +601,63 @@ def test_an_answer_whose_passages_never_speak_of_the_asked_action_is_incomplete(
         "acme/en/password-reset.md")) is None
 
 
+@pytest.mark.parametrize("question, kind", [
+    # a code, a password or a number has a length, not a duration (lf21-56: "how long is each code supposed to be?"
+    # was a duration, answered with the 72-hour waiting period of removing 2-step verification, and cached)
+    ("printing out my 2-step verification backup codes. how long is each code supposed to be?", "size"),
+    ("how long are Initech order numbers?", "size"),
+    ("Wie lang ist der Bestätigungscode?", "size"),
+    # unless it is valid for a time
+    ("How long is the backup code valid?", "duration"),
+    ("Wie lange ist der Code gültig?", "duration"),
+    ("how long is delivery supposed to take?", "duration"),
+])
+def test_the_length_of_a_code_is_a_size_not_a_duration(question, kind):
+    assert asked(question).kind == kind
+
+
+def test_a_codes_length_is_answered_by_its_digits_not_by_a_waiting_period():
+    question = "printing out my 2-step verification backup codes. how long is each code supposed to be?"
+    waiting = ("If you lose your phone or key:\n• If you have no backup codes and no other method, contact support. "
+               "After a successful check, we remove 2-step verification after a 72-hour waiting period. [1]")
+    refusal = CompletenessCheck().refusal(evidence(question, waiting, "initech/en/two-step-verification.md"))
+    assert refusal is not None and refusal.code == "incomplete", refusal
+    digits = "Turn it on:\n3. Download or print your 8 backup codes. Each code has 10 digits and works once. [1]"
+    assert CompletenessCheck().refusal(evidence(question, digits, "initech/en/two-step-verification.md")) is None
+
+
+@pytest.mark.parametrize("question, action", [
+    ("Und wenn ich die Annahme einfach verweigere – bekomme ich dann den kompletten Betrag zurück?", "verweigern"),
+    ("If I refuse the delivery, do I get the full amount back?", "refuse"),
+    ("Wenn man das Paket nicht abholt, was passiert dann?", "abholen"),
+    ("Wenn ich die Jacke zurückschicke, zahle ich den Versand?", "zurückschicken"),
+    # a state, a plan or a place is the customer's case, not an action
+    ("if I upgrade to Premier, is shipping free?", ""),
+    ("if im in canada do i pay duties?", ""),
+    ("Wenn ich Plus-Mitglied bin, ist die Rücksendung kostenlos?", ""),
+    ("Wenn ich in Wien wohne, kann ich im Store abholen?", ""),
+])
+def test_the_customers_action_a_question_makes_its_condition(question, action):
+    from caching.answer_checks.asked import condition_action
+
+    assert condition_action(question) == action
+
+
+def test_an_answer_whose_passages_never_speak_of_the_conditions_action_is_incomplete():
+    """"If I refuse the parcel, do I get the whole amount back?" answered from the customs article's "no further
+    fees on delivery" (lc21-17, held out: admitted and served from the exact cache on its second ask)."""
+    question = "Und wenn ich die Annahme einfach verweigere – bekomme ich dann den kompletten Betrag zurück?"
+    customs = ("Sendungen nach Kanada und Großbritannien verschicken wir verzollt und versteuert. Der an der Kasse "
+               "angezeigte Betrag ist der Endbetrag, und der Zusteller verlangt bei der Lieferung keine weiteren "
+               "Gebühren. [1]")
+    refusal = CompletenessCheck().refusal(evidence(question, customs, "acme/de/shipping-countries.md", "de"))
+    assert refusal is not None and "verweigern" in refusal.detail, refusal
+    refused = ("Sie können die Bestellung dann nach der Zustellung zurücksenden oder die Annahme verweigern. Bei "
+               "verweigerten Paketen erstatten wir den Betrag, sobald das Paket wieder in unserem Lager ist, abzüglich "
+               "der ursprünglichen Versandkosten. [1]")
+    assert CompletenessCheck().refusal(evidence(question, refused, "acme/de/cancel-or-change-order.md", "de")) is None
+
+
 def test_what_time_in_german_asks_for_a_time_of_day():
     assert asked("Bis wie viel Uhr muss ich bestellen, damit das Paket noch am selben Tag rausgeht?").kind == "clock"
     assert asked("Wie viel kostet der Expressversand?").kind == "amount"
