@@ -119,6 +119,31 @@ def test_a_german_fixed_phrase_after_a_preposition_is_no_name(acme, question):
     assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
 
 
+@pytest.mark.parametrize("tenant, question, article", [
+    # was: handed off, "the help centre never names URL" (blind set 21's lf21-50, reworded): a common noun in
+    # capitals, which the articles write as a link
+    ("initech", "I'm connecting my smart-home tools to the developer API. What's the base URL I send requests to?",
+     "developer-api-keys"),
+    # was: handed off, "never states ... whitelist" (lf21-14, reworded): the articles "allow" the sender
+    ("acme", "Which sender address should our IT whitelist so the password reset email gets through?",
+     "password-reset"),
+])
+def test_a_customers_everyday_word_for_what_the_articles_call_otherwise_is_answered(demo, tenant, question, article):
+    outcome = pipeline.ask(pipeline.Asker(Tenant.objects.get(pk=demo[tenant].pk), "en"), question)
+    assert outcome.status == AskEvent.Status.ANSWERED, outcome.reason
+    assert outcome.citations[0]["article_id"] == article, outcome.citations
+
+
+def test_a_common_noun_in_capitals_is_no_name_and_a_superlative_or_enough_is_no_subject():
+    from retrieval.subject import name_phrases, subject_terms
+
+    assert name_phrases("what's the base URL i send the requests to?", "english") == []
+    assert name_phrases("Kann ich die Rechnung als PDF bekommen?", "german") == []
+    assert name_phrases("Does the app work on a Garmin watch?", "english") == [("Garmin",)]
+    terms = set(subject_terms("english", "What's the longest it can take? Is one exemption certificate enough?"))
+    assert not terms & {"longest", "enough"}, terms
+
+
 def test_a_word_of_an_equivalents_group_states_the_others_and_nothing_else():
     from retrieval.subject import states_same
 
@@ -127,6 +152,8 @@ def test_a_word_of_an_equivalents_group_states_the_others_and_nothing_else():
     assert not states_same("german", "mehrwertsteu", {"steu", "rechnung"})
     assert not states_same("english", "vat", {"tax"})  # English's table has abbreviations only
     assert states_same("english", "max", {"maximum"})
+    assert states_same("english", "pictur", {"photo"}) and states_same("english", "whitelist", {"allow"})
+    assert not states_same("english", "pictur", {"video"})
 
 
 @pytest.mark.parametrize("locale, question, fact", [
@@ -462,6 +489,10 @@ def test_a_german_action_the_help_centre_states_in_its_words_is_answered(acme, q
     ("Muss ich die Uhr trotzdem erst einschicken, bevor ich eine neue bekomme?", "einschicken"),
     ("Wie lange kann man Plus gratis ausprobieren?", None),  # a question for a length of time, not yes or no
     ("kann ich mir auch einen rückruf holen?", None),  # a verb that says too little
+    # verbs whose object is what is asked (blind set 21, lf21-33 and lc21-15: handed off, "asks to beantragen",
+    # "asks to rechnen, which the help centre never states")
+    ("Muss ich die Erstattung irgendwo beantragen?", None),
+    ("Muss ich dann mit Zollgebühren rechnen?", None),
 ])
 def test_the_verb_a_german_yes_no_question_asks_for(question, verb):
     from retrieval.subject import german_asked_verb
