@@ -84,7 +84,11 @@ _KIND_PATTERNS = (
     ("contact", re.compile(r"\bphone number\b|\bnumber for\b|\b(?:which|what) number\b|\bwho(?:m)? (?:do|can|should) i "
                            r"(?:call|ring|phone|e-?mail|write to)\b|\bwelche nummer\b|\bwen (?:rufe|kann) ich\b|"
                            r"\be-?mail address\b|\btelefonnummer\b|"
-                           r"\bnummer\b|\be-?mail-adresse\b", re.I)),
+                           r"\bnummer\b|\be-?mail-adresse\b|"
+                           # the address e-mails come from ("Which address do your password reset emails come from?")
+                           r"\b(?:which|what) (?:e-?mail )?address\b[^?.]{0,60}\b(?:come|comes|coming|sent)\b(?: \w+)?"
+                           r" from\b|\bsender(?:'s)? (?:e-?mail )?address\b|\babsender\b|"
+                           r"\bvon welcher (?:e-?mail-)?adresse\b", re.I)),
     ("name", re.compile(r"^\s*(?:which|who|where|what carrier|welche[rsmn]?|wer|wo|wohin|mit welchem)\b", re.I)),
 )
 
@@ -1094,6 +1098,25 @@ def _customers_deadline(event: set[str], sentence: str) -> bool:
     return verb not in _RECEIVING_VERBS and not same_event(terms(verb), event)
 
 
+# What the company does to a named kind of thing within a time: "We answer privacy requests within 45 days" is how long
+# privacy requests take, no answer to how long an e-mail to support takes ("We answer within 2 business days"). Only an
+# object of two words whose first names the kind ("privacy requests", "warranty claims"); "most orders", "your
+# parcel" name no other thing.
+_DONE_WITHIN = re.compile(r"\bwe (?:usually |normally |typically |aim to |try to |will |can )?(?P<verb>[a-z]+)(?: to)? "
+                          r"(?P<kind>[a-z-]+) (?P<head>[a-z-]+) (?:within|in) (?:up to |about |around )?\d+(?:\s*[–-]\s*\d+)?\s*"
+                          r"(?:business |working )?[a-z]+", re.I)
+_NO_KIND = frozenset("a an the your our their its my his her this that these those all most many some any every each "
+                     "every it them you us new other more".split())
+
+
+def _done_to_another(question: str, sentence: str) -> bool:
+    m = _DONE_WITHIN.search(sentence)
+    if not m or m.group("kind").lower() in _NO_KIND:
+        return False
+    named = terms(f"{m.group('kind')}") - GENERIC_TERMS
+    return bool(named) and not named & terms(question) and not _free_duration(sentence[:m.start()] + sentence[m.end():])
+
+
 def duration_of_another_thing(question: str, sentence: str) -> bool:
     """Whether every duration a sentence states is the length of a thing (the warranty) that is not the
     event the question asks about ("How long does it take to repair ...": "a 2-year limited warranty"),
@@ -1107,7 +1130,7 @@ def duration_of_another_thing(question: str, sentence: str) -> bool:
         return True
     if _WAIT.search(sentence) and not _WAIT_ASKED.search(question) and not _free_duration(_WAIT.sub(" ", sentence)):
         return True  # "... so wait 48 hours", "warten Sie daher 48 Stunden": how long to wait, not how long it takes
-    if _customers_deadline(event, sentence):
+    if _customers_deadline(event, sentence) or _done_to_another(question, sentence):
         return True
     things = duration_things(sentence)
     if not things:
@@ -1216,4 +1239,4 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           _ASK_WORD, _NEXT_ASK.pattern, _SHARED_CLAUSE.pattern, _TAG_QUESTION.pattern, _LAST_CLAUSE.pattern, MAX_ASKS, sorted(_NAMING_NOTHING),
                           _DENIED.pattern, _YESNO_ACTION_EN.pattern, _YESNO_ACTION_DE.pattern, sorted(_YESNO_GENERIC), sorted(_ON_VERBS),
                           "a yes/no action: a particle close after its verb", _CONDITION_EN.pattern, _CONDITION_DE.pattern,
-                          sorted(_CONDITION_STATES)]
+                          sorted(_CONDITION_STATES), _DONE_WITHIN.pattern, sorted(_NO_KIND)]

@@ -658,6 +658,34 @@ def test_an_answer_whose_passages_never_speak_of_the_conditions_action_is_incomp
     assert CompletenessCheck().refusal(evidence(question, refused, "acme/de/cancel-or-change-order.md", "de")) is None
 
 
+@pytest.mark.parametrize("question", [
+    # the address e-mails come from is an e-mail address (blind set 21's lf21-51: answered with the reset steps)
+    "Which address do your password reset emails come from? I want to make sure it isn't phishing.",
+    "Which sender address should I whitelist?",
+    "Von welcher Adresse kommt die Bestätigungsmail?",
+])
+def test_the_address_emails_come_from_is_a_contact(question):
+    assert asked(question).kind == "contact"
+
+
+def test_what_the_company_does_to_another_named_kind_of_thing_is_not_the_asked_length():
+    """"How long do you take to answer emails?" answered with "We answer privacy requests within 45 days" (blind set
+    21's lf21-60): the privacy requests' length, not an e-mail's."""
+    from caching.answer_checks.asked import duration_of_another_thing
+
+    question = "Emailed support yesterday about a missing remote. How long do you usually take to answer emails?"
+    assert duration_of_another_thing(question, "We answer privacy requests within 45 days.")
+    assert not duration_of_another_thing(question, "We answer within 2 business days.")
+    assert not duration_of_another_thing("How long do you take to answer a privacy request?",
+                                         "We answer privacy requests within 45 days.")
+    assert not duration_of_another_thing("How long do you take to ship?", "We ship most orders within 1 business day.")
+    refusal = CompletenessCheck().refusal(evidence(question, "We answer privacy requests within 45 days. [1]",
+                                                   "initech/en/contact-support.md"))
+    assert refusal is not None and refusal.code == "incomplete", refusal
+    assert CompletenessCheck().refusal(evidence(question, "Email:\nWe answer within 2 business days. [1]",
+                                                "initech/en/contact-support.md")) is None
+
+
 def test_what_time_in_german_asks_for_a_time_of_day():
     assert asked("Bis wie viel Uhr muss ich bestellen, damit das Paket noch am selben Tag rausgeht?").kind == "clock"
     assert asked("Wie viel kostet der Expressversand?").kind == "amount"
