@@ -238,6 +238,20 @@ def test_an_ellipsis_naming_a_town_swaps_the_country_it_is_in(message, place):
     assert place in r.question.casefold() and " us" not in r.question.casefold(), r.question
 
 
+def test_a_german_ellipsis_swaps_a_country_written_with_sharp_s():
+    """Blind set 21's lc21-16 (reworded): "Großbritannien" was never read as a place (``casefold`` writes "ß" as
+    "ss"), so "Und nach Kanada?" replaced only the town and kept the old country."""
+    from supportbot.conversation import conditions
+
+    assert conditions("Mit welchem Paketdienst schickt ihr nach Großbritannien?").get("großbritannien") == "place"
+    r = resolve(Conversation((
+        Turn("user", "Mit welchem Versanddienstleister schickt ihr nach Großbritannien? Ich bestelle für meine Tochter."),
+        Turn("assistant", "Sendungen nach Großbritannien stellt Royal Mail zu."),
+        Turn("user", "Und nach Kanada?"))), "de")
+    assert "kanada" in r.question.casefold() and "großbritannien" not in r.question.casefold(), r.question
+    assert not r.cacheable  # German ellipses are read, never keyed
+
+
 @pytest.mark.parametrize("statement, answer, message, question", [
     ("I'm thinking about upgrading to Pro.", "Pro costs $9 per month, or $90 per year, with a 14-day free trial.",
      "and Premier?", "How much does Premier cost?"),
