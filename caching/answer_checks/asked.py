@@ -887,7 +887,8 @@ def yesno_action(question: str) -> str:
 _CONDITION_EN = re.compile(
     r"\b(?:if|once|when)\s+(?:i|we)\s+(?:just\s+|simply\s+|then\s+|already\s+|still\s+|now\s+)?(?:don'?t\s+|do not\s+|"
     r"didn'?t\s+|never\s+)?(?P<verb>[a-z]+)(?:\s+(?:it|them|this|that|the\s+\w+|my\s+\w+|an?\s+\w+))?"
-    r"(?:\s+(?P<particle>up|off|back|in|out|over|down)(?![\w-]))?(?P<rest>[^?,;.!–—]*)", re.I)
+    # the rest of the condition's clause: a case it names ("if I ship it to Canada") makes it the customer's case
+    r"(?:\s+(?P<particle>up|off|back|in|out|over|down)(?![\w-]))?[^?,;.!–—]*", re.I)
 _CONDITION_DE = re.compile(r"\b(?:wenn|falls|sobald)\s+(?:ich|wir|man)\b(?P<rest>[^?,;.!:–—]*)", re.I)
 # what a condition's verb may be without naming an action: a state, a possession, a plan or a place
 _CONDITION_STATES = frozenset({
@@ -897,7 +898,7 @@ _CONDITION_STATES = frozenset({
     "think", "like", "prefer", "happen", "forgot", "forget", "miss", "missed", "already", "also", "only", "really",
     "bin", "war", "wäre", "hätte", "habe", "hatte", "wohne", "wohnen", "lebe", "leben", "ziehe", "ziehen", "werde",
     "werden", "möchte", "möchten", "will", "wollen", "brauche", "brauchen", "bestelle", "kaufe", "zahle", "bezahle",
-    "nutze", "benutze", "wähle", "nehme", "bekomme", "kriege", "habe", "haben", "sind", "seid"})
+    "nutze", "benutze", "wähle", "nehme", "bekomme", "kriege", "haben", "sind", "seid"})
 
 
 def condition_action(question: str) -> str:
@@ -1106,14 +1107,15 @@ _DONE_WITHIN = re.compile(r"\bwe (?:usually |normally |typically |aim to |try to
                           r"(?P<kind>[a-z-]+) (?P<head>[a-z-]+) (?:within|in) (?:up to |about |around )?\d+(?:\s*[–-]\s*\d+)?\s*"
                           r"(?:business |working )?[a-z]+", re.I)
 _NO_KIND = frozenset("a an the your our their its my his her this that these those all most many some any every each "
-                     "every it them you us new other more".split())
+                     "it them you us new other more".split())
 
 
 def _done_to_another(question: str, sentence: str) -> bool:
+    """Whether a sentence's only length is what the company does to a named kind of thing the question never names."""
     m = _DONE_WITHIN.search(sentence)
     if not m or m.group("kind").lower() in _NO_KIND:
         return False
-    named = terms(f"{m.group('kind')}") - GENERIC_TERMS
+    named = terms(m.group("kind")) - GENERIC_TERMS
     return bool(named) and not named & terms(question) and not _free_duration(sentence[:m.start()] + sentence[m.end():])
 
 
