@@ -508,7 +508,9 @@ def kinds_in(text: str) -> set[str]:
         found.add("clock")
     if _CONTACT.search(text):
         found.add("contact")
-    if numbers or _NUMBER_WORD.search(text):
+    # a count is a bare number ("up to 5 photos", "8 backup codes"), not the figure of a length of time or an amount
+    # ("a 2-year limited warranty" counts nothing: "How many pictures can I attach?" was answered with it, and cached)
+    if numbers - {v for v, _ in measures} - {v for _, v in amounts} or _NUMBER_WORD.search(text):
         found.add("count")
     return found
 
@@ -1241,4 +1243,5 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           _ASK_WORD, _NEXT_ASK.pattern, _SHARED_CLAUSE.pattern, _TAG_QUESTION.pattern, _LAST_CLAUSE.pattern, MAX_ASKS, sorted(_NAMING_NOTHING),
                           _DENIED.pattern, _YESNO_ACTION_EN.pattern, _YESNO_ACTION_DE.pattern, sorted(_YESNO_GENERIC), sorted(_ON_VERBS),
                           "a yes/no action: a particle close after its verb", _CONDITION_EN.pattern, _CONDITION_DE.pattern,
-                          sorted(_CONDITION_STATES), _DONE_WITHIN.pattern, sorted(_NO_KIND)]
+                          sorted(_CONDITION_STATES), _DONE_WITHIN.pattern, sorted(_NO_KIND),
+                          "a count is a bare number, not a length's or an amount's"]

@@ -189,7 +189,10 @@ class CompletenessCheck(AnswerCheck):
         stating = [(h, t) for h, t in lines if any(
             wanted.kind in kinds_in(sentence) and special_fit(wanted, sentence) >= 0
             and (not figure or figure_stated(wanted.kind, sentence))
-            and (wanted.kind == "size" or not foreign_instruction(sentence, asked_words) or holds_action(action, sentence))
+            # a step's own deadline is no answer to another length ("Ship the item within 10 days"); a step's count or
+            # size is what the step takes ("upload up to 5 photos" for how many pictures a claim takes)
+            and (wanted.kind in ("size", "count") or not foreign_instruction(sentence, asked_words)
+                 or holds_action(action, sentence))
             for sentence in sentences_of(t))
             and not self._from_foreign_plan(wanted, evidence, t)]
         if not stating:

@@ -686,6 +686,24 @@ def test_what_the_company_does_to_another_named_kind_of_thing_is_not_the_asked_l
                                                 "initech/en/contact-support.md")) is None
 
 
+def test_a_length_of_time_counts_nothing():
+    """"How many pictures can I attach to a warranty claim?" was answered with "a 2-year limited warranty" and stored
+    (blind set 21's lf21-24, shortened): the 2 of a length of time is no count."""
+    from caching.answer_checks.asked import kinds_in
+
+    assert "count" not in kinds_in("Every product comes with a 2-year limited warranty from the delivery date.")
+    assert "count" in kinds_in("Describe the problem and upload up to 5 photos or a short video (maximum 50 MB).")
+    assert "count" in kinds_in("You can request one export every 24 hours.")
+    question = "How many pictures can I attach to a warranty claim?"
+    warranty = ("Every product bought from Acme Outfitters, whether it is our own brand or another brand, comes with a "
+                "2-year limited warranty from the delivery date. [1]")
+    refusal = CompletenessCheck().refusal(evidence(question, warranty, "acme/en/warranty-and-repairs.md"))
+    assert refusal is not None and refusal.code == "incomplete", refusal
+    photos = ("How to make a warranty claim:\n2. Describe the problem and upload up to 5 photos or a short video "
+              "(maximum 50 MB). [1]")
+    assert CompletenessCheck().refusal(evidence(question, photos, "acme/en/warranty-and-repairs.md")) is None
+
+
 def test_what_time_in_german_asks_for_a_time_of_day():
     assert asked("Bis wie viel Uhr muss ich bestellen, damit das Paket noch am selben Tag rausgeht?").kind == "clock"
     assert asked("Wie viel kostet der Expressversand?").kind == "amount"
