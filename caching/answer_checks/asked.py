@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from caching.answer_checks.facts import QUANTITY, UNITS, quantities
+from caching.answer_checks.facts import QUANTITY, UNITS, number, quantities
 from caching.answer_checks.places import foreign_country_word, towns, towns_in
 from caching.answer_checks.text import split_sentences, terms
 from ingestion.textsearch import language_of
@@ -493,6 +493,9 @@ _RELATIVE_DURATION = re.compile(
     r"years?|minuten|stunden|werktagen?|tagen?|wochen|monaten?|jahren?)\s+(?:longer|later|more|länger|später|mehr)\b", re.I)
 
 
+_IDENTIFIER = re.compile(r"\b[A-Za-z]{1,5}-(\d{3,})\b")
+
+
 def kinds_in(text: str) -> set[str]:
     """The kinds of fact a text states: "amount", "duration", "count", "clock", "contact"."""
     numbers, measures, amounts = quantities(text)
@@ -510,7 +513,9 @@ def kinds_in(text: str) -> set[str]:
         found.add("contact")
     # a count is a bare number ("up to 5 photos", "8 backup codes"), not the figure of a length of time or an amount
     # ("a 2-year limited warranty" counts nothing: "How many pictures can I attach?" was answered with it, and cached)
-    if numbers - {v for v, _ in measures} - {v for _, v in amounts} or _NUMBER_WORD.search(text):
+    # nor a record's number ("a claim number in the format WC-123456", "AO-338120"): an identifier counts nothing
+    identifiers = {number(n) for n in _IDENTIFIER.findall(text)}
+    if numbers - {v for v, _ in measures} - {v for _, v in amounts} - identifiers or _NUMBER_WORD.search(text):
         found.add("count")
     return found
 
@@ -1244,4 +1249,4 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           _DENIED.pattern, _YESNO_ACTION_EN.pattern, _YESNO_ACTION_DE.pattern, sorted(_YESNO_GENERIC), sorted(_ON_VERBS),
                           "a yes/no action: a particle close after its verb", _CONDITION_EN.pattern, _CONDITION_DE.pattern,
                           sorted(_CONDITION_STATES), _DONE_WITHIN.pattern, sorted(_NO_KIND),
-                          "a count is a bare number, not a length's or an amount's"]
+                          "a count is a bare number, not a length's or an amount's", _IDENTIFIER.pattern]
