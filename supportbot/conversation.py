@@ -683,9 +683,9 @@ def conditions(text: str, *, names: bool = True) -> dict[str, str]:
     ``{casefolded value: kind}``. ``names=False`` keeps only the recognised kinds and numbers."""
     found: dict[str, str] = {}
     lowered = text.casefold()
-    kept = text.lower()  # casefold() writes "ß" as "ss": "Großbritannien" would never be found
+    kept = text.lower()  # not casefold(), which writes "ß" as "ss": "Großbritannien" would never be found
     for place in _COUNTRIES:
-        if re.search(rf"(?<!\w){re.escape(place)}(?!\w)", kept if "ß" in place else lowered) and (len(place) > 2 or
+        if re.search(rf"(?<!\w){re.escape(place)}(?!\w)", kept) and (len(place) > 2 or
                                                                        re.search(rf"\b{place.upper()}\b", text)):
             found[place] = "place"
     for tier in _TIERS:

@@ -929,10 +929,7 @@ def condition_action(question: str) -> str:
         base = verb[:-1] if verb.endswith(("e", "t")) else verb
         base = base[:-1] if verb.endswith("et") else base
         verb = base + ("n" if base.endswith(("er", "el")) else "en")
-    if verb in _YESNO_GENERIC:
-        return ""
-    p = _DE_PARTICLE.match(verb)
-    return f"{p.group(1)}{p.group(2)}" if p else verb
+    return _german_clause_verb(verb, _YESNO_GENERIC)  # its particle joined as the yes/no action's is
 
 
 def holds_action(action: str, text: str, *, before_figure: bool = False) -> bool:

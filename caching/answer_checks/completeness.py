@@ -154,9 +154,8 @@ class CompletenessCheck(AnswerCheck):
         # what happens if the customer does a thing ("If I refuse the delivery, do I get the whole amount back?"): the
         # answer quotes a passage that speaks of that thing, or it answers another situation
         condition = condition_action(evidence.question)
-        if condition and not speaks_of_action(condition, answer) and not any(
-                speaks_of_action(condition, f"{h}\n{t}") for h, t in evidence.sections) and not (
-                not evidence.sections and speaks_of_action(condition, evidence.passages_text)):
+        cited = [f"{h}\n{t}" for h, t in evidence.sections] or [evidence.passages_text]
+        if condition and not any(speaks_of_action(condition, text) for text in (answer, *cited)):
             return Refusal(self.code, f"asks what holds if the customer does {condition!r}; the answer's passages do "
                                       f"not speak of it")
         if wanted.kind == "yesno":  # the rule for the asked country, or for the countries it applies to
