@@ -163,7 +163,8 @@ _CASED = frozenset({r"\bUSA?\b", r"\bU\.S\.", r"\bin den USA\b"})
 # San Marcos, Texas repairs the product within 10 business days" is the US's figure. Not a country named, though: the
 # Denver store's Sunday hours are no one country's figure among others (``named_countries``).
 PLACES: dict[str, tuple[str, ...]] = {
-    "United States": (r"\bdenver\b", r"\bcolorado\b", r"\baustin\b", r"\btexas\b", r"\bsan marcos\b", r"\bnew york\b",
+    # German customers say "Amerika" of the USA (not "Süd-Amerika", "Latein-Amerika"), which the articles call "USA"
+    "United States": (r"(?<![-\w])(?<!süd )(?<!nord )amerika\b", r"\bdenver\b", r"\bcolorado\b", r"\baustin\b", r"\btexas\b", r"\bsan marcos\b", r"\bnew york\b",
                       r"\blos angeles\b", r"\bchicago\b", r"\bseattle\b", r"\bboston\b", r"\bcalifornia\b",
                       r"\bflorida\b", r"\bportland\b", r"\boregon\b", r"\bsan francisco\b", r"\bsan diego\b",
                       r"\bphoenix\b", r"\barizona\b", r"\bphiladelphia\b", r"\bpennsylvania\b", r"\bhouston\b",
@@ -594,6 +595,26 @@ def focus_terms(question: str, *, cases: bool = True) -> set[str]:
     not the names of the asked case either."""
     compared = {t for m in (*_COMPARED.finditer(question), *_DENIED.finditer(question)) for t in terms(m.group(1))}
     return terms(question) - _TRIGGERS - compared - (set() if cases else case_terms(question))
+
+
+# The thing a contact question asks for ("Gibt es dafür eine eigene E-Mail-Adresse?", "which phone number"): what
+# every contact line states, so it is no sign of what the line is about ("eine Lösch- oder Datenanfrage ... von der
+# E-Mail-Adresse Ihres Kontos an privacy@..." is no answer to where VAT invoice questions go). Only the asked
+# thing's noun phrase: "Which address do your emails come from?" asks about the emails.
+# Nor who answers every contact line: customer service ("whats the phone number for customer service in the UK?"
+# is answered by "Customer support: UK, ...: Phone UK: ...").
+_CONTACT_ASKED = re.compile(r"\b(?:e-?mail|mail)[- ]?(?:address(?:es)?|adressen?)\b|\bphone\s+numbers?\b|"
+                            r"\btelefonnummer(?:n)?\b|\bmailadressen?\b|\bcustomer\s+(?:service|support|care)\b|"
+                            r"\bsupport(?:\s+team)?\b|\bkunden(?:service|dienst)\b|\bwhat'?s\b", re.IGNORECASE)
+
+
+def about_terms(question: str, kind: str | None) -> set[str]:
+    """What the asked fact is about (``focus_terms`` without the cases' names), not counting, for a contact
+    question, the contact it asks for."""
+    about = focus_terms(question, cases=False)
+    if kind == "contact":
+        about -= {t for m in _CONTACT_ASKED.finditer(question) for t in terms(m.group(0))}
+    return about
 
 
 # What a question compares the asked thing with: "faster than standard", "instead of Express", "schneller als Standard"
@@ -1246,4 +1267,5 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           _DENIED.pattern, _YESNO_ACTION_EN.pattern, _YESNO_ACTION_DE.pattern, sorted(_YESNO_GENERIC), sorted(_ON_VERBS),
                           "a yes/no action: a particle close after its verb", _CONDITION_EN.pattern, _CONDITION_DE.pattern,
                           sorted(_CONDITION_STATES), _DONE_WITHIN.pattern, sorted(_NO_KIND),
-                          "a count is a bare number, not a length's or an amount's", _IDENTIFIER.pattern]
+                          "a count is a bare number, not a length's or an amount's", _IDENTIFIER.pattern,
+                          _CONTACT_ASKED.pattern]

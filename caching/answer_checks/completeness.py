@@ -28,7 +28,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, Asked, all_cases_in, asked,
+from caching.answer_checks.asked import (CHECKED_FAMILIES, FACT_KINDS, NAMED_FAMILIES, Asked, about_terms, all_cases_in,
+                                         asked,
                                          REWRITE_MARK,
                                          asked_action, asked_cases, ask_kind, asks_of,
                                          asks_in_words, condition_action, figure_stated,
@@ -219,7 +220,7 @@ class CompletenessCheck(AnswerCheck):
             return Refusal(self.code, f"asks by when the customer must {action}; the passages say, the answer gives "
                                       f"another step's deadline")
         # a word most of a help centre's articles share (item, Artikel) is no sign of what a line is about
-        about = specific_terms(focus_terms(evidence.question, cases=False) - terms(evidence.known_names))
+        about = specific_terms(about_terms(evidence.question, wanted.kind) - terms(evidence.known_names))
         # the cited sections' headings; without them (evidence from bare passages), the passages' own headings
         bare = "" if evidence.sections else "\n".join(_MD_HEADING.findall(evidence.passages_text))
         if about and not any(same_event(about, terms(f"{h}\n{t}\n{source_heading(t, evidence.sections) if evidence.sections else bare}"))

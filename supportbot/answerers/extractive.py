@@ -117,6 +117,10 @@ MINIMUM_WEIGHT = 0.15
 # A question for a name (which carrier, which app): a unit naming one, or under a section that does ("Carriers and
 # tracking numbers"), gains NAME_WEIGHT.
 NAME_WEIGHT = 0.15
+# A question for a time of day on one day of the week ("close on a normal wednesday"): a unit stating hours for that
+# day (by name, a range holding it, every day) gains DAY_WEIGHT, as a case it is labelled with does; a holiday's
+# hours state none (admission's ``covers_day`` refuses an answer of other days' hours).
+DAY_WEIGHT = 0.1
 MODEL_NAME = "extractive"
 
 _ITEM = re.compile(r"^\s*(?:[-*+•]|(\d{1,3})[.)])\s+(.*)$")
@@ -297,7 +301,7 @@ class ExtractiveAnswerer(Answerer):
         focus, triggers = asking.focus_terms(request.question), frozenset(asking.trigger_terms(request.question))
         # What the fact is about, as admission's completeness check reads it: the question's words, not the
         # words asking for the kind, not the asked case's name, not the company's.
-        about = frozenset(asking.focus_terms(request.question, cases=False) - terms(request.tenant_prompt.name))
+        about = frozenset(asking.about_terms(request.question, wanted.kind) - terms(request.tenant_prompt.name))
         ranked = sorted((self._weigh(wanted, focus, p, u, float(s), triggers, about, request.question,
                                      request.tenant_prompt.name)
                          for (p, u), s in zip(candidates, scores)), key=lambda c: -c.score)
@@ -388,6 +392,9 @@ class ExtractiveAnswerer(Answerer):
         # a unit labelled with every asked case beats one labelled with some: a Plus member asking about sale items
         # wants "Items bought ... during a sale ... (Plus members: 30 days)", not the standard window's Plus figure
         score += CASE_WEIGHT * max(0, sum(case in labels.get(family, ()) for family, case in wanted.cases.items()) - 1)
+        if states and wanted.kind == "clock":
+            day = asking.asked_day(question)
+            score += DAY_WEIGHT * (day is not None and asking.covers_day(day, f"{lead_in(passage, unit)}\n{unit.text}"))
         if states and wanted.kind == "count":  # "up to 20 wishlists" for "How many wishlists ...?"
             thing = counted_thing(question)
             score += COUNTED_WEIGHT * bool(thing and counts(thing, unit.text))
@@ -884,4 +891,5 @@ RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, FOLLOW_UP_WEIGHT, POI
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, LABEL_WEIGHT, "quoted labels", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
-                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", _CASE_ITEM_END.pattern, "asker's figure", "every asked case", "v10"])[:16]
+                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", _CASE_ITEM_END.pattern, "asker's figure", "every asked case", DAY_WEIGHT,
+                        sorted((config, list(groups)) for config, groups in EQUIVALENTS.items()), "v10"])[:16]

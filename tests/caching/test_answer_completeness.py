@@ -730,3 +730,30 @@ def test_what_the_customer_says_is_not_their_case_is_not_what_the_question_is_ab
 ])
 def test_the_amount_that_frees_shipping_and_a_cut_off_are_asked_kinds(question, kind):
     assert asked(question).kind == kind
+
+
+def test_the_asked_contact_is_no_sign_of_what_a_contact_line_is_about():
+    """"Gibt es dafür eine eigene E-Mail-Adresse?" of VAT invoices was answered with the privacy address of the
+    deletion article and stored (blind set 22's lf22-29): "E-Mail-Adresse", what every contact line has, made the line
+    about the question. What the address is for must be said."""
+    from caching.answer_checks.asked import about_terms, terms
+
+    question = ("Wir sind ein gemeinnütziger Verein und haben eine Frage zu einer Rechnung mit ausgewiesener "
+                "Umsatzsteuer. Gibt es dafür eine eigene E-Mail-Adresse?")
+    assert not terms("E-Mail-Adresse") & about_terms(question, "contact")
+    assert terms("Rechnung") <= about_terms(question, "contact")
+    # a yes/no question keeps the words: the address is then what it asks about
+    assert terms("E-Mail-Adresse") <= about_terms(question, "yesno")
+    # the address e-mails come from asks about the e-mails
+    assert terms("emails") <= about_terms("Which address do your password reset emails come from?", "contact")
+    privacy = ("Sie können eine Lösch- oder Datenanfrage auch von der E-Mail-Adresse Ihres Kontos an "
+               "privacy@acme-outfitters.example schicken. Wir antworten innerhalb von 30 Tagen. [1]")
+    refusal = CompletenessCheck().refusal(evidence(question, privacy, "acme/de/delete-account.md", "de"))
+    assert refusal is not None and refusal.code == "incomplete", refusal
+    tax = ("E-Mail:\n• tax@acme-outfitters.example für Fragen zu Steuerbefreiung und Rechnungen mit ausgewiesener "
+           "Umsatzsteuer [1]")
+    assert CompletenessCheck().refusal(evidence(question, tax, "acme/de/contact-support.md", "de")) is None
+    # nor is customer service, which answers every contact line
+    uk = "Customer support: UK, Germany and Austria:\n• Phone UK: +44 20 5550 1188 [1]"
+    assert CompletenessCheck().refusal(evidence("whats the phone number for customer service in the UK?", uk,
+                                                "acme/en/opening-hours.md")) is None

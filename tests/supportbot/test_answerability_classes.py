@@ -185,6 +185,12 @@ def test_a_town_becomes_its_country_unless_the_question_is_about_a_place_there()
     # handed off: "the help centre never names Whitehorse"); a plan before "in the UK" is no town
     assert places_as_countries("ordering a jacket to Whitehorse in the Yukon") == "ordering a jacket to the Yukon"
     assert places_as_countries("Do you ship Plus in the UK?") == "Do you ship Plus in the UK?"
+    # German customers say "Amerika" of the USA (blind set 22's lf22-31 was handed off: "the help centre never names
+    # Amerika"); South America is not the USA
+    assert places_as_countries("Sitzt euer Kundenservice in Amerika oder hier?", "de") == \
+        "Sitzt euer Kundenservice in USA oder hier?"
+    for elsewhere in ("Liefert ihr nach Südamerika?", "Liefert ihr nach Süd-Amerika?", "Lateinamerika?"):
+        assert places_as_countries(elsewhere, "de") == elsewhere
     for about_the_place in ("Haben Sie eine Filiale in Wien?", "Do you have a store in Toronto?",
                             "Wo in Stuttgart kann ich Acme-Produkte anprobieren?",
                             "Gibt es eine Servicestelle in Wien, wo ich Reparaturen abgeben kann?",
