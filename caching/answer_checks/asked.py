@@ -929,16 +929,37 @@ _CONDITION_STATES = frozenset({
     "nutze", "benutze", "wähle", "nehme", "bekomme", "kriege", "haben", "sind", "seid"})
 
 
+# A purpose the customer tells and the question points back at ("Ich will die 2FA wieder ausschalten. Was brauche ich
+# dafür?", "I want to turn off 2FA. What do I need for that?"): the action is the question's condition as much as an
+# "if" clause's is
+_PURPOSE_EN = re.compile(
+    r"\b(?:i|we)\s*(?:want|need|'d like|would like|am trying|'m trying|are trying|'re trying)\s+to\s+"
+    r"(?:just\s+|simply\s+|now\s+)?(?P<verb>[a-z]+)(?:\s+(?:it|them|this|that|the\s+\w+|my\s+\w+|an?\s+\w+))?"
+    r"(?:\s+(?P<particle>up|off|back|in|out|over|down|on)(?![\w-]))?[^?,;.!–—]*", re.I)
+_PURPOSE_DE = re.compile(r"\b(?:ich|wir)\s+(?:will|möchte|möchten|wollen|würde gerne?|würden gerne?)\s+"
+                         r"(?P<rest>[^?,;.!:–—]*)", re.I)
+_POINTS_AT_PURPOSE = re.compile(r"\b(?:for that|for this|to do that|to do this|to do so|dafür|dazu|hierfür|hierzu)\b",
+                                re.I)
+
+
 def condition_action(question: str) -> str:
-    """The customer's action a question's condition names ("refuse", "verweigern"), or "" (none, or a state)."""
+    """The customer's action a question's condition names ("refuse", "verweigern"), or "" (none, or a state); or the
+    purpose the customer tells and the question points back at ("Ich will ... ausschalten. Was brauche ich dafür?")."""
     asking = question.split(REWRITE_MARK, 1)[0]
-    m = _CONDITION_EN.search(asking)
+    action = _condition_action(asking, _CONDITION_EN, _CONDITION_DE)
+    if action or not _POINTS_AT_PURPOSE.search(asking):
+        return action
+    return _condition_action(asking, _PURPOSE_EN, _PURPOSE_DE)
+
+
+def _condition_action(asking: str, english: re.Pattern, german: re.Pattern) -> str:
+    m = english.search(asking)
     if m:
         verb = m.group("verb").lower()
         if verb in _YESNO_GENERIC or verb in _CONDITION_STATES or len(verb) < 4 or asked_cases(m.group(0)):
             return ""
         return f"{verb} {(m.group('particle') or '').lower()}".strip()
-    m = _CONDITION_DE.search(asking)
+    m = german.search(asking)
     if not m or asked_cases(m.group("rest")):
         return ""
     words = re.findall(r"[^\W\d_]+", m.group("rest"))
@@ -1268,4 +1289,4 @@ VERSION = VERSION_BASE + [sorted(_TRIGGERS), PROXIMITY_CHARS, _PLAN_SUBJECT.patt
                           "a yes/no action: a particle close after its verb", _CONDITION_EN.pattern, _CONDITION_DE.pattern,
                           sorted(_CONDITION_STATES), _DONE_WITHIN.pattern, sorted(_NO_KIND),
                           "a count is a bare number, not a length's or an amount's", _IDENTIFIER.pattern,
-                          _CONTACT_ASKED.pattern]
+                          _CONTACT_ASKED.pattern, _PURPOSE_EN.pattern, _PURPOSE_DE.pattern, _POINTS_AT_PURPOSE.pattern]

@@ -636,6 +636,14 @@ def test_a_codes_length_is_answered_by_its_digits_not_by_a_waiting_period():
     ("if im in canada do i pay duties?", ""),
     ("Wenn ich Plus-Mitglied bin, ist die Rücksendung kostenlos?", ""),
     ("Wenn ich in Wien wohne, kann ich im Store abholen?", ""),
+    # a purpose the customer tells and the question points back at (blind set 22's lf22-39: the password reset's
+    # "brauchen Sie ... weiterhin Ihren Code" was stored for what turning off 2FA needs)
+    ("Ich will die Zwei-Faktor-Authentifizierung wieder ausschalten. Was brauche ich dafür?", "ausschalten"),
+    ("I want to turn off 2FA. What do I need for that?", "turn off"),
+    ("Ich möchte mein Paket zurückschicken. Was brauche ich dazu?", "zurückschicken"),
+    # a purpose the question does not point back at is the customer's plan ("Was kostet das?" may ask of anything)
+    ("Ich möchte mein Paket zurückschicken. Was kostet das?", ""),
+    ("We want to upgrade to Premier. What do we need for that?", ""),
 ])
 def test_the_customers_action_a_question_makes_its_condition(question, action):
     from caching.answer_checks.asked import condition_action
@@ -757,3 +765,15 @@ def test_the_asked_contact_is_no_sign_of_what_a_contact_line_is_about():
     uk = "Customer support: UK, Germany and Austria:\n• Phone UK: +44 20 5550 1188 [1]"
     assert CompletenessCheck().refusal(evidence("whats the phone number for customer service in the UK?", uk,
                                                 "acme/en/opening-hours.md")) is None
+
+
+def test_an_answer_that_never_speaks_of_the_purpose_the_question_points_back_at_is_incomplete():
+    """"Ich will die Zwei-Faktor-Authentifizierung wieder ausschalten. Was brauche ich dafür?" was answered with the
+    password reset's note on signing in with 2FA and stored (blind set 22's lf22-39)."""
+    question = "Ich will die Zwei-Faktor-Authentifizierung wieder ausschalten. Was brauche ich dafür?"
+    reset = ("Wenn Sie die Zwei-Faktor-Authentifizierung nutzen, brauchen Sie für die erneute Anmeldung weiterhin Ihren "
+             "Code. [1]")
+    refusal = CompletenessCheck().refusal(evidence(question, reset, "acme/de/password-reset.md", "de"))
+    assert refusal is not None and "ausschalten" in refusal.detail, refusal
+    off = "2FA deaktivieren:\nDafür brauchen Sie Ihr Passwort und einen aktuellen Code oder einen Backup-Code. [1]"
+    assert CompletenessCheck().refusal(evidence(question, off, "acme/de/two-factor-authentication.md", "de")) is None
