@@ -229,7 +229,7 @@ class ExtractiveAnswerer(Answerer):
             if passage.article_id not in [p.article_id for p in cited]:
                 cited.append(passage)
             number = [p.article_id for p in cited].index(passage.article_id) + 1
-            lines.extend(asked_currency(line, country) for line in render(passage, units, number))
+            lines.extend(askers_item(asked_currency(line, country), country) for line in render(passage, units, number))
         pieces = []
         for i, line in enumerate(lines):
             piece = ("\n" if i else "") + line
@@ -887,9 +887,34 @@ def asked_currency(line: str, country: str | None) -> str:
     return CURRENCY_ALTERNATIVES.sub(one, line)
 
 
+# A bracketed list of one thing per country, each item naming its country: "(UPS in the US, Canada Post in Canada, Royal
+# Mail in the UK, DHL in Germany and Austria)", "(DHL in Deutschland, Royal Mail in Großbritannien)"
+_BRACKETED_LIST = re.compile(r"\((?P<items>[^()]*?\b(?:in|im|für)\b[^()]*?(?:,|;)[^()]*)\)")
+_LIST_ITEM_SEP = re.compile(r"\s*[,;]\s*(?:and\s+|or\s+|und\s+|oder\s+)?|\s+(?:and|or|und|oder)\s+(?=\S+\s+(?:in|im)\b)")
+
+
+def askers_item(line: str, country: str | None) -> str:
+    """For a question about one country, a bracketed list naming one thing per country reduced to the asker's
+    country's item ("Where do I drop the parcel off? I'm in Manchester": "(UPS in the US, Canada Post in Canada, Royal
+    Mail in the UK, ...)" -> "(… Royal Mail in the UK)"), so no other country's carrier stands beside it; unchanged
+    unless every item names a country, two or more do, and exactly one names the asker's."""
+    if not country:
+        return line
+
+    def one(m: re.Match) -> str:
+        items = [i for i in _LIST_ITEM_SEP.split(m.group("items")) if i.strip()]
+        named = [asking.named_countries(i) for i in items]
+        if len(items) < 2 or not all(named):
+            return m.group(0)
+        mine = [i for i, n in zip(items, named) if country in n]
+        return f"(… {mine[0].strip()})" if len(mine) == 1 else m.group(0)
+
+    return _BRACKETED_LIST.sub(one, line)
+
+
 RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, FOLLOW_UP_WEIGHT, POINTS_BACK.pattern, KIND_WEIGHT, CASE_WEIGHT, TITLE_WEIGHT, PROXIMITY_WEIGHT, TRIGGER_WEIGHT,
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, LABEL_WEIGHT, "quoted labels", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
-                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", _CASE_ITEM_END.pattern, "asker's figure", "every asked case", DAY_WEIGHT,
+                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", _CASE_ITEM_END.pattern, "asker's figure", "every asked case", DAY_WEIGHT, _BRACKETED_LIST.pattern, _LIST_ITEM_SEP.pattern,
                         sorted((config, list(groups)) for config, groups in EQUIVALENTS.items()), "v10"])[:16]
