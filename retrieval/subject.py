@@ -123,7 +123,10 @@ NOT_SUBJECT = {
         "two three four five six seven eight nine ten eleven twelve dozen couple several pile piles heap loads "
         # "anymore", "yet", and "near" of where they are ("I'm near Denver"): never what is asked about (twenty-second
         # session)
-        "anymore near yet"
+        "anymore near yet "
+        # "as well", "tho", "altogether", "everyone" and "earlier" of how the customer writes ("Can he call the priority
+        # number as well?", "get rid of my account altogether"): never what is asked about (blind set 23)
+        "well tho though altho everyone everybody altogether earlier"
     ),
 }
 

@@ -605,7 +605,10 @@ def focus_terms(question: str, *, cases: bool = True) -> set[str]:
 # is answered by "Customer support: UK, ...: Phone UK: ...").
 _CONTACT_ASKED = re.compile(r"\b(?:e-?mail|mail)[- ]?(?:address(?:es)?|adressen?)\b|\bphone\s+numbers?\b|"
                             r"\btelefonnummer(?:n)?\b|\bmailadressen?\b|\bcustomer\s+(?:service|support|care)\b|"
-                            r"\bsupport(?:\s+team)?\b|\bkunden(?:service|dienst)\b|\bwhat'?s\b", re.IGNORECASE)
+                            r"\bsupport(?:\s+team)?\b|\bkunden(?:service|dienst)\b|\bwhat'?s\b|"
+                            # nor the asking for it: "Unter welcher Nummer erreiche ich ...?", "which number do I call"
+                            r"\bnumbers?\b|\bnummer\b|\b(?:reach|contact|call|ring|erreiche\w*|kontaktier\w*|anrufen|"
+                            r"rufe)\b|\bunter\b|\bwelche[rsmn]?\b|\bwhich\b|\bwhat\b", re.IGNORECASE)
 
 
 def about_terms(question: str, kind: str | None) -> set[str]:
@@ -871,6 +874,8 @@ _YESNO_GENERIC = _ACTION_AUX | frozenset({
     "not", "also", "still", "bekommen", "kriegen", "machen", "tun", "nutzen", "benutzen", "verwenden", "zahlen",
     "bezahlen", "bestellen", "kaufen", "erhalten", "sehen", "wissen", "fragen", "wählen", "auswählen", "nehmen", "holen",
     "request", "anfordern", "beantragen",
+    # what happens to the customer, not what they do ("do I lose my store credit if I switch my email?")
+    "lose", "lost", "verlieren",
     # "do you offer / sell / accept ...": what is asked is the thing offered (``retrieval.subject.unstated_thing``)
     "offer", "sell", "provide", "carry", "stock", "accept", "support", "allow", "anbieten", "akzeptieren"})
 

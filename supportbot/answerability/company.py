@@ -38,8 +38,12 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 def company_question(question: str, config: str, tenant_name: str) -> tuple[str, ...]:
     """The organisation words of a question about the company itself (it names the company, or says
     "company"), or () when it is not one."""
+    # what the customer tells of themselves is no question about the company ("I'm the Owner of our Business account.
+    # Where do I make an API key?"): the sentences that ask, when one does
+    asking = [s for s in _SENTENCE.split(question) if s.strip().endswith("?")]
     words = _WORDS.findall(question.casefold())
-    asked = tuple(w for w in dict.fromkeys(words) if w in ORGANISATION_WORDS.get(config, ()))
+    asked = tuple(w for w in dict.fromkeys(_WORDS.findall(" ".join(asking or [question]).casefold()))
+                  if w in ORGANISATION_WORDS.get(config, ()))
     if not asked:
         return ()
     name = {w.casefold() for w in _WORDS.findall(tenant_name)}

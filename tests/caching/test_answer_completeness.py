@@ -580,6 +580,9 @@ def test_a_count_of_people_is_no_bulky_item():
     ("Muss ich die Uhr trotzdem erst einschicken, bevor ich eine neue bekomme?", "einschicken"),
     ("Can I pay with PayPal?", ""),  # the verb says little: what is asked is PayPal
     ("Can I pay part of the order with a gift card and the rest with Affirm?", ""),
+    # what happens to the customer is no action of theirs (blind set 23's lf23-03 was handed off: "asks whether the
+    # customer can lose")
+    ("If I switch the email on my account, do I lose my store credit?", ""),
 ])
 def test_the_customers_action_a_yes_no_question_asks_about(question, action):
     from caching.answer_checks.asked import yesno_action
@@ -765,6 +768,11 @@ def test_the_asked_contact_is_no_sign_of_what_a_contact_line_is_about():
     uk = "Customer support: UK, Germany and Austria:\n• Phone UK: +44 20 5550 1188 [1]"
     assert CompletenessCheck().refusal(evidence("whats the phone number for customer service in the UK?", uk,
                                                 "acme/en/opening-hours.md")) is None
+    # nor the asking for it ("Unter welcher Nummer erreiche ich ...?")
+    austria = "Kundenservice für Großbritannien, Deutschland und Österreich:\n• Telefon Deutschland und Österreich: " \
+              "+49 89 5550 4400 [1]"
+    assert CompletenessCheck().refusal(evidence("Unter welcher Nummer erreiche ich den Kundenservice in Österreich?",
+                                                austria, "acme/de/opening-hours.md", "de")) is None
 
 
 def test_an_answer_that_never_speaks_of_the_purpose_the_question_points_back_at_is_incomplete():
