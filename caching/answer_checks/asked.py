@@ -164,7 +164,8 @@ _CASED = frozenset({r"\bUSA?\b", r"\bU\.S\.", r"\bin den USA\b"})
 # Denver store's Sunday hours are no one country's figure among others (``named_countries``).
 PLACES: dict[str, tuple[str, ...]] = {
     # German customers say "Amerika" of the USA (not "Süd-Amerika", "Latein-Amerika"), which the articles call "USA"
-    "United States": (r"(?<![-\w])(?<!süd )(?<!nord )amerika\b", r"\bdenver\b", r"\bcolorado\b", r"\baustin\b", r"\btexas\b", r"\bsan marcos\b", r"\bnew york\b",
+    "United States": (r"(?<![-\w])(?<!süd )(?<!nord )amerika\b",
+                      r"\bdenver\b", r"\bcolorado\b", r"\baustin\b", r"\btexas\b", r"\bsan marcos\b", r"\bnew york\b",
                       r"\blos angeles\b", r"\bchicago\b", r"\bseattle\b", r"\bboston\b", r"\bcalifornia\b",
                       r"\bflorida\b", r"\bportland\b", r"\boregon\b", r"\bsan francisco\b", r"\bsan diego\b",
                       r"\bphoenix\b", r"\barizona\b", r"\bphiladelphia\b", r"\bpennsylvania\b", r"\bhouston\b",

@@ -890,7 +890,8 @@ def asked_currency(line: str, country: str | None) -> str:
 # A bracketed list of one thing per country, each item naming its country: "(UPS in the US, Canada Post in Canada, Royal
 # Mail in the UK, DHL in Germany and Austria)", "(DHL in Deutschland, Royal Mail in Großbritannien)"
 _BRACKETED_LIST = re.compile(r"\((?P<items>[^()]*?\b(?:in|im|für)\b[^()]*?(?:,|;)[^()]*)\)")
-_LIST_ITEM_SEP = re.compile(r"\s*[,;]\s*(?:and\s+|or\s+|und\s+|oder\s+)?|\s+(?:and|or|und|oder)\s+(?=\S+\s+(?:in|im)\b)")
+_LIST_ITEM_SEP = re.compile(r"\s*[,;]\s*(?:and\s+|or\s+|und\s+|oder\s+)?|"
+                            r"\s+(?:and|or|und|oder)\s+(?=\S+\s+(?:in|im)\b)")
 
 
 def askers_item(line: str, country: str | None) -> str:
@@ -916,5 +917,6 @@ RULES_VERSION = digest([MARGIN, MAX_UNITS, LEXICAL_WEIGHT, FOLLOW_UP_WEIGHT, POI
                         INTRO_WEIGHT, STEP_WEIGHT, SECTION_SHARE, LEAD_MARGIN,
                         FACT_MARGIN, FACT_MAX_UNITS, SECOND_FIGURE_MARGIN, asking.VERSION, words.VERSION, _ITEM.pattern, _ROW.pattern,
                         "section: unit", "lead tiers", "pertinent part", _PART_END.pattern, _PART_LABEL.pattern, LABEL_WEIGHT, "quoted labels", "another thing's duration", "no other case's figure as the fallback", EVENT_WEIGHT, EXCLUSIVE.pattern, "event in another word", CURRENCY_ALTERNATIVES.pattern, ABOUT_ARTICLE.pattern, ABOUT_ARTICLE_WEIGHT,
-                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", _CASE_ITEM_END.pattern, "asker's figure", "every asked case", DAY_WEIGHT, _BRACKETED_LIST.pattern, _LIST_ITEM_SEP.pattern,
+                        "customer's action", MINIMUM_WEIGHT, NAME_WEIGHT, "near the best that may lead", _CASE_ITEM_END.pattern, "asker's figure", "every asked case",
+                        DAY_WEIGHT, _BRACKETED_LIST.pattern, _LIST_ITEM_SEP.pattern,
                         sorted((config, list(groups)) for config, groups in EQUIVALENTS.items()), "v10"])[:16]
