@@ -229,7 +229,8 @@ class ExtractiveAnswerer(Answerer):
             if passage.article_id not in [p.article_id for p in cited]:
                 cited.append(passage)
             number = [p.article_id for p in cited].index(passage.article_id) + 1
-            lines.extend(askers_item(asked_currency(line, country), country) for line in render(passage, units, number))
+            lines.extend(askers_bracketed_item(asked_currency(line, country), country)
+                         for line in render(passage, units, number))
         pieces = []
         for i, line in enumerate(lines):
             piece = ("\n" if i else "") + line
@@ -894,11 +895,13 @@ _LIST_ITEM_SEP = re.compile(r"\s*[,;]\s*(?:and\s+|or\s+|und\s+|oder\s+)?|"
                             r"\s+(?:and|or|und|oder)\s+(?=\S+\s+(?:in|im)\b)")
 
 
-def askers_item(line: str, country: str | None) -> str:
+def askers_bracketed_item(line: str, country: str | None) -> str:
     """For a question about one country, a bracketed list naming one thing per country reduced to the asker's
     country's item ("Where do I drop the parcel off? I'm in Manchester": "(UPS in the US, Canada Post in Canada, Royal
     Mail in the UK, ...)" -> "(… Royal Mail in the UK)"), so no other country's carrier stands beside it; unchanged
-    unless every item names a country, two or more do, and exactly one names the asker's."""
+    unless every item names a country, two or more do, and exactly one names the asker's. A list of figures, each
+    labelled with its case, is ``askers_figure``'s: that one cuts the leading unit's clause of the asked kind; this one
+    cuts any quoted line's bracket of names, which state no figure."""
     if not country:
         return line
 

@@ -719,20 +719,20 @@ def test_a_bracketed_list_of_one_thing_per_country_is_quoted_as_the_askers_item(
     """"I'm in Manchester and want to use the QR code for my return ... Where do I drop the parcel off?" was answered
     with every country's drop-off carrier and served from the exact cache (blind set 23's lf23-19, held out): Canada
     Post stood beside Royal Mail."""
-    from supportbot.answerers.extractive import askers_item
+    from supportbot.answerers.extractive import askers_bracketed_item
 
     step = ("4. Choose how to ship: print the label, or show the QR code at a drop-off point (UPS in the US, Canada Post "
             "in Canada, Royal Mail in the UK, DHL in Germany and Austria). [1]")
-    assert askers_item(step, "United Kingdom") == ("4. Choose how to ship: print the label, or show the QR code at a "
+    assert askers_bracketed_item(step, "United Kingdom") == ("4. Choose how to ship: print the label, or show the QR code at a "
                                                    "drop-off point (… Royal Mail in the UK). [1]")
-    assert "(… DHL in Germany and Austria)" in askers_item(step, "Austria")
-    assert askers_item(step, None) == step  # no country asked: the whole list
-    assert askers_item(step, "Mexico") == step  # no item of the asker's country: the whole list
+    assert "(… DHL in Germany and Austria)" in askers_bracketed_item(step, "Austria")
+    assert askers_bracketed_item(step, None) == step  # no country asked: the whole list
+    assert askers_bracketed_item(step, "Mexico") == step  # no item of the asker's country: the whole list
     german = ("4. Wählen Sie die Versandart: Etikett ausdrucken oder den QR-Code in einer Annahmestelle vorzeigen (DHL in "
               "Deutschland und Österreich, Royal Mail in Großbritannien, UPS in den USA, Canada Post in Kanada).")
-    assert "(… Canada Post in Kanada)" in askers_item(german, "Canada")
+    assert "(… Canada Post in Kanada)" in askers_bracketed_item(german, "Canada")
     # a bracket whose items do not each name a country is no such list
-    assert askers_item("Plus (for members in the US and Canada, and their households) is free.", "Canada") == \
+    assert askers_bracketed_item("Plus (for members in the US and Canada, and their households) is free.", "Canada") == \
         "Plus (for members in the US and Canada, and their households) is free."
 
 
